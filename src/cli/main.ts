@@ -1,0 +1,103 @@
+// The erdma-smcr command line: one binary, a subcommand per role.
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, Option } from 'commander';
+import { loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import { AppError, isAppError } from '../errors.js';
+import { resolveView, runCheck, splitProfiles } from './check.js';
+import { readInputs } from './inputs.js';
+import { processIO, type CliIO } from './io.js';
+import { formatJson, formatJunit, formatText, type OutputFormat } from './report.js';
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+interface GlobalOpts {
+  config?: string;
+  logLevel?: string;
+}
+
+export function configFrom(globals: GlobalOpts, io: CliIO, flags: Record<string, unknown> = {}): Readonly<Config> {
+  return loadConfig({
+    ...(globals.config ? { file: globals.config } : {}),
+    env: io.env,
+    flags: { logLevel: globals.logLevel, ...flags },
+  });
+}
+
+interface CheckOpts {
+  profile?: string;
+  nodes?: string;
+  output: OutputFormat;
+  showPatch?: boolean;
+  color?: boolean;
+}
+
+function checkCommand(program: Command, io: CliIO, setCode: (c: number) => void): void {
+  program
+    .command('check')
+    .description('check manifests against the SMC-R admission policy, offline (exit 0 allowed, 1 denied, 2 input error)')
+    .argument('[paths...]', 'files, directories (recursive) or - for stdin', ['.'])
+    .option('--profile <file>', 'cluster profile (YAML): driverMode, ipFamilies, nodes')
+    .option('--nodes <file>', 'NodeList (kubectl get nodes -o yaml) for node checks')
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json', 'junit']).default('text'))
+    .option('--show-patch', 'print the JSON Patch the webhook would apply to each pod')
+    .option('--no-color', 'never colour the text output')
+    .action((paths: string[], opts: CheckOpts) => {
+      const config = configFrom(program.opts<GlobalOpts>(), io, { 'cluster.profile': opts.profile, 'cluster.nodes': opts.nodes });
+      const { objects, profile } = splitProfiles(readInputs(paths, () => io.stdin()));
+      const view = resolveView(
+        { ...(config.cluster.profile ? { profileFile: config.cluster.profile } : {}), ...(config.cluster.nodes ? { nodesFile: config.cluster.nodes } : {}) },
+        profile,
+      );
+      const report = runCheck(objects, view, config.policy);
+      const color = opts.color !== false && io.stdoutIsTTY && io.env.NO_COLOR === undefined;
+      const text =
+        opts.output === 'json'
+          ? formatJson(report)
+          : opts.output === 'junit'
+            ? formatJunit(report)
+            : formatText(report, { color, showPatch: opts.showPatch === true });
+      io.out(text);
+      setCode(report.summary.denied > 0 ? 1 : 0);
+    });
+}
+
+/** Builds the program; `setCode` receives each command's exit code. */
+export function buildProgram(io: CliIO, setCode: (c: number) => void): Command {
+  const program = new Command('erdma-smcr')
+    .description('Transparent SMC-R for Kubernetes pods on Alibaba Cloud eRDMA nodes')
+    .version(packageVersion())
+    .option('-c, --config <file>', 'configuration file (YAML)')
+    .option('--log-level <level>', 'trace|debug|info|warn|error|silent')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
+  checkCommand(program, io, setCode);
+  return program;
+}
+
+/** Runs the CLI; resolves to the process exit code. */
+export async function main(argv: readonly string[], io: CliIO = processIO()): Promise<number> {
+  let code = 0;
+  const program = buildProgram(io, (c) => {
+    code = c;
+  });
+  try {
+    await program.parseAsync([...argv]);
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help and version exit 0; any usage error exits 2 (commander says 1).
+      return err.exitCode === 0 ? 0 : 2;
+    }
+    if (isAppError(err)) {
+      io.err(`erdma-smcr: ${err.message}\n`);
+      return err.exitCode;
+    }
+    const wrapped = new AppError('INTERNAL', String((err as Error)?.stack ?? err));
+    io.err(`erdma-smcr: internal error: ${wrapped.message}\n`);
+    return wrapped.exitCode;
+  }
+}

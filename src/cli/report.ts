@@ -1,0 +1,92 @@
+// Output formats of `check`: text for people (coloured on a TTY), JSON for tools, JUnit XML for CI.
+import type { CheckReport, CheckResult } from './check.js';
+
+export type OutputFormat = 'text' | 'json' | 'junit';
+
+const ANSI = { red: '\x1b[31m', green: '\x1b[32m', yellow: '\x1b[33m', dim: '\x1b[2m', bold: '\x1b[1m', reset: '\x1b[0m' };
+
+function paint(color: boolean, code: keyof typeof ANSI, text: string): string {
+  return color ? `${ANSI[code]}${text}${ANSI.reset}` : text;
+}
+
+function title(r: CheckResult): string {
+  return `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`;
+}
+
+export function formatText(report: CheckReport, opts: { color: boolean; showPatch: boolean }): string {
+  const c = opts.color;
+  const lines: string[] = [];
+  for (const r of report.results) {
+    const tag = r.allowed ? paint(c, 'green', 'PASS') : paint(c, 'red', 'DENY');
+    lines.push(`${tag}  ${paint(c, 'bold', title(r))}  ${paint(c, 'dim', r.source)}`);
+    for (const d of r.denials) {
+      lines.push(`      ${paint(c, 'red', `✘ [${d.rule}]`)} ${d.message}`);
+      lines.push(`        ${paint(c, 'dim', `at ${d.path}`)}`);
+    }
+    for (const w of r.warnings) lines.push(`      ${paint(c, 'yellow', '! warning:')} ${w}`);
+    if (opts.showPatch && r.patch.length > 0) {
+      lines.push(`      ${paint(c, 'dim', 'patch:')}`);
+      for (const op of r.patch) lines.push(`        ${JSON.stringify(op)}`);
+    }
+  }
+  const s = report.summary;
+  const summary = `${s.objects} object(s) checked: ${s.allowed} allowed, ${s.denied} denied`;
+  lines.push('', s.denied > 0 ? paint(c, 'red', summary) : paint(c, 'green', summary));
+  return `${lines.join('\n')}\n`;
+}
+
+export function formatJson(report: CheckReport): string {
+  return `${JSON.stringify(report, null, 2)}\n`;
+}
+
+function xml(text: string): string {
+  return text
+    // XML 1.0 forbids most control characters even when escaped.
+    // eslint-disable-next-line no-control-regex
+    .replace(/[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD]/g, '')
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;');
+}
+
+function fileOf(source: string): string {
+  return source.replace(/:\d+(#.*)?$/, '');
+}
+
+function testcase(r: CheckResult): string {
+  const parts = [`    <testcase classname="${xml(fileOf(r.source))}" name="${xml(`${title(r)} (${r.source})`)}">`];
+  if (!r.allowed) {
+    const first = r.denials[0];
+    const body = r.denials.map((d) => `[${d.rule}] ${d.message} (at ${d.path})`).join('\n');
+    parts.push(`      <failure type="${xml(first?.rule ?? 'denied')}" message="${xml(first?.message ?? 'denied')}">${xml(body)}</failure>`);
+  }
+  if (r.warnings.length > 0) parts.push(`      <system-out>${xml(r.warnings.map((w) => `warning: ${w}`).join('\n'))}</system-out>`);
+  parts.push('    </testcase>');
+  return parts.join('\n');
+}
+
+/** JUnit XML, one testsuite per input file, one testcase per object. */
+export function formatJunit(report: CheckReport): string {
+  const byFile = new Map<string, CheckResult[]>();
+  for (const r of report.results) {
+    const f = fileOf(r.source);
+    byFile.set(f, [...(byFile.get(f) ?? []), r]);
+  }
+  const suites = [...byFile].map(([file, rs]) => {
+    const failures = rs.filter((r) => !r.allowed).length;
+    return [
+      `  <testsuite name="${xml(file)}" tests="${rs.length}" failures="${failures}" errors="0" skipped="0">`,
+      ...rs.map(testcase),
+      '  </testsuite>',
+    ].join('\n');
+  });
+  const s = report.summary;
+  return [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    `<testsuites name="erdma-smcr check" tests="${s.objects}" failures="${s.denied}" errors="0">`,
+    ...suites,
+    '</testsuites>',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,88 @@
+// Offline cluster profile (YAML): the cluster's driver mode, IP families and, optionally, its nodes.
+import { readFileSync } from 'node:fs';
+import { parseAllDocuments } from 'yaml';
+import { z } from 'zod';
+import { AppError } from '../errors.js';
+import type { ClusterView, NodeFacts } from '../policy/types.js';
+import { nodeFacts } from './view.js';
+
+export const PROFILE_API_VERSION = 'smcr.erdma.io/v1alpha1';
+export const PROFILE_KIND = 'ClusterProfile';
+
+const nodeObject = z.looseObject({ metadata: z.looseObject({ name: z.string().min(1) }) });
+const nodeList = z.looseObject({ items: z.array(nodeObject) });
+
+export const profileSchema = z
+  .object({
+    apiVersion: z.literal(PROFILE_API_VERSION).optional(),
+    kind: z.literal(PROFILE_KIND).optional(),
+    driverMode: z.enum(['default', 'compat', 'ofed']).optional(),
+    ipFamilies: z
+      .array(z.enum(['IPv4', 'IPv6']))
+      .min(1)
+      .max(2)
+      .refine((a) => new Set(a).size === a.length, 'ipFamilies must not repeat a family')
+      .optional(),
+    nodes: z.union([z.array(nodeObject), nodeList]).optional(),
+  })
+  .strict();
+
+export type Profile = z.infer<typeof profileSchema>;
+
+/** Embedded default: an IPv4 cluster in default driver mode whose nodes are not known. */
+export const DEFAULT_PROFILE: Profile = { driverMode: 'default', ipFamilies: ['IPv4'] };
+
+function nodesOf(value: unknown): NodeFacts[] {
+  const list = Array.isArray(value) ? value : ((value as { items?: unknown[] } | undefined)?.items ?? []);
+  return list.map(nodeFacts).filter((n): n is NodeFacts => n !== undefined);
+}
+
+/** Validates a parsed profile document, naming the source in errors. */
+export function parseProfile(doc: unknown, source: string): Profile {
+  const r = profileSchema.safeParse(doc ?? {});
+  if (!r.success) {
+    throw new AppError('PROFILE_INVALID', `${source}: invalid cluster profile:\n${z.prettifyError(r.error)}`);
+  }
+  return r.data;
+}
+
+function readYamlFile(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new AppError('INPUT_UNREADABLE', `cannot read ${file}: ${(err as NodeJS.ErrnoException).message}`);
+  }
+  const docs = parseAllDocuments(text).filter((d) => !(d.contents === null && d.errors.length === 0));
+  const first = docs[0];
+  if (!first) return undefined;
+  if (first.errors.length > 0) {
+    const e = first.errors[0];
+    const line = e?.linePos?.[0]?.line;
+    throw new AppError('INPUT_PARSE', `${file}${line ? `:${line}` : ''}: ${e?.message.split('\n')[0] ?? 'invalid YAML'}`);
+  }
+  return first.toJS();
+}
+
+export function loadProfileFile(file: string): Profile {
+  return parseProfile(readYamlFile(file), file);
+}
+
+/** Reads a NodeList, a single Node, or a list of Nodes from a file. */
+export function loadNodesFile(file: string): NodeFacts[] {
+  const doc = readYamlFile(file);
+  const nodes = Array.isArray(doc) || (doc as { items?: unknown })?.items ? nodesOf(doc) : nodesOf([doc]);
+  if (nodes.length === 0) throw new AppError('PROFILE_INVALID', `${file}: no Node objects found`);
+  return nodes;
+}
+
+/** Builds the view from a profile and, optionally, a separate node list (which wins). */
+export function viewFromProfile(profile: Profile, extraNodes?: readonly NodeFacts[]): ClusterView {
+  const nodes = extraNodes ?? (profile.nodes !== undefined ? nodesOf(profile.nodes) : undefined);
+  return Object.freeze({
+    ...(profile.driverMode ? { driverMode: profile.driverMode } : {}),
+    ...(profile.ipFamilies ? { ipFamilies: profile.ipFamilies } : {}),
+    nodesKnown: nodes !== undefined,
+    nodes: nodes ?? [],
+  });
+}

@@ -1,0 +1,120 @@
+// Builds the frozen configuration: flags over environment over file over defaults, one schema.
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { configSchema, type Config } from './schema.js';
+import { AppError } from '../errors.js';
+
+/** Environment variables we read, each mapped to a dotted config path. */
+export const ENV_VARS: Readonly<Record<string, { path: string; type: 'string' | 'number' | 'boolean' }>> = {
+  ERDMA_SMCR_LOG_LEVEL: { path: 'logLevel', type: 'string' },
+  ERDMA_SMCR_CONFIG_PROFILE: { path: 'cluster.profile', type: 'string' },
+  ERDMA_SMCR_NODES: { path: 'cluster.nodes', type: 'string' },
+  ERDMA_SMCR_HOST: { path: 'webhook.host', type: 'string' },
+  ERDMA_SMCR_PORT: { path: 'webhook.port', type: 'number' },
+  ERDMA_SMCR_METRICS_PORT: { path: 'webhook.metricsPort', type: 'number' },
+  ERDMA_SMCR_CERT_DIR: { path: 'webhook.certDir', type: 'string' },
+  ERDMA_SMCR_SERVICE_NAME: { path: 'webhook.serviceName', type: 'string' },
+  ERDMA_SMCR_NAMESPACE: { path: 'webhook.namespace', type: 'string' },
+  ERDMA_SMCR_RESOURCE_NAME: { path: 'policy.resourceName', type: 'string' },
+  ERDMA_SMCR_DISABLE_IPV6: { path: 'policy.disableIPv6', type: 'boolean' },
+};
+
+type Tree = Record<string, unknown>;
+
+function setPath(tree: Tree, dotted: string, value: unknown): void {
+  const keys = dotted.split('.');
+  let node = tree;
+  for (const key of keys.slice(0, -1)) {
+    const next = node[key];
+    if (typeof next !== 'object' || next === null || Array.isArray(next)) node[key] = {};
+    node = node[key] as Tree;
+  }
+  node[keys[keys.length - 1] as string] = value;
+}
+
+function deepMerge(base: Tree, over: Tree): Tree {
+  const out: Tree = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    const prev = out[key];
+    const bothObjects =
+      typeof value === 'object' && value !== null && !Array.isArray(value) &&
+      typeof prev === 'object' && prev !== null && !Array.isArray(prev);
+    out[key] = bothObjects ? deepMerge(prev as Tree, value as Tree) : value;
+  }
+  return out;
+}
+
+function coerce(name: string, raw: string, type: 'string' | 'number' | 'boolean'): unknown {
+  if (type === 'string') return raw;
+  if (type === 'number') {
+    const n = Number(raw);
+    if (raw.trim() === '' || !Number.isFinite(n)) throw new AppError('CONFIG_INVALID', `${name}=${raw} is not a number`);
+    return n;
+  }
+  if (/^(1|true|yes)$/i.test(raw)) return true;
+  if (/^(0|false|no)$/i.test(raw)) return false;
+  throw new AppError('CONFIG_INVALID', `${name}=${raw} is not a boolean (true/false)`);
+}
+
+function fromEnv(env: Readonly<Record<string, string | undefined>>): Tree {
+  const tree: Tree = {};
+  for (const [name, spec] of Object.entries(ENV_VARS)) {
+    const raw = env[name];
+    if (raw !== undefined && raw !== '') setPath(tree, spec.path, coerce(name, raw, spec.type));
+  }
+  return tree;
+}
+
+function fromFile(file: string): Tree {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new AppError('CONFIG_INVALID', `cannot read config file ${file}: ${(err as Error).message}`);
+  }
+  const doc: unknown = parseYaml(text);
+  if (doc === null || doc === undefined) return {};
+  if (typeof doc !== 'object' || Array.isArray(doc)) {
+    throw new AppError('CONFIG_INVALID', `config file ${file} must hold a mapping`);
+  }
+  return doc as Tree;
+}
+
+export interface ConfigSources {
+  /** Path of a YAML/JSON config file, if any. */
+  readonly file?: string;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Flag values as dotted paths (`webhook.port`) → value; undefined entries are ignored. */
+  readonly flags?: Readonly<Record<string, unknown>>;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** Loads, validates and freezes the configuration. Throws AppError(CONFIG_INVALID) with every problem. */
+export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
+  let tree: Tree = {};
+  if (sources.file) tree = deepMerge(tree, fromFile(sources.file));
+  if (sources.env) tree = deepMerge(tree, fromEnv(sources.env));
+  const flagTree: Tree = {};
+  for (const [path, value] of Object.entries(sources.flags ?? {})) {
+    if (value !== undefined) setPath(flagTree, path, value);
+  }
+  tree = deepMerge(tree, flagTree);
+  const parsed = configSchema.safeParse(tree);
+  if (!parsed.success) {
+    throw new AppError('CONFIG_INVALID', `invalid configuration:\n${z.prettifyError(parsed.error)}`);
+  }
+  return deepFreeze(parsed.data);
+}
+
+/** The defaults alone, frozen. */
+export function defaultConfig(): Readonly<Config> {
+  return loadConfig();
+}

@@ -1,0 +1,72 @@
+// The one schema for all configuration (defaults, file, env, flags meet here), validated by zod.
+import { z } from 'zod';
+import { ERDMA_RESOURCE } from '../constants.js';
+
+const port = z.number().int().min(0).max(65535);
+
+export const tuningSchema = z
+  .object({
+    wmem: z.number().int().optional(),
+    rmem: z.number().int().optional(),
+    autocorkingSize: z.number().int().optional(),
+    bufType: z.number().int().optional(),
+    testlinkTime: z.number().int().optional(),
+  })
+  .strict();
+
+export const policySchema = z
+  .object({
+    /** Extended resource injected into the pod. */
+    resourceName: z.string().min(1).default(ERDMA_RESOURCE),
+    /** Add the eRDMA resource when no container asks for it. */
+    injectResource: z.boolean().default(true),
+    /** Which containers get the resource: the first one, or every one. */
+    resourceContainer: z.enum(['first', 'all']).default('first'),
+    /** Require the agent's capable label through required node affinity. */
+    injectNodeAffinity: z.boolean().default(true),
+    /** Turn IPv6 off in the pod netns unless the pod keeps it (SMC-R carries IPv4 only). */
+    disableIPv6: z.boolean().default(true),
+    /** Cluster-wide tuning defaults, overridden per pod by the tuning annotations. */
+    defaultTuning: tuningSchema.prefault({}),
+  })
+  .strict();
+
+export const webhookSchema = z
+  .object({
+    host: z.string().default('127.0.0.1'),
+    port: port.default(8443),
+    /** Plain-HTTP port for /metrics, /healthz, /readyz (0 turns it off). */
+    metricsPort: port.default(8080),
+    metricsHost: z.string().default('127.0.0.1'),
+    certDir: z.string().default('webhook-certs'),
+    /** Generate a CA and serving certificate into certDir when absent. */
+    generateCerts: z.boolean().default(true),
+    serviceName: z.string().default('erdma-smcr-webhook'),
+    namespace: z.string().default('erdma-smcr'),
+    /** Request body limit in bytes: at least 7 MiB, because an UPDATE carries two 3 MiB objects. */
+    bodyLimit: z.number().int().min(1024).default(8 * 1024 * 1024),
+    shutdownGraceMs: z.number().int().min(0).default(25_000),
+  })
+  .strict();
+
+export const clusterSchema = z
+  .object({
+    /** Offline cluster profile file (YAML). Absent: the embedded default profile. */
+    profile: z.string().optional(),
+    /** NodeList file for the offline view. */
+    nodes: z.string().optional(),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+    policy: policySchema.prefault({}),
+    webhook: webhookSchema.prefault({}),
+    cluster: clusterSchema.prefault({}),
+  })
+  .strict();
+
+export type Config = z.infer<typeof configSchema>;
+export type PolicyConfig = z.infer<typeof policySchema>;
+export type TuningConfig = z.infer<typeof tuningSchema>;

@@ -1,0 +1,39 @@
+// Names other parts of the system and our users rely on (see DESIGN.md "Contracts").
+
+/** The one annotation a user writes on a pod to ask for SMC-R. */
+export const SMCR_ANNOTATION = 'network.alibabacloud.com/erdma-smcr';
+
+/** Prefix of every key this project owns (annotations and node labels). */
+export const OWN_PREFIX = 'smcr.erdma.io/';
+
+/** Webhook-owned annotation: the resolved settings the CNI plugin applies. Users cannot forge it. */
+export const SETTINGS_ANNOTATION = `${OWN_PREFIX}settings`;
+
+/** Optional per-pod annotation naming the container that gets the eRDMA resource. */
+export const CONTAINER_ANNOTATION = `${OWN_PREFIX}container`;
+
+/** Optional per-pod tuning annotations (validated), each mapped to one per-netns knob. */
+export const TUNING_ANNOTATIONS = {
+  wmem: `${OWN_PREFIX}wmem`,
+  rmem: `${OWN_PREFIX}rmem`,
+  autocorkingSize: `${OWN_PREFIX}autocorking-size`,
+  bufType: `${OWN_PREFIX}buf-type`,
+  testlinkTime: `${OWN_PREFIX}testlink-time`,
+  keepIPv6: `${OWN_PREFIX}keep-ipv6`,
+} as const;
+
+/** Node labels written by the node agent and read by the webhook. */
+export const NODE_LABELS = {
+  capable: `${OWN_PREFIX}capable`,
+  driverMode: `${OWN_PREFIX}driver-mode`,
+  reason: `${OWN_PREFIX}reason`,
+} as const;
+
+/** Extended resource served by the device plugin. */
+export const ERDMA_RESOURCE = 'aliyun/erdma';
+
+/** CNI plugin type and binary name. */
+export const CNI_PLUGIN_TYPE = 'erdma-smcr';
+
+/** Version of the settings document carried in SETTINGS_ANNOTATION. */
+export const SETTINGS_VERSION = 1;

@@ -1,0 +1,106 @@
+// Entry point of the policy: one object in, a verdict (and for a Pod the mutated object and
+// its JSON Patch) out. Pure: no I/O, no clock, no globals. Shared by webhook, CLI and tests.
+import fastJsonPatch from 'fast-json-patch';
+import { SETTINGS_ANNOTATION, SMCR_ANNOTATION, TUNING_ANNOTATIONS } from '../constants.js';
+import type { PolicyConfig } from '../config/schema.js';
+import { isObject, keyPath, locatePod, stringMap } from './locate.js';
+import { injectNodeAffinity, injectResource, setSettings, stripSettings } from './mutate.js';
+import { isCanonicalBool, parseGoBool } from './parse-bool.js';
+import { RULES, type RuleContext } from './rules.js';
+import { resolveTuning, serializeSettings, settingsDocument } from './settings.js';
+import type { ClusterView, Denial, JsonObject, PodLocation, PolicyResult } from './types.js';
+
+export interface EvaluateOptions {
+  /** Produce the mutated Pod and its patch (default true). Workload templates are never mutated. */
+  readonly mutate?: boolean;
+}
+
+const UNTOUCHED: PolicyResult = Object.freeze({
+  allowed: true,
+  smcr: false,
+  untouched: true,
+  denials: [],
+  warnings: [],
+  patch: [],
+});
+
+function verdictOf(denials: Denial[], warnings: string[], smcr: boolean): PolicyResult {
+  return { allowed: denials.length === 0, denials, warnings, smcr, untouched: false, patch: [] };
+}
+
+/** Warns when the annotation sits on a workload's own metadata, where it does nothing. */
+function misplacedAnnotation(obj: JsonObject, loc: PodLocation): string[] {
+  if (loc.isPod || !isObject(obj.metadata)) return [];
+  const own = stringMap(obj.metadata.annotations);
+  if (own[SMCR_ANNOTATION] === undefined || stringMap(loc.metadata.annotations)[SMCR_ANNOTATION] !== undefined) {
+    return [];
+  }
+  return [
+    `${SMCR_ANNOTATION} on the ${loc.kind}'s own metadata does nothing; put it on ${loc.prefix}metadata.annotations`,
+  ];
+}
+
+function withPatch(result: PolicyResult, original: JsonObject, mutated: JsonObject): PolicyResult {
+  const patch = fastJsonPatch.compare(original, mutated);
+  return { ...result, patch, mutated: patch.length > 0 ? mutated : original };
+}
+
+function evaluateOff(obj: JsonObject, loc: PodLocation, warnings: string[], mutate: boolean): PolicyResult {
+  const annotations = stringMap(loc.metadata.annotations);
+  if (Object.values(TUNING_ANNOTATIONS).some((k) => annotations[k] !== undefined)) {
+    warnings.push('SMC-R is off for this pod: its smcr.erdma.io tuning annotations have no effect');
+  }
+  const result = verdictOf([], warnings, false);
+  if (!mutate || !loc.isPod || annotations[SETTINGS_ANNOTATION] === undefined) return result;
+  const clone = structuredClone(obj);
+  stripSettings(clone);
+  return withPatch(result, obj, clone);
+}
+
+function mutatePod(obj: JsonObject, ctx: RuleContext, settings: string): JsonObject {
+  const clone = structuredClone(obj);
+  const loc = locatePod(clone) ?? ctx.loc;
+  if (ctx.config.injectResource) injectResource(clone, loc, ctx.config, ctx.annotations);
+  if (ctx.config.injectNodeAffinity) injectNodeAffinity(clone);
+  setSettings(clone, settings);
+  return clone;
+}
+
+/**
+ * Evaluates one object (a Pod or a workload carrying a pod template) against the policy.
+ * Objects of other kinds, and pods without the SMC-R annotation, are allowed untouched.
+ */
+export function evaluate(obj: unknown, view: ClusterView, config: PolicyConfig, options: EvaluateOptions = {}): PolicyResult {
+  if (!isObject(obj)) return UNTOUCHED;
+  const loc = locatePod(obj);
+  if (!loc) return UNTOUCHED;
+  const annotations = stringMap(loc.metadata.annotations);
+  const raw = annotations[SMCR_ANNOTATION];
+  const misplaced = misplacedAnnotation(obj, loc);
+  if (raw === undefined) return misplaced.length > 0 ? verdictOf([], misplaced, false) : UNTOUCHED;
+
+  const mutate = options.mutate !== false && loc.isPod;
+  const on = parseGoBool(raw);
+  const path = keyPath(`${loc.prefix}metadata.annotations`, SMCR_ANNOTATION);
+  if (on === undefined) {
+    return verdictOf(
+      [{ rule: 'annotation-value', path, message: `${SMCR_ANNOTATION} must be "true" or "false", got "${raw}".` }],
+      misplaced,
+      false,
+    );
+  }
+  const warnings = [...misplaced];
+  if (!isCanonicalBool(raw)) warnings.push(`${SMCR_ANNOTATION}: "${raw}" is read as "${String(on)}"; write "${String(on)}"`);
+  if (!on) return evaluateOff(obj, loc, warnings, mutate);
+
+  const ctx: RuleContext = { loc, view, config, annotations, tuning: resolveTuning(annotations, config) };
+  const denials: Denial[] = [];
+  for (const rule of RULES) {
+    const out = rule(ctx);
+    denials.push(...out.denials);
+    warnings.push(...out.warnings);
+  }
+  const result = verdictOf(denials, warnings, true);
+  if (!result.allowed || !mutate) return result;
+  return withPatch(result, obj, mutatePod(obj, ctx, serializeSettings(settingsDocument(ctx.tuning))));
+}

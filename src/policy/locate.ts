@@ -1,0 +1,74 @@
+// Finds the pod (metadata and spec) inside a Pod or a workload's pod template.
+import type { JsonObject, PodLocation } from './types.js';
+
+/** Workload kinds whose pod template sits at spec.template. */
+const TEMPLATE_KINDS = new Set([
+  'Deployment',
+  'StatefulSet',
+  'DaemonSet',
+  'ReplicaSet',
+  'ReplicationController',
+  'Job',
+  'PodTemplate',
+]);
+
+export const SUPPORTED_KINDS: readonly string[] = ['Pod', ...TEMPLATE_KINDS, 'CronJob'];
+
+export function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function objAt(root: JsonObject, keys: readonly string[]): JsonObject | undefined {
+  let node: unknown = root;
+  for (const k of keys) {
+    if (!isObject(node)) return undefined;
+    node = node[k];
+  }
+  return isObject(node) ? node : undefined;
+}
+
+function templateKeys(kind: string): readonly string[] | undefined {
+  if (kind === 'Pod') return [];
+  if (kind === 'CronJob') return ['spec', 'jobTemplate', 'spec', 'template'];
+  if (kind === 'PodTemplate') return ['template'];
+  if (TEMPLATE_KINDS.has(kind)) return ['spec', 'template'];
+  return undefined;
+}
+
+/**
+ * Locates the pod in `obj`. Returns undefined for kinds that carry no pod. A missing
+ * metadata or spec is represented by an empty object so rules can read safely.
+ */
+export function locatePod(obj: JsonObject): PodLocation | undefined {
+  const kind = typeof obj.kind === 'string' ? obj.kind : '';
+  const keys = templateKeys(kind);
+  if (!keys) return undefined;
+  const template = keys.length === 0 ? obj : objAt(obj, keys);
+  const prefix = keys.length === 0 ? '' : `${keys.join('.')}.`;
+  const pointer = keys.length === 0 ? '' : `/${keys.join('/')}`;
+  return {
+    kind,
+    metadata: (template && objAt(template, ['metadata'])) ?? {},
+    spec: (template && objAt(template, ['spec'])) ?? {},
+    prefix,
+    pointer,
+    isPod: kind === 'Pod',
+  };
+}
+
+/** Reads a string-valued map (annotations, labels, nodeSelector) defensively. */
+export function stringMap(v: unknown): Record<string, string> {
+  if (!isObject(v)) return {};
+  const out: Record<string, string> = {};
+  for (const [k, val] of Object.entries(v)) if (typeof val === 'string') out[k] = val;
+  return out;
+}
+
+export function arrayOf(v: unknown): unknown[] {
+  return Array.isArray(v) ? v : [];
+}
+
+/** kubectl-style path segment for a map key: `annotations[network.alibabacloud.com/erdma-smcr]`. */
+export function keyPath(base: string, key: string): string {
+  return `${base}[${key}]`;
+}

@@ -1,0 +1,67 @@
+// Types shared by every policy rule: the inputs (object, cluster view, config) and the verdict.
+import type { Operation } from 'fast-json-patch';
+
+export type DriverMode = 'default' | 'compat' | 'ofed';
+export const DRIVER_MODES: readonly DriverMode[] = ['default', 'compat', 'ofed'];
+
+export type IPFamily = 'IPv4' | 'IPv6';
+
+/** Plain JSON object as decoded from YAML or an AdmissionReview. */
+export type JsonObject = Record<string, unknown>;
+
+/** What the policy knows about one node. */
+export interface NodeFacts {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly kernelVersion?: string;
+  readonly osImage?: string;
+}
+
+/**
+ * The policy's view of the cluster. `nodesKnown` is false when nothing is known of the
+ * nodes (offline without a node list, or before the first sync): node checks then only warn.
+ */
+export interface ClusterView {
+  readonly driverMode?: DriverMode;
+  readonly ipFamilies?: readonly IPFamily[];
+  readonly nodesKnown: boolean;
+  readonly nodes: readonly NodeFacts[];
+}
+
+export interface Denial {
+  /** Stable rule id, e.g. `host-network`. */
+  readonly rule: string;
+  /** What is wrong and how to fix it. */
+  readonly message: string;
+  /** Field path in kubectl style, e.g. `spec.template.spec.hostNetwork`. */
+  readonly path: string;
+}
+
+export interface Verdict {
+  readonly allowed: boolean;
+  readonly denials: readonly Denial[];
+  readonly warnings: readonly string[];
+}
+
+export interface PolicyResult extends Verdict {
+  /** Whether the object's pod asks for SMC-R (annotation parsed as true). */
+  readonly smcr: boolean;
+  /** True when the object carries no SMC-R annotation at all (fast path, untouched). */
+  readonly untouched: boolean;
+  /** For a Pod that is allowed: the RFC 6902 patch (empty when nothing changes). */
+  readonly patch: readonly Operation[];
+  /** For a Pod: the object after mutation (same reference as the input when nothing changes). */
+  readonly mutated?: JsonObject;
+}
+
+/** Where a pod lives inside an object: the pod's metadata and spec, and the path prefix for messages. */
+export interface PodLocation {
+  readonly kind: string;
+  readonly metadata: JsonObject;
+  readonly spec: JsonObject;
+  /** kubectl-style prefix for the pod template, e.g. `spec.template.` ('' for a Pod). */
+  readonly prefix: string;
+  /** JSON Pointer prefix for the pod template, e.g. `/spec/template` ('' for a Pod). */
+  readonly pointer: string;
+  readonly isPod: boolean;
+}
