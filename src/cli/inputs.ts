@@ -2,10 +2,10 @@
 // YAML, JSON and `kind: List` all flatten to one object per entry, each with its file and line.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { LineCounter, parseAllDocuments } from 'yaml';
 import { AppError } from '../errors.js';
 import { isObject } from '../policy/locate.js';
 import type { JsonObject } from '../policy/types.js';
+import { parseYamlDocuments } from '../yaml.js';
 
 export interface SourcedObject {
   /** `file:line` (or `file:line#items[i]` for an entry of a List). */
@@ -54,21 +54,7 @@ function flatten(doc: unknown, source: string): SourcedObject[] {
 
 /** Parses YAML or JSON text into sourced objects; a syntax error names the file and line. */
 export function parseManifests(text: string, name: string): SourcedObject[] {
-  const lineCounter = new LineCounter();
-  const docs = parseAllDocuments(text, { lineCounter, prettyErrors: false });
-  if (!Array.isArray(docs)) return [];
-  const out: SourcedObject[] = [];
-  for (const doc of docs) {
-    const err = doc.errors[0];
-    if (err) {
-      const pos = lineCounter.linePos(err.pos[0]);
-      throw new AppError('INPUT_PARSE', `${name}:${pos.line}:${pos.col}: invalid YAML: ${err.message.split('\n')[0]}`);
-    }
-    const offset = doc.contents?.range[0] ?? doc.range[0];
-    const line = lineCounter.linePos(offset).line;
-    out.push(...flatten(doc.toJS({ maxAliasCount: 100 }), `${name}:${line}`));
-  }
-  return out;
+  return parseYamlDocuments(text, name).flatMap((d) => flatten(d.value, `${name}:${d.line}`));
 }
 
 function readSource(path: string, stdin: () => string): string {

@@ -1,9 +1,9 @@
 // Offline cluster profile (YAML): the cluster's driver mode, IP families and, optionally, its nodes.
 import { readFileSync } from 'node:fs';
-import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { AppError } from '../errors.js';
 import type { ClusterView, NodeFacts } from '../policy/types.js';
+import { parseYamlFirst } from '../yaml.js';
 import { nodeFacts } from './view.js';
 
 export const PROFILE_API_VERSION = 'smcr.erdma.io/v1alpha1';
@@ -53,15 +53,7 @@ function readYamlFile(file: string): unknown {
   } catch (err) {
     throw new AppError('INPUT_UNREADABLE', `cannot read ${file}: ${(err as NodeJS.ErrnoException).message}`);
   }
-  const docs = parseAllDocuments(text).filter((d) => !(d.contents === null && d.errors.length === 0));
-  const first = docs[0];
-  if (!first) return undefined;
-  if (first.errors.length > 0) {
-    const e = first.errors[0];
-    const line = e?.linePos?.[0]?.line;
-    throw new AppError('INPUT_PARSE', `${file}${line ? `:${line}` : ''}: ${e?.message.split('\n')[0] ?? 'invalid YAML'}`);
-  }
-  return first.toJS();
+  return parseYamlFirst(text, file);
 }
 
 export function loadProfileFile(file: string): Profile {

@@ -1,9 +1,9 @@
 // Builds the frozen configuration: flags over environment over file over defaults, one schema.
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { configSchema, type Config } from './schema.js';
 import { AppError } from '../errors.js';
+import { parseYamlFirst } from '../yaml.js';
 
 /** Environment variables we read, each mapped to a dotted config path. */
 export const ENV_VARS: Readonly<Record<string, { path: string; type: 'string' | 'number' | 'boolean' }>> = {
@@ -73,7 +73,7 @@ function fromFile(file: string): Tree {
   } catch (err) {
     throw new AppError('CONFIG_INVALID', `cannot read config file ${file}: ${(err as Error).message}`);
   }
-  const doc: unknown = parseYaml(text);
+  const doc = parseYamlFirst(text, file);
   if (doc === null || doc === undefined) return {};
   if (typeof doc !== 'object' || Array.isArray(doc)) {
     throw new AppError('CONFIG_INVALID', `config file ${file} must hold a mapping`);

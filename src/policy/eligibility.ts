@@ -14,7 +14,18 @@ export function nodeDriverMode(node: NodeFacts, clusterMode: DriverMode | undefi
   return node.labels[NODE_LABELS.driverMode] ?? clusterMode;
 }
 
+// Node facts are immutable and checked for every pod: remember each node's status per driver mode.
+const cache = new WeakMap<NodeFacts, Map<string | undefined, NodeStatus>>();
+
 export function nodeStatus(node: NodeFacts, clusterMode: DriverMode | undefined): NodeStatus {
+  let byMode = cache.get(node);
+  if (!byMode) cache.set(node, (byMode = new Map()));
+  let status = byMode.get(clusterMode);
+  if (!status) byMode.set(clusterMode, (status = computeStatus(node, clusterMode)));
+  return status;
+}
+
+function computeStatus(node: NodeFacts, clusterMode: DriverMode | undefined): NodeStatus {
   const mode = nodeDriverMode(node, clusterMode);
   if (mode !== undefined && mode !== 'default') {
     return { state: 'bad', reason: `eRDMA driver mode is "${mode}", SMC-R needs "default"` };

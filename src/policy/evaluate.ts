@@ -52,13 +52,13 @@ function evaluateOff(obj: JsonObject, loc: PodLocation, warnings: string[], muta
   }
   const result = verdictOf([], warnings, false);
   if (!mutate || !loc.isPod || annotations[SETTINGS_ANNOTATION] === undefined) return result;
-  const clone = structuredClone(obj);
+  const clone = { ...obj };
   stripSettings(clone);
   return withPatch(result, obj, clone);
 }
 
 function mutatePod(obj: JsonObject, ctx: RuleContext, settings: string): JsonObject {
-  const clone = structuredClone(obj);
+  const clone = { ...obj };
   const loc = locatePod(clone) ?? ctx.loc;
   if (ctx.config.injectResource) injectResource(clone, loc, ctx.config, ctx.annotations);
   if (ctx.config.injectNodeAffinity) injectNodeAffinity(clone);

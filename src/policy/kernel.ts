@@ -23,7 +23,7 @@ export function parseKernelVersion(text: string): KernelVersion | undefined {
   const base = [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)];
   const release: number[] = [];
   let dist = '';
-  for (const part of (m[4] ?? '').split('.')) {
+  for (const part of (m[4] ?? '').split(/[.-]/)) {
     if (part === '') continue;
     if (/^\d+$/.test(part) && dist === '') release.push(Number(part));
     else if (dist === '' && !/^(x86_64|aarch64|arm64|amd64)$/.test(part)) dist = part;

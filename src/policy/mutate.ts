@@ -1,39 +1,51 @@
-// Mutations of an allowed SMC-R pod, made on a clone; the patch is the diff (fast-json-patch).
+// Mutations of an allowed SMC-R pod, made on a copy; the patch is the diff (fast-json-patch).
 // Every step is idempotent: applied to its own output it changes nothing.
+// Copy-on-descend: `child` replaces each object it descends into with a shallow copy, so the
+// input is never changed and untouched subtrees stay shared (the diff skips them cheaply).
 import { CONTAINER_ANNOTATION, NODE_LABELS, SETTINGS_ANNOTATION } from '../constants.js';
 import type { PolicyConfig } from '../config/schema.js';
 import { arrayOf, isObject } from './locate.js';
 import { deviceCount, resourceUses } from './rules.js';
 import type { JsonObject, PodLocation } from './types.js';
 
-function child(parent: JsonObject, key: string): JsonObject {
+/** Returns a fresh copy of parent[key] (created when absent) stored back into the fresh parent. */
+export function child(parent: JsonObject, key: string): JsonObject {
   const existing = parent[key];
-  if (isObject(existing)) return existing;
-  const created: JsonObject = {};
-  parent[key] = created;
-  return created;
+  const copy: JsonObject = isObject(existing) ? { ...existing } : {};
+  parent[key] = copy;
+  return copy;
+}
+
+/** Returns a fresh copy of the array at parent[key] (empty when absent), stored back. */
+function childArray(parent: JsonObject, key: string): unknown[] {
+  const existing = parent[key];
+  const copy = Array.isArray(existing) ? [...(existing as unknown[])] : [];
+  parent[key] = copy;
+  return copy;
 }
 
 /** Adds the eRDMA resource (requests = limits = 1) when no container asks for one. */
 export function injectResource(pod: JsonObject, loc: PodLocation, config: PolicyConfig, annotations: Readonly<Record<string, string>>): void {
   const r = config.resourceName;
   if (resourceUses(loc, r).some((u) => (deviceCount(u.limit) ?? 0) > 0)) return;
-  const containers = arrayOf(child(pod, 'spec').containers).filter(isObject);
+  const containers = childArray(child(pod, 'spec'), 'containers');
   const named = annotations[CONTAINER_ANNOTATION];
-  const targets =
-    named !== undefined
-      ? containers.filter((c) => c.name === named)
-      : config.resourceContainer === 'all'
-        ? containers
-        : containers.slice(0, 1);
-  for (const c of targets) {
-    const res = child(c, 'resources');
+  let first = true;
+  containers.forEach((c, i) => {
+    if (!isObject(c)) return;
+    const wanted = named !== undefined ? c.name === named : config.resourceContainer === 'all' || first;
+    first = false;
+    if (!wanted) return;
+    const copy = { ...c };
+    containers[i] = copy;
+    const res = child(copy, 'resources');
     child(res, 'limits')[r] = '1';
     child(res, 'requests')[r] = '1';
-  }
+  });
 }
 
 const OWN_EXPRESSION = { key: NODE_LABELS.capable, operator: 'In', values: ['true'] };
+const ownExpression = (): JsonObject => ({ key: OWN_EXPRESSION.key, operator: 'In', values: ['true'] });
 
 function hasOwnExpression(term: JsonObject): boolean {
   return arrayOf(term.matchExpressions).some(
@@ -48,19 +60,19 @@ function hasOwnExpression(term: JsonObject): boolean {
 export function injectNodeAffinity(pod: JsonObject): void {
   const spec = child(pod, 'spec');
   const required = child(child(child(spec, 'affinity'), 'nodeAffinity'), 'requiredDuringSchedulingIgnoredDuringExecution');
-  const terms = Array.isArray(required.nodeSelectorTerms) ? (required.nodeSelectorTerms as unknown[]) : [];
-  required.nodeSelectorTerms = terms;
+  const terms = childArray(required, 'nodeSelectorTerms');
   if (terms.length === 0) {
-    terms.push({ matchExpressions: [structuredClone(OWN_EXPRESSION)] });
+    terms.push({ matchExpressions: [ownExpression()] });
     return;
   }
-  for (const term of terms) {
-    if (!isObject(term) || hasOwnExpression(term)) continue;
+  terms.forEach((term, i) => {
+    if (!isObject(term) || hasOwnExpression(term)) return;
     const isEmpty = arrayOf(term.matchExpressions).length === 0 && arrayOf(term.matchFields).length === 0;
-    if (isEmpty) continue;
-    if (!Array.isArray(term.matchExpressions)) term.matchExpressions = [];
-    (term.matchExpressions as unknown[]).push(structuredClone(OWN_EXPRESSION));
-  }
+    if (isEmpty) return;
+    const copy = { ...term };
+    terms[i] = copy;
+    childArray(copy, 'matchExpressions').push(ownExpression());
+  });
 }
 
 /** Writes the webhook-owned settings annotation, overwriting anything a user put there. */
@@ -70,7 +82,5 @@ export function setSettings(pod: JsonObject, value: string): void {
 
 /** Removes the webhook-owned settings annotation (SMC-R turned off). */
 export function stripSettings(pod: JsonObject): void {
-  const metadata = isObject(pod.metadata) ? pod.metadata : undefined;
-  const annotations = metadata && isObject(metadata.annotations) ? metadata.annotations : undefined;
-  if (annotations && SETTINGS_ANNOTATION in annotations) delete annotations[SETTINGS_ANNOTATION];
+  delete child(child(pod, 'metadata'), 'annotations')[SETTINGS_ANNOTATION];
 }

@@ -1,0 +1,94 @@
+// Benchmark: `erdma-smcr check` throughput on a generated corpus of mixed objects.
+// Baseline in the same run: reading and parsing the same corpus without the policy.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import jsyaml from 'js-yaml';
+import { resolveView, runCheck, splitProfiles } from '../src/cli/check.js';
+import { readInputs } from '../src/cli/inputs.js';
+import { defaultConfig } from '../src/config/load.js';
+import type { BenchRow } from './report.js';
+
+const OBJECTS = 10_000;
+const PER_FILE = 100;
+
+function makeObject(i: number): unknown {
+  const ann: Record<string, string> = {};
+  if (i % 4 !== 3) ann['network.alibabacloud.com/erdma-smcr'] = i % 17 === 0 ? 'maybe' : 'true';
+  if (i % 5 === 0) ann['smcr.erdma.io/wmem'] = String(16_384 * (1 + (i % 8)));
+  const spec = {
+    ...(i % 23 === 0 ? { hostNetwork: true } : {}),
+    ...(i % 3 === 0 ? { nodeSelector: { pool: i % 2 ? 'smcr' : 'legacy' } } : {}),
+    containers: [
+      { name: 'app', image: 'nginx', resources: { limits: { cpu: '1', memory: '1Gi' } } },
+      { name: 'sidecar', image: 'envoy' },
+    ],
+  };
+  const metadata = { name: `obj-${i}`, namespace: 'bench', labels: { app: `a${i % 50}` }, annotations: ann };
+  if (i % 2 === 0) return { apiVersion: 'v1', kind: 'Pod', metadata, spec };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: `obj-${i}`, namespace: 'bench' },
+    spec: { replicas: 3, selector: { matchLabels: { app: 'x' } }, template: { metadata, spec } },
+  };
+}
+
+const PROFILE = {
+  kind: 'ClusterProfile',
+  driverMode: 'default',
+  ipFamilies: ['IPv4'],
+  nodes: Array.from({ length: 50 }, (_, n) => ({
+    metadata: { name: `node-${n}`, labels: { pool: n % 2 ? 'smcr' : 'legacy' } },
+    status: { nodeInfo: { osImage: 'Alibaba Cloud Linux 3.2104 U10', kernelVersion: n % 2 ? '5.10.134-17.3.al8.x86_64' : '5.10.134-16.al8.x86_64' } },
+  })),
+};
+
+function best<T>(runs: number, fn: () => T): { ms: number; value: T } {
+  let ms = Infinity;
+  let value!: T;
+  for (let r = 0; r < runs; r++) {
+    const t = performance.now();
+    value = fn();
+    ms = Math.min(ms, performance.now() - t);
+  }
+  return { ms, value };
+}
+
+export async function benchCheck(): Promise<BenchRow[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-check-'));
+  try {
+    writeFileSync(join(dir, '000-profile.yaml'), jsyaml.dump(PROFILE));
+    for (let f = 0; f < OBJECTS / PER_FILE; f++) {
+      const docs = Array.from({ length: PER_FILE }, (_, k) => jsyaml.dump(makeObject(f * PER_FILE + k)));
+      writeFileSync(join(dir, `f${String(f).padStart(3, '0')}.yaml`), docs.join('---\n'));
+    }
+    const config = defaultConfig().policy;
+    const parse = best(3, () => readInputs([dir], () => ''));
+    const full = best(3, () => {
+      const { objects, profile } = splitProfiles(readInputs([dir], () => ''));
+      return runCheck(objects, resolveView({}, profile), config);
+    });
+    const { objects, profile } = splitProfiles(parse.value);
+    const view = resolveView({}, profile);
+    const policyOnly = best(5, () => runCheck(objects, view, config));
+    const t = performance.now();
+    try {
+      execFileSync(process.execPath, ['bin/erdma-smcr.js', 'check', '-o', 'json', dir], { stdio: 'pipe', maxBuffer: 1 << 30 });
+    } catch (err) {
+      if ((err as { status?: number }).status !== 1) throw err; // 1 = some objects denied, as designed
+    }
+    const cliMs = performance.now() - t;
+    const n = full.value.summary.objects;
+    return [
+      { bench: 'check', case: `read+parse only (baseline), ${n} objects`, value: (n / parse.ms) * 1000, unit: 'objects/s', ms: parse.ms, ratio: 1 },
+      { bench: 'check', case: 'policy only (in memory)', value: (n / policyOnly.ms) * 1000, unit: 'objects/s', ms: policyOnly.ms, ratio: parse.ms / policyOnly.ms },
+      { bench: 'check', case: 'read+parse+policy (in process)', value: (n / full.ms) * 1000, unit: 'objects/s', ms: full.ms, ratio: parse.ms / full.ms },
+      { bench: 'check', case: 'CLI end to end (node startup, JSON output)', value: (n / cliMs) * 1000, unit: 'objects/s', ms: cliMs, ratio: parse.ms / cliMs, target: 'under 2000 ms' },
+    ];
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,26 @@
+// Shared row shape and a Markdown table printer for `npm run bench`.
+
+export interface BenchRow {
+  readonly bench: string;
+  readonly case: string;
+  readonly value: number;
+  readonly unit: string;
+  readonly ms?: number;
+  /** Ratio to the baseline measured in the same run (>1 = faster than baseline, for throughput). */
+  readonly ratio?: number;
+  readonly target?: string;
+  readonly extra?: string;
+}
+
+function fmt(n: number): string {
+  return n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(2);
+}
+
+export function table(rows: readonly BenchRow[]): string {
+  const head = '| bench | case | result | time | vs baseline | target / notes |\n|---|---|---|---|---|---|';
+  const body = rows.map(
+    (r) =>
+      `| ${r.bench} | ${r.case} | ${fmt(r.value)} ${r.unit} | ${r.ms !== undefined ? `${fmt(r.ms)} ms` : ''} | ${r.ratio !== undefined ? `${r.ratio.toFixed(2)}×` : ''} | ${[r.target, r.extra].filter(Boolean).join('; ')} |`,
+  );
+  return [head, ...body].join('\n');
+}
