@@ -8,6 +8,7 @@ import { resolveView, runCheck, splitProfiles } from './check.js';
 import { readInputs } from './inputs.js';
 import { processIO, type CliIO } from './io.js';
 import { formatJson, formatJunit, formatText, type OutputFormat } from './report.js';
+import { reviewCommand, serveCommand } from './webhook.js';
 
 function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -75,6 +76,9 @@ export function buildProgram(io: CliIO, setCode: (c: number) => void): Command {
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
   checkCommand(program, io, setCode);
+  const configFor = (flags: Record<string, unknown>): Readonly<Config> => configFrom(program.opts<GlobalOpts>(), io, flags);
+  serveCommand(program, io, configFor, setCode);
+  reviewCommand(program, io, configFor, setCode);
   return program;
 }
 

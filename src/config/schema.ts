@@ -35,7 +35,8 @@ export const webhookSchema = z
   .object({
     host: z.string().default('127.0.0.1'),
     port: port.default(8443),
-    /** Plain-HTTP port for /metrics, /healthz, /readyz (0 turns it off). */
+    /** Serve /metrics, /healthz, /readyz on a separate plain-HTTP port. */
+    metricsEnabled: z.boolean().default(true),
     metricsPort: port.default(8080),
     metricsHost: z.string().default('127.0.0.1'),
     certDir: z.string().default('webhook-certs'),

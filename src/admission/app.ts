@@ -1,0 +1,136 @@
+// The webhook as a fastify application that never listens: routes, error mapping, logging and
+// metrics. src/admission/server.ts owns TLS, ports, reloads and signals; tests use app.inject().
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import type { ClusterViewSource } from '../cluster/view.js';
+import type { Config } from '../config/schema.js';
+import { AppError, isAppError, type ErrorCode } from '../errors.js';
+import { isObject } from '../policy/locate.js';
+import { admit, type Endpoint } from './handler.js';
+import type { WebhookMetrics } from './metrics.js';
+import { decodeReview, encodeReview, type AdmissionRequest } from './review.js';
+
+export interface Readiness {
+  /** '' when ready, else why not. */
+  (): string;
+}
+
+export interface AppDeps {
+  readonly config: Readonly<Config>;
+  readonly views: ClusterViewSource;
+  readonly metrics: WebhookMetrics;
+  readonly logger: FastifyBaseLogger;
+  /** Extra readiness conditions (certificates loaded, not shutting down). */
+  readonly readiness?: Readiness;
+  /** Serve /metrics on this app too (when there is no separate metrics port). */
+  readonly serveMetrics?: boolean;
+}
+
+/** Fastify error codes we translate into our catalogue. */
+const FASTIFY_CODES: Readonly<Record<string, ErrorCode>> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'BODY_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'REVIEW_NOT_JSON',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'REVIEW_NOT_JSON',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'REVIEW_NOT_JSON',
+};
+
+function toAppError(err: unknown): AppError {
+  if (isAppError(err)) return err;
+  const e = err as { code?: string; statusCode?: number; message?: string };
+  const code = e.code ? FASTIFY_CODES[e.code] : undefined;
+  if (code) return new AppError(code, code === 'BODY_TOO_LARGE' ? 'request body is larger than the configured limit' : `request body is not valid JSON: ${e.message ?? ''}`);
+  if (err instanceof SyntaxError || (e.statusCode === 400 && typeof e.message === 'string')) {
+    return new AppError('REVIEW_NOT_JSON', `request body is not valid JSON: ${e.message}`);
+  }
+  return new AppError('INTERNAL', 'internal error', { cause: err });
+}
+
+function objectName(req: AdmissionRequest): string {
+  const md = req.object && isObject(req.object.metadata) ? req.object.metadata : {};
+  if (req.name) return req.name;
+  if (typeof md.name === 'string') return md.name;
+  return typeof md.generateName === 'string' ? `${md.generateName}*` : '';
+}
+
+function healthRoutes(app: FastifyInstance, deps: AppDeps): void {
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_req, reply) => {
+    const reason = deps.readiness?.() || (deps.views.synced ? '' : 'cluster view not synced yet');
+    if (reason) return reply.code(503).send({ status: 'not ready', reason });
+    return { status: 'ready' };
+  });
+}
+
+export function metricsRoute(app: FastifyInstance, metrics: WebhookMetrics): void {
+  app.get('/metrics', async (_req, reply) => {
+    reply.header('content-type', metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+}
+
+function reviewRoute(app: FastifyInstance, deps: AppDeps, endpoint: Endpoint): void {
+  app.post(`/${endpoint}`, async (request, reply: FastifyReply) => {
+    const started = process.hrtime.bigint();
+    const req = decodeReview(request.body);
+    const decision = admit(req, endpoint, deps.views.current(), deps.config.policy);
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const m = deps.metrics;
+    m.requests.inc({ endpoint, operation: req.operation, kind: req.kind.kind, verdict: decision.verdict, dry_run: String(req.dryRun) });
+    m.duration.observe({ endpoint }, seconds);
+    for (const rule of new Set(decision.rules)) m.denials.inc({ rule });
+    if (decision.patchBytes > 0) m.patchBytes.observe(decision.patchBytes);
+    request.log.info(
+      {
+        uid: req.uid,
+        endpoint,
+        operation: req.operation,
+        kind: req.kind.kind,
+        namespace: req.namespace ?? '',
+        name: objectName(req),
+        dryRun: req.dryRun,
+        verdict: decision.verdict,
+        rules: decision.rules,
+        patchBytes: decision.patchBytes,
+        ms: Math.round(seconds * 1e5) / 100,
+      },
+      'admission decision',
+    );
+    return reply.send(encodeReview(decision.response));
+  });
+}
+
+/** Registers every route and handler on an app (also usable as a plugin-style function). */
+export function registerWebhook(app: FastifyInstance, deps: AppDeps): void {
+  // The API server always sends application/json; anything else is a client mistake (415).
+  app.removeContentTypeParser('text/plain');
+  app.setErrorHandler((err, request, reply) => {
+    const appErr = toAppError(err);
+    deps.metrics.badRequests.inc({ code: appErr.code });
+    if (appErr.status >= 500) request.log.error({ err }, 'request failed');
+    else request.log.warn({ code: appErr.code, reason: appErr.message }, 'bad request');
+    const message = appErr.status >= 500 ? 'internal error; see the webhook log' : appErr.message;
+    return reply.code(appErr.status).send({ code: appErr.code, message });
+  });
+  app.setNotFoundHandler((request, reply) => {
+    deps.metrics.badRequests.inc({ code: 'NOT_FOUND' });
+    return reply.code(404).send({ code: 'NOT_FOUND', message: `no route for ${request.method} ${request.url.split('?')[0]}` });
+  });
+  healthRoutes(app, deps);
+  if (deps.serveMetrics) metricsRoute(app, deps.metrics);
+  reviewRoute(app, deps, 'mutate');
+  reviewRoute(app, deps, 'validate');
+}
+
+/** Builds the webhook app. `server` carries transport options (https/http2) from server.ts. */
+export function buildApp(deps: AppDeps, server: Partial<FastifyServerOptions> = {}): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    disableRequestLogging: true,
+    bodyLimit: deps.config.webhook.bodyLimit,
+    // The API server calls with ?timeout=10s; keep query parsing out of the way.
+    ignoreTrailingSlash: true,
+    ...server,
+  } as FastifyServerOptions) as unknown as FastifyInstance;
+  registerWebhook(app, deps);
+  return app;
+}

@@ -1,0 +1,101 @@
+// The admission decision for one request: pure, no HTTP. Decodes nothing and logs nothing;
+// the route turns its Decision into a response, a log line and metrics.
+import type { PolicyConfig } from '../config/schema.js';
+import { AppError } from '../errors.js';
+import { evaluate } from '../policy/evaluate.js';
+import { SUPPORTED_KINDS } from '../policy/locate.js';
+import type { ClusterView, Denial, JsonObject, PolicyResult } from '../policy/types.js';
+import type { AdmissionRequest, AdmissionResponse } from './review.js';
+import { updateVerdict } from './update.js';
+
+export type Endpoint = 'mutate' | 'validate';
+export type VerdictLabel = 'allowed' | 'denied' | 'skipped';
+
+export interface Decision {
+  readonly response: AdmissionResponse;
+  readonly verdict: VerdictLabel;
+  /** Rule ids of the denials. */
+  readonly rules: readonly string[];
+  readonly patchBytes: number;
+  readonly smcr: boolean;
+}
+
+/** Kinds each endpoint reviews; anything else is a configuration mistake (400). */
+export const ENDPOINT_KINDS: Readonly<Record<Endpoint, ReadonlySet<string>>> = {
+  mutate: new Set(['Pod']),
+  validate: new Set(SUPPORTED_KINDS),
+};
+
+/** The API server truncates longer warnings (and drops many): keep each short and the list bounded. */
+export const MAX_WARNING_LENGTH = 120;
+export const MAX_WARNINGS = 10;
+
+export function shapeWarnings(warnings: readonly string[]): string[] {
+  const unique = [...new Set(warnings.map((w) => w.replace(/^warning:\s*/i, '').trim()))].filter((w) => w !== '');
+  return unique
+    .slice(0, MAX_WARNINGS)
+    .map((w) => (w.length < MAX_WARNING_LENGTH ? w : `${w.slice(0, MAX_WARNING_LENGTH - 4)}...`));
+}
+
+/** The message the API server shows after `admission webhook "..." denied the request: `. */
+export function denialMessage(denials: readonly Denial[]): string {
+  return denials.map((d) => `[${d.rule}] ${d.path}: ${d.message}`).join('; ');
+}
+
+function skipped(uid: string): Decision {
+  return {
+    response: { uid, allowed: true, auditAnnotations: { decision: 'skipped' } },
+    verdict: 'skipped',
+    rules: [],
+    patchBytes: 0,
+    smcr: false,
+  };
+}
+
+function respond(uid: string, result: PolicyResult): Decision {
+  const rules = result.denials.map((d) => d.rule);
+  const warnings = shapeWarnings(result.warnings);
+  const response: AdmissionResponse = { uid, allowed: result.allowed };
+  if (!result.allowed) {
+    response.status = { code: 403, reason: 'Forbidden', message: denialMessage(result.denials) };
+  }
+  let patchBytes = 0;
+  if (result.allowed && result.patch.length > 0) {
+    const patch = Buffer.from(JSON.stringify(result.patch));
+    patchBytes = patch.length;
+    response.patchType = 'JSONPatch';
+    response.patch = patch.toString('base64');
+  }
+  if (warnings.length > 0) response.warnings = warnings;
+  const verdict: VerdictLabel = result.untouched ? 'skipped' : result.allowed ? 'allowed' : 'denied';
+  response.auditAnnotations = {
+    decision: verdict,
+    ...(result.smcr ? { smcr: 'true' } : {}),
+    ...(rules.length > 0 ? { 'denied-rules': [...new Set(rules)].join(',') } : {}),
+    ...(patchBytes > 0 ? { mutated: 'true' } : {}),
+  };
+  return { response, verdict, rules, patchBytes, smcr: result.smcr };
+}
+
+function ensureKind(obj: JsonObject, kind: string): JsonObject {
+  return obj.kind === kind ? obj : { ...obj, kind };
+}
+
+/** Decides one admission request for an endpoint. Throws AppError(400) for a request we cannot serve. */
+export function admit(req: AdmissionRequest, endpoint: Endpoint, view: ClusterView, config: PolicyConfig): Decision {
+  if (req.operation === 'DELETE' || req.operation === 'CONNECT' || req.subResource !== undefined) return skipped(req.uid);
+  const kind = req.kind.kind;
+  if (!ENDPOINT_KINDS[endpoint].has(kind)) {
+    throw new AppError(
+      'REVIEW_UNSUPPORTED_KIND',
+      `/${endpoint} does not review ${kind} objects (it reviews ${[...ENDPOINT_KINDS[endpoint]].join(', ')}); check the webhook's rules`,
+    );
+  }
+  if (!req.object) throw new AppError('REVIEW_INVALID', `request.object is missing for ${req.operation}`);
+  const object = ensureKind(req.object, kind);
+  if (req.operation === 'UPDATE') {
+    const old = req.oldObject ? ensureKind(req.oldObject, kind) : undefined;
+    return respond(req.uid, updateVerdict(object, old, view, config, endpoint === 'mutate'));
+  }
+  return respond(req.uid, evaluate(object, view, config, { mutate: endpoint === 'mutate' }));
+}

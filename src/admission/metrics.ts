@@ -1,0 +1,57 @@
+// Prometheus metrics of the webhook (prom-client), in a registry of its own.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export class WebhookMetrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: 'erdma_smcr_admission_requests_total',
+    help: 'Admission reviews answered, by endpoint, operation, kind and verdict (allowed, denied, skipped).',
+    labelNames: ['endpoint', 'operation', 'kind', 'verdict', 'dry_run'] as const,
+    registers: [this.registry],
+  });
+  readonly duration = new Histogram({
+    name: 'erdma_smcr_admission_duration_seconds',
+    help: 'Time from request received to response sent, by endpoint.',
+    labelNames: ['endpoint'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+  readonly denials = new Counter({
+    name: 'erdma_smcr_admission_denials_total',
+    help: 'Denials by rule id (one request can count under several rules).',
+    labelNames: ['rule'] as const,
+    registers: [this.registry],
+  });
+  readonly patchBytes = new Histogram({
+    name: 'erdma_smcr_admission_patch_bytes',
+    help: 'Size of the JSON Patch returned for mutated pods.',
+    buckets: [64, 128, 256, 512, 1024, 2048, 4096],
+    registers: [this.registry],
+  });
+  readonly badRequests = new Counter({
+    name: 'erdma_smcr_admission_bad_requests_total',
+    help: 'Requests refused before a decision, by error code.',
+    labelNames: ['code'] as const,
+    registers: [this.registry],
+  });
+  readonly certReloads = new Counter({
+    name: 'erdma_smcr_certificate_reloads_total',
+    help: 'Serving certificate reloads, by result.',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  readonly certExpiry = new Gauge({
+    name: 'erdma_smcr_certificate_expiry_timestamp_seconds',
+    help: 'notAfter of the serving certificate in use.',
+    registers: [this.registry],
+  });
+  readonly viewStale = new Gauge({
+    name: 'erdma_smcr_cluster_view_stale',
+    help: '1 while the cluster view is served from the last good state because its watch is broken.',
+    registers: [this.registry],
+  });
+
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+}

@@ -1,0 +1,102 @@
+// AdmissionReview admission.k8s.io/v1: decoding a request defensively and encoding a response.
+// https://kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/#request
+import { AppError } from '../errors.js';
+import { isObject } from '../policy/locate.js';
+import type { JsonObject } from '../policy/types.js';
+
+export const REVIEW_API_VERSION = 'admission.k8s.io/v1';
+export const REVIEW_KIND = 'AdmissionReview';
+
+export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+const OPERATIONS = new Set<string>(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
+
+export interface GroupVersionKind {
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+}
+
+export interface AdmissionRequest {
+  readonly uid: string;
+  readonly kind: GroupVersionKind;
+  readonly operation: Operation;
+  readonly namespace?: string;
+  readonly name?: string;
+  readonly subResource?: string;
+  readonly dryRun: boolean;
+  readonly object?: JsonObject;
+  readonly oldObject?: JsonObject;
+}
+
+export interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  status?: { code: number; reason?: string; message: string };
+  patchType?: 'JSONPatch';
+  patch?: string;
+  warnings?: string[];
+  auditAnnotations?: Record<string, string>;
+}
+
+export interface AdmissionReviewResponse {
+  apiVersion: typeof REVIEW_API_VERSION;
+  kind: typeof REVIEW_KIND;
+  response: AdmissionResponse;
+}
+
+function invalid(message: string): AppError {
+  return new AppError('REVIEW_INVALID', message);
+}
+
+function gvk(v: unknown): GroupVersionKind {
+  if (!isObject(v) || typeof v.kind !== 'string' || v.kind === '') throw invalid('request.kind.kind is missing');
+  return {
+    group: typeof v.group === 'string' ? v.group : '',
+    version: typeof v.version === 'string' ? v.version : '',
+    kind: v.kind,
+  };
+}
+
+function optionalObject(v: unknown, field: string): JsonObject | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!isObject(v)) throw invalid(`request.${field} must be an object`);
+  return v;
+}
+
+function optionalString(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+/** Validates the envelope of a decoded body and returns the request. Throws AppError with a reason. */
+export function decodeReview(body: unknown): AdmissionRequest {
+  if (!isObject(body)) throw invalid('body must be a JSON object holding an AdmissionReview');
+  if (body.apiVersion !== REVIEW_API_VERSION || body.kind !== REVIEW_KIND) {
+    throw invalid(
+      `expected apiVersion ${REVIEW_API_VERSION} and kind ${REVIEW_KIND}, got ${JSON.stringify(body.apiVersion ?? null)} ` +
+        `and ${JSON.stringify(body.kind ?? null)} (set admissionReviewVersions: [v1])`,
+    );
+  }
+  const r = body.request;
+  if (!isObject(r)) throw invalid('AdmissionReview has no request');
+  if (typeof r.uid !== 'string' || r.uid === '') throw invalid('request.uid is missing');
+  if (typeof r.operation !== 'string' || !OPERATIONS.has(r.operation)) {
+    throw invalid(`request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got ${JSON.stringify(r.operation ?? null)}`);
+  }
+  const object = optionalObject(r.object, 'object');
+  const oldObject = optionalObject(r.oldObject, 'oldObject');
+  return {
+    uid: r.uid,
+    kind: gvk(r.kind),
+    operation: r.operation as Operation,
+    ...(optionalString(r.namespace) ? { namespace: r.namespace as string } : {}),
+    ...(optionalString(r.name) ? { name: r.name as string } : {}),
+    ...(optionalString(r.subResource) ? { subResource: r.subResource as string } : {}),
+    dryRun: r.dryRun === true,
+    ...(object ? { object } : {}),
+    ...(oldObject ? { oldObject } : {}),
+  };
+}
+
+export function encodeReview(response: AdmissionResponse): AdmissionReviewResponse {
+  return { apiVersion: REVIEW_API_VERSION, kind: REVIEW_KIND, response };
+}

@@ -1,0 +1,180 @@
+// The webhook process: TLS (HTTP/2 and HTTP/1.1, TLS 1.2+), certificate reload without a restart,
+// a plain-HTTP metrics/health port, and a graceful shutdown that fails no admission.
+import type { FSWatcher } from 'node:fs';
+import type { Http2SecureServer, ServerHttp2Session } from 'node:http2';
+import type { AddressInfo, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { ClusterViewSource } from '../cluster/view.js';
+import type { Config } from '../config/schema.js';
+import { buildApp, metricsRoute } from './app.js';
+import { loadKeyCert, watchDir, type KeyCert } from './certs-watch.js';
+import { WebhookMetrics } from './metrics.js';
+
+export interface ServerOptions {
+  readonly config: Readonly<Config>;
+  readonly views: ClusterViewSource;
+  readonly logger: FastifyBaseLogger;
+  readonly metrics?: WebhookMetrics;
+  /** Paths of the serving key and certificate, watched for changes. */
+  readonly keyPath: string;
+  readonly certPath: string;
+}
+
+export interface RunningServer {
+  readonly app: FastifyInstance;
+  readonly port: number;
+  readonly metricsPort: number | undefined;
+  readonly metrics: WebhookMetrics;
+  /** Re-reads the certificate files now; resolves false (keeping the old pair) when they do not load. */
+  reloadCertificates(): boolean;
+  /** Graceful shutdown: not ready, stop accepting, finish in-flight, close idle connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * Tracks connections so shutdown is quick and loses nothing: idle HTTP/1.1 connections close at
+ * once, busy ones after their response (Connection: close), HTTP/2 sessions get GOAWAY and finish
+ * their open streams. (fastify's own HTTP/2 session tracking waits for a 'connect' event that
+ * server sessions never emit.)
+ */
+class Connections {
+  private readonly busy = new Map<Socket, number>();
+  private readonly all = new Set<Socket>();
+  private readonly sessions = new Set<ServerHttp2Session>();
+  closing = false;
+
+  trackSession(session: ServerHttp2Session): void {
+    this.sessions.add(session);
+    session.once('close', () => this.sessions.delete(session));
+    if (this.closing) session.close();
+  }
+
+  track(socket: TLSSocket): void {
+    this.all.add(socket);
+    socket.once('close', () => {
+      this.all.delete(socket);
+      this.busy.delete(socket);
+    });
+    if (socket.alpnProtocol !== 'h2') this.busy.set(socket, 0);
+  }
+
+  begin(socket: Socket): void {
+    const n = this.busy.get(socket);
+    if (n !== undefined) this.busy.set(socket, n + 1);
+  }
+
+  end(socket: Socket): void {
+    const n = this.busy.get(socket);
+    if (n === undefined) return;
+    this.busy.set(socket, n - 1);
+  }
+
+  closeIdle(): void {
+    for (const [socket, n] of this.busy) if (n <= 0) socket.destroy();
+    for (const session of this.sessions) session.close();
+  }
+
+  destroyAll(): void {
+    for (const socket of this.all) socket.destroy();
+  }
+}
+
+function hookConnections(app: FastifyInstance, conns: Connections): void {
+  const server = app.server as unknown as Http2SecureServer;
+  server.on('secureConnection', (s: TLSSocket) => conns.track(s));
+  server.on('session', (s: ServerHttp2Session) => conns.trackSession(s));
+  app.addHook('onRequest', async (req) => {
+    if (req.raw.httpVersionMajor === 1) conns.begin(req.raw.socket);
+  });
+  app.addHook('onSend', async (req, reply) => {
+    // While closing, tell HTTP/1.1 clients not to reuse this connection.
+    if (conns.closing && req.raw.httpVersionMajor === 1) reply.header('connection', 'close');
+  });
+  app.addHook('onResponse', async (req) => {
+    if (req.raw.httpVersionMajor === 1) conns.end(req.raw.socket);
+  });
+}
+
+async function startMetricsServer(opts: ServerOptions, metrics: WebhookMetrics, ready: () => string): Promise<FastifyInstance | undefined> {
+  const { metricsPort, metricsHost, metricsEnabled } = opts.config.webhook;
+  if (!metricsEnabled) return undefined;
+  const app = Fastify({ loggerInstance: opts.logger, disableRequestLogging: true }) as unknown as FastifyInstance;
+  metricsRoute(app, metrics);
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_r, reply) => {
+    const reason = ready();
+    return reason ? reply.code(503).send({ status: 'not ready', reason }) : { status: 'ready' };
+  });
+  await app.listen({ host: metricsHost, port: metricsPort });
+  return app;
+}
+
+/** Starts the webhook; resolves once it listens. */
+export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+  const { config, logger } = opts;
+  const metrics = opts.metrics ?? new WebhookMetrics();
+  let pair: KeyCert = loadKeyCert(opts.keyPath, opts.certPath);
+  metrics.certExpiry.set(pair.notAfter.getTime() / 1000);
+  const conns = new Connections();
+  const ready = (): string => (conns.closing ? 'shutting down' : opts.views.synced ? '' : 'cluster view not synced yet');
+  const app = buildApp(
+    { config, views: opts.views, metrics, logger, readiness: ready, serveMetrics: false },
+    {
+      http2: true,
+      https: { allowHTTP1: true, key: pair.key, cert: pair.cert, minVersion: 'TLSv1.2' },
+      // A request that arrives on a kept-alive connection while we close is still served.
+      return503OnClosing: false,
+      http2SessionTimeout: 120_000,
+      keepAliveTimeout: 65_000,
+      requestTimeout: 30_000,
+    } as object,
+  );
+  hookConnections(app, conns);
+  await app.listen({ host: config.webhook.host, port: config.webhook.port });
+  const port = (app.server.address() as AddressInfo).port;
+
+  const reloadCertificates = (): boolean => {
+    try {
+      const next = loadKeyCert(opts.keyPath, opts.certPath);
+      if (next.cert === pair.cert && next.key === pair.key) return true;
+      (app.server as unknown as Http2SecureServer).setSecureContext({ key: next.key, cert: next.cert, minVersion: 'TLSv1.2' });
+      pair = next;
+      metrics.certReloads.inc({ result: 'ok' });
+      metrics.certExpiry.set(pair.notAfter.getTime() / 1000);
+      logger.info({ notAfter: pair.notAfter.toISOString() }, 'serving certificate reloaded');
+      return true;
+    } catch (err) {
+      metrics.certReloads.inc({ result: 'error' });
+      logger.warn({ reason: (err as Error).message }, 'serving certificate not reloaded; keeping the previous one');
+      return false;
+    }
+  };
+  const watchers: FSWatcher[] = [...new Set([opts.keyPath, opts.certPath].map((p) => p.replace(/\/[^/]+$/, '') || '.'))].map((dir) =>
+    watchDir(dir, () => reloadCertificates()),
+  );
+
+  const metricsApp = await startMetricsServer(opts, metrics, ready);
+  const metricsPort = metricsApp ? (metricsApp.server.address() as AddressInfo).port : undefined;
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      conns.closing = true;
+      for (const w of watchers) w.close();
+      const grace = setTimeout(() => {
+        logger.warn('shutdown grace period over; closing remaining connections');
+        conns.destroyAll();
+      }, config.webhook.shutdownGraceMs);
+      grace.unref();
+      const done = app.close();
+      conns.closeIdle();
+      await done;
+      clearTimeout(grace);
+      await metricsApp?.close();
+      await opts.views.close();
+    })();
+    return closing;
+  };
+  return { app, port, metricsPort, metrics, reloadCertificates, close };
+}

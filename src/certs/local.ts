@@ -1,0 +1,55 @@
+// Local development certificates in a directory (webhook-certs/ by default): a CA and a serving
+// certificate, generated when absent or unusable, written with owner-only permissions.
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { generateCA, generateServingCert, serviceNames } from './pki.js';
+
+export const CERT_FILES = { caCert: 'ca.crt', caKey: 'ca.key', cert: 'tls.crt', key: 'tls.key' } as const;
+
+export interface CertPaths {
+  readonly dir: string;
+  readonly caCert: string;
+  readonly cert: string;
+  readonly key: string;
+}
+
+export function certPaths(dir: string): CertPaths {
+  return { dir, caCert: join(dir, CERT_FILES.caCert), cert: join(dir, CERT_FILES.cert), key: join(dir, CERT_FILES.key) };
+}
+
+/** Writes a file atomically (temp name, then rename) with the given mode. */
+export function writeAtomic(path: string, data: string, mode: number): void {
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, data, { mode });
+  chmodSync(tmp, mode);
+  renameSync(tmp, path);
+}
+
+export interface LocalCertOptions {
+  readonly dir: string;
+  readonly service: string;
+  readonly namespace: string;
+  readonly extraNames?: readonly string[];
+  readonly validityDays?: number;
+}
+
+/** Ensures CA and serving certificate exist in `dir`; returns whether they were generated. */
+export function ensureLocalCerts(opts: LocalCertOptions): { generated: boolean; paths: CertPaths } {
+  const paths = certPaths(opts.dir);
+  const all = [paths.caCert, join(opts.dir, CERT_FILES.caKey), paths.cert, paths.key];
+  if (all.every((p) => existsSync(p))) return { generated: false, paths };
+  mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
+  const validityDays = opts.validityDays ?? 365;
+  const caKeyPath = join(opts.dir, CERT_FILES.caKey);
+  const ca = existsSync(paths.caCert) && existsSync(caKeyPath)
+    ? { certPem: readFileSync(paths.caCert, 'utf8'), keyPem: readFileSync(caKeyPath, 'utf8') }
+    : generateCA('erdma-smcr-webhook-ca', { validityDays: validityDays * 3 });
+  const names = serviceNames(opts.service, opts.namespace, ['localhost', '127.0.0.1', ...(opts.extraNames ?? [])]);
+  const serving = generateServingCert(ca, names, { validityDays });
+  writeAtomic(caKeyPath, ca.keyPem, 0o600);
+  writeAtomic(paths.caCert, ca.certPem, 0o644);
+  // Key before certificate: a watcher that reloads on the certificate sees a matching key.
+  writeAtomic(paths.key, serving.keyPem, 0o600);
+  writeAtomic(paths.cert, serving.certPem, 0o644);
+  return { generated: true, paths };
+}

@@ -1,0 +1,101 @@
+// Certificate authority and serving certificates with node-forge: RSA-2048 keys (forge uses
+// Node's native key generation), random serials, SANs, key usages right for each role, and
+// notBefore backdated for clock skew between nodes.
+import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
+import forge from 'node-forge';
+
+export interface KeyPairPem {
+  readonly certPem: string;
+  readonly keyPem: string;
+}
+
+export const CLOCK_SKEW_MS = 5 * 60 * 1000;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export interface CertOptions {
+  readonly now?: Date;
+  readonly validityDays: number;
+}
+
+function serial(): string {
+  // 16 random bytes with the top bit cleared: a positive integer as RFC 5280 requires.
+  const b = randomBytes(16);
+  b[0] = (b[0] ?? 0) & 0x7f;
+  return b.toString('hex');
+}
+
+function newCert(commonName: string, opts: CertOptions): { cert: forge.pki.Certificate; keys: forge.pki.rsa.KeyPair } {
+  const keys = forge.pki.rsa.generateKeyPair({ bits: 2048, e: 0x10001 });
+  const cert = forge.pki.createCertificate();
+  const now = opts.now ?? new Date();
+  cert.publicKey = keys.publicKey;
+  cert.serialNumber = serial();
+  cert.validity.notBefore = new Date(now.getTime() - CLOCK_SKEW_MS);
+  cert.validity.notAfter = new Date(now.getTime() + opts.validityDays * DAY_MS);
+  cert.setSubject([{ name: 'commonName', value: commonName }, { name: 'organizationName', value: 'erdma-smcr' }]);
+  return { cert, keys };
+}
+
+function pem(cert: forge.pki.Certificate, keys: forge.pki.rsa.KeyPair): KeyPairPem {
+  return { certPem: forge.pki.certificateToPem(cert), keyPem: forge.pki.privateKeyToPem(keys.privateKey) };
+}
+
+/** A self-signed CA that may only sign end-entity certificates (pathLen 0). */
+export function generateCA(commonName: string, opts: CertOptions): KeyPairPem {
+  const { cert, keys } = newCert(commonName, opts);
+  cert.setIssuer(cert.subject.attributes);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: true, pathLenConstraint: 0, critical: true },
+    { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+    { name: 'subjectKeyIdentifier' },
+  ]);
+  cert.sign(keys.privateKey, forge.md.sha256.create());
+  return pem(cert, keys);
+}
+
+/** The DNS names a webhook Service is reached by. */
+export function serviceNames(service: string, namespace: string, extra: readonly string[] = []): string[] {
+  const names = [service, `${service}.${namespace}`, `${service}.${namespace}.svc`, `${service}.${namespace}.svc.cluster.local`, ...extra];
+  return [...new Set(names)];
+}
+
+/** A TLS server certificate for `names` (DNS names or IP addresses), signed by the CA. */
+export function generateServingCert(ca: KeyPairPem, names: readonly string[], opts: CertOptions): KeyPairPem {
+  const caCert = forge.pki.certificateFromPem(ca.certPem);
+  const caKey = forge.pki.privateKeyFromPem(ca.keyPem);
+  const { cert, keys } = newCert(names[0] ?? 'localhost', opts);
+  cert.setIssuer(caCert.subject.attributes);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: false, critical: true },
+    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: 'extKeyUsage', serverAuth: true },
+    { name: 'subjectAltName', altNames: names.map((n) => (isIP(n) ? { type: 7, ip: n } : { type: 2, value: n })) },
+    { name: 'subjectKeyIdentifier' },
+    { name: 'authorityKeyIdentifier', keyIdentifier: caCert.generateSubjectKeyIdentifier().getBytes() },
+  ]);
+  cert.sign(caKey as forge.pki.rsa.PrivateKey, forge.md.sha256.create());
+  return pem(cert, keys);
+}
+
+export interface CertInfo {
+  readonly notBefore: Date;
+  readonly notAfter: Date;
+  readonly isCA: boolean;
+  readonly dnsNames: readonly string[];
+  readonly ipAddresses: readonly string[];
+}
+
+/** Reads what the checks need from a PEM certificate. */
+export function certInfo(certPem: string): CertInfo {
+  const cert = forge.pki.certificateFromPem(certPem);
+  const bc = cert.getExtension('basicConstraints') as { cA?: boolean } | null;
+  const san = (cert.getExtension('subjectAltName') as { altNames?: { type: number; value?: string; ip?: string }[] } | null)?.altNames ?? [];
+  return {
+    notBefore: cert.validity.notBefore,
+    notAfter: cert.validity.notAfter,
+    isCA: bc?.cA === true,
+    dnsNames: san.filter((a) => a.type === 2 && a.value).map((a) => a.value as string),
+    ipAddresses: san.filter((a) => a.type === 7 && a.ip).map((a) => a.ip as string),
+  };
+}
