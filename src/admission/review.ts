@@ -63,12 +63,7 @@ function optionalObject(v: unknown, field: string): JsonObject | undefined {
   return v;
 }
 
-function optionalString(v: unknown): string | undefined {
-  return typeof v === 'string' && v !== '' ? v : undefined;
-}
-
-/** Validates the envelope of a decoded body and returns the request. Throws AppError with a reason. */
-export function decodeReview(body: unknown): AdmissionRequest {
+function envelope(body: unknown): JsonObject {
   if (!isObject(body)) throw invalid('body must be a JSON object holding an AdmissionReview');
   if (body.apiVersion !== REVIEW_API_VERSION || body.kind !== REVIEW_KIND) {
     throw invalid(
@@ -78,6 +73,22 @@ export function decodeReview(body: unknown): AdmissionRequest {
   }
   const r = body.request;
   if (!isObject(r)) throw invalid('AdmissionReview has no request');
+  return r;
+}
+
+/** Copies the optional string fields that are present and non-empty. */
+function optionalStrings(r: JsonObject): Pick<AdmissionRequest, 'namespace' | 'name' | 'subResource'> {
+  const out: { namespace?: string; name?: string; subResource?: string } = {};
+  for (const key of ['namespace', 'name', 'subResource'] as const) {
+    const v = r[key];
+    if (typeof v === 'string' && v !== '') out[key] = v;
+  }
+  return out;
+}
+
+/** Validates the envelope of a decoded body and returns the request. Throws AppError with a reason. */
+export function decodeReview(body: unknown): AdmissionRequest {
+  const r = envelope(body);
   if (typeof r.uid !== 'string' || r.uid === '') throw invalid('request.uid is missing');
   if (typeof r.operation !== 'string' || !OPERATIONS.has(r.operation)) {
     throw invalid(`request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got ${JSON.stringify(r.operation ?? null)}`);
@@ -88,9 +99,7 @@ export function decodeReview(body: unknown): AdmissionRequest {
     uid: r.uid,
     kind: gvk(r.kind),
     operation: r.operation as Operation,
-    ...(optionalString(r.namespace) ? { namespace: r.namespace as string } : {}),
-    ...(optionalString(r.name) ? { name: r.name as string } : {}),
-    ...(optionalString(r.subResource) ? { subResource: r.subResource as string } : {}),
+    ...optionalStrings(r),
     dryRun: r.dryRun === true,
     ...(object ? { object } : {}),
     ...(oldObject ? { oldObject } : {}),
