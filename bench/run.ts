@@ -2,9 +2,11 @@
 import { cpus } from 'node:os';
 import { benchCheck } from './check.js';
 import { table, type BenchRow } from './report.js';
+import { benchWebhook } from './webhook.js';
 
 const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   check: benchCheck,
+  webhook: benchWebhook,
 };
 
 const wanted = process.argv.slice(2);

@@ -45,6 +45,20 @@ function toAppError(err: unknown): AppError {
   return new AppError('INTERNAL', 'internal error', { cause: err });
 }
 
+/**
+ * Plain JSON.parse (the hot path: reviews are a few KiB) plus a refusal of `__proto__` keys,
+ * the prototype-poisoning shape fastify's default parser also refuses.
+ */
+export function parseJsonBody(text: string): unknown {
+  if (text === '') throw new AppError('REVIEW_NOT_JSON', 'request body is empty');
+  if (text.includes('"__proto__"')) throw new AppError('REVIEW_NOT_JSON', 'request body holds a "__proto__" key');
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new AppError('REVIEW_NOT_JSON', `request body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
 function objectName(req: AdmissionRequest): string {
   const md = req.object && isObject(req.object.metadata) ? req.object.metadata : {};
   if (req.name) return req.name;
@@ -102,7 +116,14 @@ function reviewRoute(app: FastifyInstance, deps: AppDeps, endpoint: Endpoint): v
 /** Registers every route and handler on an app (also usable as a plugin-style function). */
 export function registerWebhook(app: FastifyInstance, deps: AppDeps): void {
   // The API server always sends application/json; anything else is a client mistake (415).
-  app.removeContentTypeParser('text/plain');
+  app.removeContentTypeParser(['text/plain', 'application/json']);
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, parseJsonBody(body as string));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
+  });
   app.setErrorHandler((err, request, reply) => {
     const appErr = toAppError(err);
     deps.metrics.badRequests.inc({ code: appErr.code });
