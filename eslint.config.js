@@ -1,11 +1,13 @@
 // Lint configuration: typescript-eslint's type-aware rules plus the limits STYLE.md asks for.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import globals from 'globals';
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'native/**', 'coverage/**', 'bin/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
+  { languageOptions: { globals: { ...globals.node } } },
   {
     files: ['src/**/*.ts'],
     rules: {
