@@ -1,0 +1,45 @@
+/* Which sysctls the plugin may write, and the settings it applies to an SMC-R pod. */
+#ifndef ERDMA_SMCR_SETTINGS_H
+#define ERDMA_SMCR_SETTINGS_H
+
+#include <stddef.h>
+#include "cJSON.h"
+#include "util.h"
+
+#define SMCR_ANNOTATION "network.alibabacloud.com/erdma-smcr"
+#define SETTINGS_ANNOTATION "smcr.erdma.io/settings"
+#define KEEP_IPV6_ANNOTATION "smcr.erdma.io/keep-ipv6"
+#define MAX_SYSCTLS 16
+#define SYSCTL_KEY_MAX 64
+#define SYSCTL_VALUE_MAX 16
+
+struct sysctl_kv {
+	char key[SYSCTL_KEY_MAX];
+	char value[SYSCTL_VALUE_MAX];
+};
+
+struct settings {
+	struct sysctl_kv kv[MAX_SYSCTLS];
+	int n;
+};
+
+/* Go strconv.ParseBool: 1 true, 0 false, -1 anything else. */
+int parse_go_bool(const char *s);
+
+/* 1 SMC-R asked for, 0 not (absent or false), -1 invalid value. */
+int smcr_requested(const cJSON *annotations);
+
+/* 0 when key=value may be written for a pod whose interface is ifname; else -1 and why. */
+int sysctl_allowed(const char *key, const char *value, const char *ifname, char *why, size_t whylen);
+
+/* /proc/sys path of an allowed key (interface names may hold dots). */
+int sysctl_path(const char *key, const char *ifname, char *out, size_t size);
+
+/*
+ * Resolves the settings of an SMC-R pod: the webhook-owned annotation when present and valid
+ * (entries off the allow-list are dropped with a warning), else safe defaults.
+ */
+void settings_resolve(const cJSON *annotations, const char *ifname, int disable_ipv6_default, struct settings *out,
+		      const struct logger *lg);
+
+#endif

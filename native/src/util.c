@@ -1,0 +1,105 @@
+/* Shared helpers: error filling, logging, bounded string copies, reading stdin. */
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int cni_fail(struct cni_error *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+	e->code = code;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+void cni_details(struct cni_error *e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->details, sizeof(e->details), fmt, ap);
+	va_end(ap);
+}
+
+static void vlog_to(FILE *f, const char *level, const char *container, const char *fmt, va_list ap)
+{
+	char when[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	fprintf(f, "%s erdma-smcr %s container=%s: ", when, level, container ? container : "-");
+	vfprintf(f, fmt, ap);
+	fputc('\n', f);
+}
+
+void log_msg(const struct logger *lg, const char *level, const char *fmt, ...)
+{
+	va_list ap;
+	if (lg->err) {
+		va_start(ap, fmt);
+		vlog_to(lg->err, level, lg->container, fmt, ap);
+		va_end(ap);
+	}
+	if (lg->file && lg->file[0]) {
+		FILE *f = fopen(lg->file, "a");
+		if (f) {
+			va_start(ap, fmt);
+			vlog_to(f, level, lg->container, fmt, ap);
+			va_end(ap);
+			fclose(f);
+		}
+	}
+}
+
+int copy_str(char *dst, size_t size, const char *src)
+{
+	size_t n = strlen(src);
+	if (size == 0)
+		return -1;
+	if (n >= size) {
+		memcpy(dst, src, size - 1);
+		dst[size - 1] = '\0';
+		return -1;
+	}
+	memcpy(dst, src, n + 1);
+	return 0;
+}
+
+char *read_all(FILE *in, size_t limit, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap + 1);
+	if (!buf)
+		return NULL;
+	for (;;) {
+		size_t got;
+		if (n == cap) {
+			char *next;
+			if (cap >= limit) {
+				free(buf);
+				return NULL;
+			}
+			cap *= 2;
+			next = realloc(buf, cap + 1);
+			if (!next) {
+				free(buf);
+				return NULL;
+			}
+			buf = next;
+		}
+		got = fread(buf + n, 1, cap - n, in);
+		n += got;
+		if (got == 0)
+			break;
+	}
+	if (n > limit) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}

@@ -1,0 +1,171 @@
+/* C unit tests of the plugin's pure parts: netlink message bytes (encode and decode), the sysctl
+ * allow-list, Go's ParseBool. Built with ASan and UBSan by `make check`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/genetlink.h>
+#include <linux/smc.h>
+#include "nl.h"
+#include "settings.h"
+
+static int failures, checks;
+
+#define EXPECT(cond)                                                                         \
+	do {                                                                                 \
+		checks++;                                                                    \
+		if (!(cond)) {                                                               \
+			failures++;                                                          \
+			fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
+		}                                                                            \
+	} while (0)
+
+static const struct nlattr *attr_at(const struct nl_msg *m, size_t off)
+{
+	return (const struct nlattr *)(m->buf + off);
+}
+
+static void test_pnet_add_eth(void)
+{
+	struct nl_msg m;
+	struct pnet_entry e = {"00163e10f8b0", "eth0", "", 0}, back;
+	const struct nlmsghdr *h = (const struct nlmsghdr *)m.buf;
+	const struct genlmsghdr *g = (const struct genlmsghdr *)(m.buf + NLMSG_HDRLEN);
+	const struct nlattr *a;
+	EXPECT(pnet_build_add(&m, 0x1d, 7, &e) == 0);
+	EXPECT(h->nlmsg_type == 0x1d);
+	EXPECT(h->nlmsg_flags == (NLM_F_REQUEST | NLM_F_ACK));
+	EXPECT(h->nlmsg_seq == 7);
+	EXPECT(g->cmd == SMC_PNETID_ADD && g->version == 1);
+	/* NAME: 4-byte header + "00163E10F8B0\0" (13) = 17, padded to 20 */
+	a = attr_at(&m, NLMSG_HDRLEN + GENL_HDRLEN);
+	EXPECT(a->nla_type == SMC_PNETID_NAME && a->nla_len == 17);
+	EXPECT(!memcmp((const char *)a + NLA_HDRLEN, "00163E10F8B0", 13));
+	a = attr_at(&m, NLMSG_HDRLEN + GENL_HDRLEN + 20);
+	EXPECT(a->nla_type == SMC_PNETID_ETHNAME && a->nla_len == 9);
+	EXPECT(!strcmp((const char *)a + NLA_HDRLEN, "eth0"));
+	EXPECT(h->nlmsg_len == NLMSG_HDRLEN + GENL_HDRLEN + 20 + 12);
+	EXPECT(m.len == h->nlmsg_len);
+	/* decoding the same attributes gives the entry back (upper-cased id) */
+	EXPECT(pnet_parse(h, &back) == 0);
+	EXPECT(!strcmp(back.name, "00163E10F8B0") && !strcmp(back.eth, "eth0") && back.ib[0] == '\0');
+}
+
+static void test_pnet_add_ib(void)
+{
+	struct nl_msg m;
+	struct pnet_entry e = {"ABC", "", "erdma_0", 1}, back;
+	EXPECT(pnet_build_add(&m, 30, 1, &e) == 0);
+	EXPECT(pnet_parse((const struct nlmsghdr *)m.buf, &back) == 0);
+	EXPECT(!strcmp(back.ib, "erdma_0") && back.port == 1 && back.eth[0] == '\0');
+	e.port = 3;
+	EXPECT(pnet_build_add(&m, 30, 1, &e) == -1);
+	e.port = 1;
+	strcpy(e.ib, "../x");
+	EXPECT(pnet_build_add(&m, 30, 1, &e) == -1);
+}
+
+static void test_pnet_invalid_ids(void)
+{
+	struct nl_msg m;
+	struct pnet_entry e = {"", "eth0", "", 0};
+	char out[17];
+	EXPECT(pnet_build_add(&m, 30, 1, &e) == -1);
+	strcpy(e.name, "has space");
+	EXPECT(pnet_build_add(&m, 30, 1, &e) == -1);
+	EXPECT(pnetid_normalize("0123456789ABCDEF", out, sizeof(out)) == 0);
+	EXPECT(pnetid_normalize("0123456789ABCDEF0", out, sizeof(out)) == -1);
+	EXPECT(pnetid_normalize("a-b", out, sizeof(out)) == -1);
+}
+
+static void test_pnet_dump_request(void)
+{
+	struct nl_msg m;
+	const struct nlmsghdr *h = (const struct nlmsghdr *)m.buf;
+	EXPECT(pnet_build_simple(&m, 30, 2, SMC_PNETID_GET, NULL) == 0);
+	EXPECT(h->nlmsg_flags == (NLM_F_REQUEST | NLM_F_ACK | NLM_F_DUMP));
+	EXPECT(h->nlmsg_len == NLMSG_HDRLEN + GENL_HDRLEN);
+	EXPECT(pnet_build_simple(&m, 30, 2, SMC_PNETID_DEL, "abc") == 0);
+	EXPECT(!(h->nlmsg_flags & NLM_F_DUMP));
+	EXPECT(!strcmp((const char *)m.buf + NLMSG_HDRLEN + GENL_HDRLEN + NLA_HDRLEN, "ABC"));
+}
+
+static void test_ueid(void)
+{
+	struct nl_msg m;
+	char back[EID_LEN + 1];
+	const struct nlattr *a = attr_at(&m, NLMSG_HDRLEN + GENL_HDRLEN);
+	const struct genlmsghdr *g = (const struct genlmsghdr *)(m.buf + NLMSG_HDRLEN);
+	EXPECT(ueid_build(&m, 31, 3, SMC_NETLINK_ADD_UEID, "smcr-pods.1") == 0);
+	EXPECT(g->cmd == SMC_NETLINK_ADD_UEID);
+	/* exactly 32 blank-padded characters plus NUL, as smc_nl_add_ueid requires */
+	EXPECT(a->nla_type == SMC_NLA_EID_TABLE_ENTRY && a->nla_len == NLA_HDRLEN + EID_LEN + 1);
+	EXPECT(!memcmp((const char *)a + NLA_HDRLEN, "SMCR-PODS.1                     ", 32));
+	EXPECT(ueid_parse((const struct nlmsghdr *)m.buf, back, sizeof(back)) == 0);
+	EXPECT(!strcmp(back, "SMCR-PODS.1"));
+	EXPECT(ueid_build(&m, 31, 3, SMC_NETLINK_ADD_UEID, ".bad") == -1);
+	EXPECT(ueid_build(&m, 31, 3, SMC_NETLINK_ADD_UEID, "THIS-ID-IS-LONGER-THAN-32-CHARACTERS") == -1);
+	EXPECT(ueid_build(&m, 31, 3, SMC_NETLINK_DUMP_UEID, NULL) == 0);
+	EXPECT(((const struct nlmsghdr *)m.buf)->nlmsg_flags & NLM_F_DUMP);
+}
+
+static void test_truncated_reply(void)
+{
+	struct nl_msg m;
+	struct pnet_entry e = {"ABC", "eth0", "", 0}, back;
+	struct nlattr *a;
+	EXPECT(pnet_build_add(&m, 30, 1, &e) == 0);
+	a = (struct nlattr *)(m.buf + NLMSG_HDRLEN + GENL_HDRLEN);
+	a->nla_len = 200; /* claims more than the message holds */
+	EXPECT(pnet_parse((const struct nlmsghdr *)m.buf, &back) == -1);
+}
+
+static void test_allow_list(void)
+{
+	char why[160];
+	EXPECT(sysctl_allowed("net.smc.tcp2smc", "1", "eth0", why, sizeof(why)) == 0);
+	EXPECT(sysctl_allowed("net.smc.wmem", "16384", "eth0", why, sizeof(why)) == 0);
+	EXPECT(sysctl_allowed("net.smc.wmem", "16383", "eth0", why, sizeof(why)) == -1);
+	EXPECT(sysctl_allowed("net.smc.smcr_buf_type", "3", "eth0", why, sizeof(why)) == -1);
+	EXPECT(sysctl_allowed("net.smc.rmem", "99999999999", "eth0", why, sizeof(why)) == -1);
+	EXPECT(sysctl_allowed("net.smc.rmem", "-1", "eth0", why, sizeof(why)) == -1);
+	EXPECT(sysctl_allowed("net.smc.future_knob", "7", "eth0", why, sizeof(why)) == 0);
+	EXPECT(sysctl_allowed("net.ipv6.conf.all.disable_ipv6", "1", "eth0", why, sizeof(why)) == 0);
+	EXPECT(sysctl_allowed("net.ipv6.conf.eth0.disable_ipv6", "1", "eth0", why, sizeof(why)) == 0);
+	EXPECT(sysctl_allowed("net.ipv6.conf.eth1.disable_ipv6", "1", "eth0", why, sizeof(why)) == -1);
+	EXPECT(sysctl_allowed("net.ipv6.conf.all.forwarding", "1", "eth0", why, sizeof(why)) == -1);
+	EXPECT(sysctl_allowed("net.ipv4.ip_forward", "1", "eth0", why, sizeof(why)) == -1);
+	EXPECT(sysctl_allowed("kernel.core_pattern", "|/bin/sh", "eth0", why, sizeof(why)) == -1);
+	EXPECT(sysctl_allowed("net.smc..tcp2smc", "1", "eth0", why, sizeof(why)) == -1);
+	EXPECT(sysctl_allowed("net.smc/../../kernel", "1", "eth0", why, sizeof(why)) == -1);
+	EXPECT(sysctl_allowed("net.smc.Tcp2smc", "1", "eth0", why, sizeof(why)) == -1);
+}
+
+static void test_paths(void)
+{
+	char p[128];
+	EXPECT(sysctl_path("net.smc.autocorking_size", "eth0", p, sizeof(p)) == 0 && !strcmp(p, "/proc/sys/net/smc/autocorking_size"));
+	EXPECT(sysctl_path("net.ipv6.conf.eth0.100.disable_ipv6", "eth0.100", p, sizeof(p)) == 0 &&
+	       !strcmp(p, "/proc/sys/net/ipv6/conf/eth0.100/disable_ipv6"));
+}
+
+static void test_parse_bool(void)
+{
+	EXPECT(parse_go_bool("true") == 1 && parse_go_bool("T") == 1 && parse_go_bool("1") == 1);
+	EXPECT(parse_go_bool("False") == 0 && parse_go_bool("0") == 0);
+	EXPECT(parse_go_bool("yes") == -1 && parse_go_bool("") == -1 && parse_go_bool("tRUE") == -1);
+}
+
+int main(void)
+{
+	test_pnet_add_eth();
+	test_pnet_add_ib();
+	test_pnet_invalid_ids();
+	test_pnet_dump_request();
+	test_ueid();
+	test_truncated_reply();
+	test_allow_list();
+	test_paths();
+	test_parse_bool();
+	printf("%d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
+}
