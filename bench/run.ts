@@ -1,12 +1,14 @@
 // `npm run bench`: runs every benchmark (or those named as arguments) and prints one Markdown table.
 import { cpus } from 'node:os';
 import { benchCheck } from './check.js';
+import { benchCni } from './cni.js';
 import { table, type BenchRow } from './report.js';
 import { benchWebhook } from './webhook.js';
 
 const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   check: benchCheck,
   webhook: benchWebhook,
+  cni: benchCni,
 };
 
 const wanted = process.argv.slice(2);

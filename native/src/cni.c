@@ -241,13 +241,13 @@ static int cmd_add(const struct cni_env *env, struct netconf *c, FILE *out, cons
 	conf_load_pnetid(c, lg);
 	/* Record intent first: if the state cannot be written, nothing is touched. */
 	doc = state_doc(env, c, &a, "pending");
-	rc = state_write(c->state_dir, path, doc);
+	rc = state_write(c->state_dir, path, doc, 0);
 	cJSON_Delete(doc);
 	if (rc) {
 		cni_fail(e, CNI_ERR_IO, "cannot write state in %s: %s", c->state_dir, strerror(-rc));
 	} else if (apply_in_netns(env, c, &a, lg, e) == 0) {
 		doc = state_doc(env, c, &a, cJSON_GetArraySize(a.missing) ? "partial" : "applied");
-		rc = state_write(c->state_dir, path, doc);
+		rc = state_write(c->state_dir, path, doc, 1);
 		cJSON_Delete(doc);
 		if (rc)
 			log_msg(lg, "warning", "cannot update state %s: %s", path, strerror(-rc));
@@ -417,7 +417,7 @@ static int cmd_status(struct netconf *c, struct cni_error *e)
 	cJSON *doc = cJSON_CreateObject();
 	int rc;
 	snprintf(probe, sizeof(probe), "%s/.status-probe", c->state_dir);
-	rc = state_write(c->state_dir, probe, doc);
+	rc = state_write(c->state_dir, probe, doc, 0);
 	cJSON_Delete(doc);
 	unlink(probe);
 	if (rc)

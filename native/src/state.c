@@ -51,7 +51,7 @@ static int mkdirs(const char *dir)
 	return 0;
 }
 
-int state_write(const char *dir, const char *path, const cJSON *doc)
+int state_write(const char *dir, const char *path, const cJSON *doc, int durable)
 {
 	char tmp[600];
 	char *text;
@@ -69,7 +69,7 @@ int state_write(const char *dir, const char *path, const cJSON *doc)
 	if (fd < 0) {
 		rc = -errno;
 	} else {
-		if (write(fd, text, len) != (ssize_t)len || fsync(fd))
+		if (write(fd, text, len) != (ssize_t)len || (durable && fsync(fd)))
 			rc = errno ? -errno : -EIO;
 		close(fd);
 		if (rc == 0 && rename(tmp, path))

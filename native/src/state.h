@@ -10,8 +10,8 @@ int safe_component(const char *s);
 
 int state_path(const char *dir, const char *container, const char *ifname, char *out, size_t size);
 
-/* Writes atomically with mode 0600, creating dir (0700). 0 or -errno. */
-int state_write(const char *dir, const char *path, const cJSON *doc);
+/* Writes atomically with mode 0600, creating dir (0700); fsyncs when durable. 0 or -errno. */
+int state_write(const char *dir, const char *path, const cJSON *doc, int durable);
 
 /* Reads a state document; NULL when absent or unreadable. */
 cJSON *state_read(const char *path);

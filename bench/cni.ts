@@ -1,0 +1,66 @@
+// Benchmark: median ADD and DEL latency of our CNI plugin against Debian's `tuning` plugin doing
+// comparable work (sysctls in the pod netns), same machine, same run, same process launcher.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { cleanupNetns, createNetns, runPlugin } from '../test/helpers/netns.js';
+import type { BenchRow } from './report.js';
+
+const ROUNDS = Number(process.env.BENCH_CNI_ROUNDS ?? 200);
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? 0;
+}
+
+export async function benchCni(): Promise<BenchRow[]> {
+  spawnSync('make', ['-s', '-C', 'native'], { stdio: 'inherit' });
+  const dir = mkdtempSync(join(tmpdir(), 'bench-cni-'));
+  const pod = createNetns('bench');
+  try {
+    spawnSync('ip', ['-n', pod.name, 'link', 'add', 'eth0', 'type', 'dummy']);
+    const prevResult = { cniVersion: '1.0.0', interfaces: [{ name: 'eth0', sandbox: pod.path }], ips: [] };
+    const sysctls = { 'net.ipv6.conf.all.disable_ipv6': '1', 'net.ipv6.conf.default.disable_ipv6': '1' };
+    const plugins = {
+      'Debian tuning (2 sysctls)': {
+        plugin: '/usr/lib/cni/tuning',
+        config: { cniVersion: '1.0.0', name: 'b', type: 'tuning', sysctl: sysctls, dataDir: join(dir, 'tuning'), prevResult },
+      },
+      'erdma-smcr (SMC-R pod: sysctls, pnet attempt, state file)': {
+        plugin: 'native/build/erdma-smcr',
+        config: {
+          cniVersion: '1.0.0', name: 'b', type: 'erdma-smcr', stateDir: join(dir, 'ours'), pnetId: 'ABC', prevResult,
+          runtimeConfig: { 'io.kubernetes.cri.pod-annotations': { 'network.alibabacloud.com/erdma-smcr': 'true', 'smcr.erdma.io/settings': JSON.stringify({ version: 1, sysctls }) } },
+        },
+      },
+    };
+    const results: Record<string, { add: number; del: number }> = {};
+    for (const [name, p] of Object.entries(plugins)) {
+      const add: number[] = [];
+      const del: number[] = [];
+      for (let i = 0; i < ROUNDS; i++) {
+        const call = { plugin: p.plugin, config: p.config, containerId: `c${i}`, netns: pod.path, ifname: 'eth0' };
+        let t = performance.now();
+        const a = runPlugin({ ...call, command: 'ADD' });
+        add.push(performance.now() - t);
+        if (a.status !== 0) throw new Error(`${name} ADD failed: ${a.stdout}${a.stderr}`);
+        t = performance.now();
+        const d = runPlugin({ ...call, command: 'DEL' });
+        del.push(performance.now() - t);
+        if (d.status !== 0) throw new Error(`${name} DEL failed: ${d.stdout}`);
+      }
+      results[name] = { add: median(add), del: median(del) };
+    }
+    const base = Object.values(results)[0] as { add: number; del: number };
+    // Both run as processes launched the same way; a static C binary starts faster than Go's runtime.
+    return Object.entries(results).flatMap(([name, r], i) => [
+      { bench: 'cni', case: `${name}: ADD median`, value: r.add, unit: 'ms', ratio: r.add / base.add, ...(i === 1 ? { target: 'ADD at most 0.5× tuning' } : {}) },
+      { bench: 'cni', case: `${name}: DEL median`, value: r.del, unit: 'ms', ratio: r.del / base.del },
+    ]);
+  } finally {
+    cleanupNetns();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
