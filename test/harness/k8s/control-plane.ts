@@ -1,0 +1,223 @@
+// A real Kubernetes control plane for tests: etcd and kube-apiserver (and, when asked,
+// kube-controller-manager) v1.20.2 built from Debian's source package by build.sh, on free
+// loopback ports in a temp dir, with a PKI made here. Everything is stopped and removed by stop().
+//
+// Webhooks registered with `clientConfig.service` are reached through the Service's ClusterIP:
+// the service CIDR is a loopback range (127.100.0.0/24), so the API server dials our webhook on
+// loopback and still verifies its certificate for <service>.<namespace>.svc. (Endpoints cannot
+// point at loopback: the API refuses such addresses.)
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateCA, generateServingCert } from '../../../src/certs/pki.js';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+
+export const K8S_BIN = join(process.env.ERDMA_SMCR_CACHE ?? '/var/cache/erdma-smcr', 'k8s-v1.20.2', 'bin');
+export const SERVICE_CIDR = '127.100.0.0/24';
+
+export function binariesPresent(names: readonly string[] = ['etcd', 'kube-apiserver', 'kubectl']): string[] {
+  return names.filter((n) => !existsSync(join(K8S_BIN, n)));
+}
+
+/** Builds (or finds cached) binaries; returns '' or why they are not there. Slow only the first time. */
+export function ensureBinaries(): string {
+  if (binariesPresent(['etcd', 'kube-apiserver', 'kube-controller-manager', 'kubectl']).length === 0) return '';
+  const build = spawnSync('bash', ['test/harness/k8s/build.sh'], { stdio: 'inherit', timeout: 40 * 60_000 });
+  const kubectl = spawnSync('bash', ['test/harness/k8s/fetch-kubectl.sh'], { stdio: 'inherit' });
+  if (build.status !== 0 || kubectl.status !== 0) return 'building Kubernetes from Debian\'s source package failed (see the log above)';
+  const missing = binariesPresent(['etcd', 'kube-apiserver', 'kube-controller-manager', 'kubectl']);
+  return missing.length ? `missing after build: ${missing.join(', ')}` : '';
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.unref();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface KubectlResult {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+export function runKubectl(kubeconfig: string, args: readonly string[], input?: string): Promise<KubectlResult> {
+  return new Promise((resolve) => {
+    const child = spawn(join(K8S_BIN, 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ status: code ?? -1, stdout, stderr });
+    });
+    child.stdin.end(input ?? '');
+  });
+}
+
+export interface ControlPlane {
+  readonly dir: string;
+  readonly url: string;
+  readonly caPem: string;
+  readonly token: string;
+  readonly kubeconfig: string;
+  /** Runs Debian's kubectl against this control plane (asynchronously: webhooks in this process keep serving). */
+  kubectl(args: readonly string[], input?: string): Promise<KubectlResult>;
+  stop(): Promise<void>;
+}
+
+interface Proc {
+  name: string;
+  child: ChildProcess;
+}
+
+function startProc(dir: string, name: string, args: string[]): Proc {
+  const log = openSync(join(dir, `${name}.log`), 'a');
+  const child = spawn(join(K8S_BIN, name), args, { stdio: ['ignore', log, log], env: { PATH: process.env.PATH ?? '' } });
+  return { name, child };
+}
+
+async function stopProc(p: Proc): Promise<void> {
+  if (p.child.exitCode !== null || p.child.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => p.child.kill('SIGKILL'), 10_000);
+    p.child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    p.child.kill('SIGTERM');
+  });
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, procs: Proc[], dir: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const dead = procs.find((p) => p.child.exitCode !== null);
+    if (dead) throw new Error(`${dead.name} exited with ${dead.child.exitCode}; see ${join(dir, `${dead.name}.log`)}`);
+    if (await check().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}; logs in ${dir}`);
+}
+
+function writePki(dir: string): { caPem: string; token: string } {
+  const ca = generateCA('erdma-smcr-test-cluster-ca', { validityDays: 2 });
+  const serving = generateServingCert(ca, ['localhost', '127.0.0.1', 'kubernetes', 'kubernetes.default.svc', '127.100.0.1'], { validityDays: 2 });
+  writeFileSync(join(dir, 'ca.crt'), ca.certPem);
+  writeFileSync(join(dir, 'ca.key'), ca.keyPem, { mode: 0o600 });
+  writeFileSync(join(dir, 'apiserver.crt'), serving.certPem);
+  writeFileSync(join(dir, 'apiserver.key'), serving.keyPem, { mode: 0o600 });
+  const sa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  writeFileSync(join(dir, 'sa.key'), sa.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+  writeFileSync(join(dir, 'sa.pub'), sa.publicKey.export({ type: 'spki', format: 'pem' }));
+  const token = randomBytes(24).toString('hex');
+  writeFileSync(join(dir, 'tokens.csv'), `${token},admin,admin-uid,"system:masters"\n`, { mode: 0o600 });
+  return { caPem: ca.certPem, token };
+}
+
+function kubeconfigYaml(url: string, caPem: string, token: string): string {
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    `- name: test\n  cluster:\n    server: ${url}\n    certificate-authority-data: ${Buffer.from(caPem).toString('base64')}`,
+    'users:',
+    `- name: admin\n  user:\n    token: ${token}`,
+    'contexts:',
+    '- name: test\n  context:\n    cluster: test\n    user: admin',
+    'current-context: test',
+    '',
+  ].join('\n');
+}
+
+export interface ControlPlaneOptions {
+  /** Also run kube-controller-manager (Deployments create pods). */
+  readonly controllerManager?: boolean;
+}
+
+export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const dir = mkdtempSync(join(tmpdir(), 'k8s-'));
+  const procs: Proc[] = [];
+  const stop = async (): Promise<void> => {
+    for (const p of [...procs].reverse()) await stopProc(p);
+    if (!process.env.ERDMA_SMCR_KEEP_K8S) rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const { caPem, token } = writePki(dir);
+    const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+    procs.push(
+      startProc(dir, 'etcd', [
+        `--data-dir=${join(dir, 'etcd')}`,
+        `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
+        `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
+        `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+        `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
+        '--log-level=warn',
+      ]),
+    );
+    const url = `https://127.0.0.1:${apiPort}`;
+    procs.push(
+      startProc(dir, 'kube-apiserver', [
+        `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${apiPort}`,
+        '--insecure-port=0',
+        `--tls-cert-file=${join(dir, 'apiserver.crt')}`,
+        `--tls-private-key-file=${join(dir, 'apiserver.key')}`,
+        `--client-ca-file=${join(dir, 'ca.crt')}`,
+        `--token-auth-file=${join(dir, 'tokens.csv')}`,
+        '--authorization-mode=Node,RBAC',
+        `--service-account-key-file=${join(dir, 'sa.pub')}`,
+        `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+        '--service-account-issuer=https://kubernetes.default.svc',
+        `--service-cluster-ip-range=${SERVICE_CIDR}`,
+        '--endpoint-reconciler-type=none',
+        // Pods in tests carry no API tokens; the token controller is not always running.
+        '--disable-admission-plugins=ServiceAccount',
+        '--allow-privileged=true',
+        '--v=1',
+      ]),
+    );
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, kubeconfigYaml(url, caPem, token), { mode: 0o600 });
+    const kubectl = (args: readonly string[], input?: string): Promise<KubectlResult> => runKubectl(kubeconfig, args, input);
+    await waitFor('kube-apiserver /readyz', async () => (await kubectl(['get', '--raw', '/readyz'])).status === 0, 60_000, procs, dir);
+    if (opts.controllerManager) {
+      // /readyz can pass before RBAC is bootstrapped: wait until a controller identity can read configmaps.
+      const canRead = async (): Promise<boolean> =>
+        (await kubectl(['auth', 'can-i', 'get', 'configmaps', '-n', 'kube-system', '--as', 'system:kube-controller-manager'])).stdout.trim() === 'yes';
+      await waitFor('RBAC bootstrap', canRead, 60_000, procs, dir);
+      const cmPort = await freePort();
+      procs.push(
+        startProc(dir, 'kube-controller-manager', [
+          `--kubeconfig=${kubeconfig}`,
+          '--bind-address=127.0.0.1',
+          `--secure-port=${cmPort}`,
+          '--port=0',
+          '--leader-elect=false',
+          '--use-service-account-credentials=false',
+          `--service-account-private-key-file=${join(dir, 'sa.key')}`,
+          `--root-ca-file=${join(dir, 'ca.crt')}`,
+          '--controllers=deployment,replicaset,serviceaccount-token,namespace,garbagecollector',
+          '--v=1',
+        ]),
+      );
+    }
+    return { dir, url, caPem, token, kubeconfig, kubectl, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
