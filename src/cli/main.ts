@@ -9,6 +9,7 @@ import { readInputs } from './inputs.js';
 import { processIO, type CliIO } from './io.js';
 import { formatJson, formatJunit, formatText, type OutputFormat } from './report.js';
 import { reviewCommand, serveCommand } from './webhook.js';
+import { agentCommand, devicesCommand } from './agent.js';
 
 function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -79,6 +80,8 @@ export function buildProgram(io: CliIO, setCode: (c: number) => void): Command {
   const configFor = (flags: Record<string, unknown>): Readonly<Config> => configFrom(program.opts<GlobalOpts>(), io, flags);
   serveCommand(program, io, configFor, setCode);
   reviewCommand(program, io, configFor, setCode);
+  devicesCommand(program, io, configFor, setCode);
+  agentCommand(program, io, configFor, setCode);
   return program;
 }
 

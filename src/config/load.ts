@@ -18,6 +18,9 @@ export const ENV_VARS: Readonly<Record<string, { path: string; type: 'string' | 
   ERDMA_SMCR_NAMESPACE: { path: 'webhook.namespace', type: 'string' },
   ERDMA_SMCR_RESOURCE_NAME: { path: 'policy.resourceName', type: 'string' },
   ERDMA_SMCR_DISABLE_IPV6: { path: 'policy.disableIPv6', type: 'boolean' },
+  ERDMA_SMCR_HOST_ROOT: { path: 'agent.hostRoot', type: 'string' },
+  ERDMA_SMCR_KUBELET_DIR: { path: 'agent.kubeletDir', type: 'string' },
+  ERDMA_SMCR_SLOTS_PER_DEVICE: { path: 'agent.slotsPerDevice', type: 'number' },
 };
 
 type Tree = Record<string, unknown>;

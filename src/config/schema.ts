@@ -59,15 +59,36 @@ export const clusterSchema = z
   })
   .strict();
 
+export const agentSchema = z
+  .object({
+    /** Root of the host filesystem as the agent sees it (/host in the DaemonSet). */
+    hostRoot: z.string().default('/'),
+    kubeletDir: z.string().default('/var/lib/kubelet'),
+    resourceName: z.string().default(ERDMA_RESOURCE),
+    socketName: z.string().regex(/^[A-Za-z0-9._-]+\.sock$/).default('erdma-smcr.sock'),
+    /** Pods that may share one device: each device is advertised this many times. */
+    slotsPerDevice: z.number().int().min(1).max(1024).default(64),
+    /** numa: a pod gets the device(s) behind its IDs, NUMA-aligned; all: every pod gets every device. */
+    allocation: z.enum(['numa', 'all']).default('numa'),
+    pollMs: z.number().int().min(100).default(1000),
+    /** eRDMA driver mode; auto: compat when devices are named roce*, else default. */
+    driverMode: z.enum(['auto', 'default', 'compat', 'ofed']).default('auto'),
+    /** Other RDMA drivers to serve too (e.g. rxe in test clusters). */
+    extraDrivers: z.array(z.string()).default([]),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
     policy: policySchema.prefault({}),
     webhook: webhookSchema.prefault({}),
     cluster: clusterSchema.prefault({}),
+    agent: agentSchema.prefault({}),
   })
   .strict();
 
 export type Config = z.infer<typeof configSchema>;
 export type PolicyConfig = z.infer<typeof policySchema>;
 export type TuningConfig = z.infer<typeof tuningSchema>;
+export type AgentConfig = z.infer<typeof agentSchema>;

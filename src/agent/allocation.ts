@@ -1,0 +1,68 @@
+// Allocation policy of aliyun/erdma, pure: how devices become kubelet device IDs (with shareable
+// slots), which IDs to prefer (one NUMA node), and what a container gets for its IDs.
+import type { RdmaDevice } from './discovery.js';
+
+export type AllocationMode = 'numa' | 'all';
+
+export interface PluginDevice {
+  readonly id: string;
+  readonly device: RdmaDevice;
+}
+
+/** Each device is advertised as `slots` IDs (`erdma_0-0`, `erdma_0-1`, ...), so many pods share it. */
+export function pluginDevices(devices: readonly RdmaDevice[], slots: number): PluginDevice[] {
+  return devices.flatMap((device) => Array.from({ length: slots }, (_, i) => ({ id: `${device.name}-${i}`, device })));
+}
+
+/** The device name behind an ID (`erdma_0-3` → `erdma_0`). */
+export function deviceNameOf(id: string): string {
+  return id.replace(/-\d+$/, '');
+}
+
+/**
+ * Chooses `size` IDs among `available`, keeping `mustInclude`, preferring one NUMA node: the node
+ * of the must-include IDs, else the node with the most available IDs. Unknown NUMA (-1) comes last.
+ */
+export function preferredAllocation(
+  available: readonly string[],
+  mustInclude: readonly string[],
+  size: number,
+  numaOf: (id: string) => number,
+): string[] {
+  const chosen = [...new Set(mustInclude)].slice(0, Math.max(size, 0));
+  if (chosen.length >= size) return chosen;
+  const rest = [...new Set(available)].filter((id) => !chosen.includes(id));
+  const counts = new Map<number, number>();
+  for (const id of rest) counts.set(numaOf(id), (counts.get(numaOf(id)) ?? 0) + 1);
+  const mustNodes = chosen.map(numaOf).filter((n) => n >= 0);
+  const byCount = [...counts.entries()].filter(([n]) => n >= 0).sort((a, b) => b[1] - a[1] || a[0] - b[0]);
+  const target = mustNodes[0] ?? byCount[0]?.[0] ?? -1;
+  const rank = (id: string): number => {
+    const n = numaOf(id);
+    if (n === target) return 0;
+    return n < 0 ? 2 : 1;
+  };
+  const ordered = rest.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b, 'en', { numeric: true }));
+  return [...chosen, ...ordered.slice(0, size - chosen.length)];
+}
+
+export interface ContainerGrant {
+  readonly envs: Record<string, string>;
+  readonly devices: { container_path: string; host_path: string; permissions: string }[];
+}
+
+export const RDMA_CM = '/dev/infiniband/rdma_cm';
+
+/** What a container gets: the uverbs devices behind its IDs (or all, in `all` mode) and rdma_cm. */
+export function grant(ids: readonly string[], all: readonly RdmaDevice[], mode: AllocationMode): ContainerGrant {
+  const names = new Set(ids.map(deviceNameOf));
+  const devs = mode === 'all' ? [...all] : all.filter((d) => names.has(d.name));
+  const paths = [...new Set(devs.map((d) => d.uverbs).filter((p) => p !== '')), RDMA_CM];
+  return {
+    envs: {
+      ERDMA_DEVICES: devs.map((d) => d.name).join(','),
+      ERDMA_PNETIDS: devs.map((d) => d.pnetId).filter(Boolean).join(','),
+    },
+    devices: paths.map((p) => ({ container_path: p, host_path: p, permissions: 'rw' })),
+  };
+}

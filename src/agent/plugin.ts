@@ -1,0 +1,242 @@
+// The aliyun/erdma device plugin: serves the kubelet's DevicePlugin API on a unix socket,
+// registers with the kubelet, streams devices with health and NUMA topology, and survives the
+// kubelet: when kubelet.sock is recreated or our socket disappears, it serves and registers again.
+import { existsSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import type { Logger } from 'pino';
+import { grant, pluginDevices, preferredAllocation, type AllocationMode, type PluginDevice } from './allocation.js';
+import type { RdmaDevice } from './discovery.js';
+import { API_VERSION, devicePluginApi } from './grpc.js';
+
+export interface DevicePluginOptions {
+  readonly kubeletDir: string;
+  readonly resourceName: string;
+  /** Our socket's file name in <kubeletDir>/device-plugins. */
+  readonly socketName: string;
+  readonly slotsPerDevice: number;
+  readonly allocation: AllocationMode;
+  /** How often devices are rescanned and sockets checked. */
+  readonly pollMs: number;
+  readonly discover: () => RdmaDevice[];
+  readonly logger: Logger;
+}
+
+interface Stream {
+  write(msg: unknown): boolean;
+  end(): void;
+  on(event: 'cancelled' | 'close' | 'error', fn: () => void): unknown;
+}
+
+type Unary<Req, Res> = (call: { request: Req }, cb: (err: grpc.ServiceError | null, res?: Res) => void) => void;
+
+function listResponse(devs: readonly PluginDevice[]): unknown {
+  return {
+    devices: devs.map((d) => ({
+      ID: d.id,
+      health: d.device.healthy ? 'Healthy' : 'Unhealthy',
+      // Topology is omitted when the NUMA node is unknown: the kubelet then places it anywhere.
+      ...(d.device.numaNode >= 0 ? { topology: { nodes: [{ ID: d.device.numaNode }] } } : {}),
+    })),
+  };
+}
+
+/**
+ * Kubelet socket identity: a restarted kubelet recreates it. Inode and birth time, not ctime (which
+ * changes when the socket is merely chmod-ed). A reused inode can hide a restart; the kubelet then
+ * also removes our socket at start, which tick() notices on its own.
+ */
+function sockId(path: string): string {
+  try {
+    const s = statSync(path);
+    return `${s.ino}:${s.birthtimeMs}`;
+  } catch {
+    return '';
+  }
+}
+
+export class ErdmaDevicePlugin {
+  private server: grpc.Server | undefined;
+  private streams = new Set<Stream>();
+  private devices: PluginDevice[] = [];
+  private snapshot = '';
+  private timer: NodeJS.Timeout | undefined;
+  private kubeletSock = '';
+  private registered = false;
+  private restarting: Promise<void> | undefined;
+  private backoffMs = 500;
+  private nextRegisterAt = 0;
+  private stopped = false;
+
+  constructor(private readonly opts: DevicePluginOptions) {}
+
+  get dir(): string {
+    return join(this.opts.kubeletDir, 'device-plugins');
+  }
+  get socketPath(): string {
+    return join(this.dir, this.opts.socketName);
+  }
+  get kubeletSocket(): string {
+    return join(this.dir, 'kubelet.sock');
+  }
+  get isRegistered(): boolean {
+    return this.registered;
+  }
+  currentDevices(): readonly PluginDevice[] {
+    return this.devices;
+  }
+
+  async start(): Promise<void> {
+    this.rescan();
+    await this.serve();
+    await this.tryRegister();
+    this.timer = setInterval(() => void this.tick(), this.opts.pollMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.restarting;
+    await this.closeServer();
+  }
+
+  private rescan(): boolean {
+    let found: RdmaDevice[];
+    try {
+      found = this.opts.discover();
+    } catch (err) {
+      this.opts.logger.warn({ err }, 'device discovery failed; keeping the last list');
+      return false;
+    }
+    const next = pluginDevices(found, this.opts.slotsPerDevice);
+    const snap = JSON.stringify(listResponse(next));
+    if (snap === this.snapshot) return false;
+    this.devices = next;
+    this.snapshot = snap;
+    return true;
+  }
+
+  private broadcast(): void {
+    const msg = listResponse(this.devices);
+    for (const s of this.streams) s.write(msg);
+  }
+
+  private async tick(): Promise<void> {
+    if (this.stopped || this.restarting) return;
+    if (this.rescan()) {
+      this.opts.logger.info({ devices: this.devices.length, healthy: this.devices.filter((d) => d.device.healthy).length }, 'device list changed');
+      this.broadcast();
+    }
+    const kubelet = sockId(this.kubeletSocket);
+    const ownGone = !existsSync(this.socketPath);
+    const kubeletNew = kubelet !== '' && kubelet !== this.kubeletSock;
+    if (ownGone || (kubeletNew && this.registered)) {
+      this.opts.logger.info({ ownGone, kubeletNew }, 'kubelet restarted or our socket vanished: serving and registering again');
+      this.restarting = this.restart().finally(() => (this.restarting = undefined));
+      return;
+    }
+    if (!this.registered && kubelet !== '' && Date.now() >= this.nextRegisterAt) await this.tryRegister();
+  }
+
+  private async restart(): Promise<void> {
+    this.registered = false;
+    await this.closeServer();
+    await this.serve();
+    this.backoffMs = 500;
+    await this.tryRegister();
+  }
+
+  private handlers(): grpc.UntypedServiceImplementation {
+    const options: Unary<unknown, unknown> = (_call, cb) => cb(null, { pre_start_required: false, get_preferred_allocation_available: true });
+    const listAndWatch = (call: Stream): void => {
+      this.streams.add(call);
+      const drop = (): void => void this.streams.delete(call);
+      call.on('cancelled', drop);
+      call.on('close', drop);
+      call.on('error', drop);
+      call.write(listResponse(this.devices));
+    };
+    const numaOf = (id: string): number => this.devices.find((d) => d.id === id)?.device.numaNode ?? -1;
+    const preferred: Unary<{ container_requests: { available_deviceIDs: string[]; must_include_deviceIDs: string[]; allocation_size: number }[] }, unknown> = (call, cb) =>
+      cb(null, {
+        container_responses: call.request.container_requests.map((r) => ({
+          deviceIDs: preferredAllocation(r.available_deviceIDs, r.must_include_deviceIDs, r.allocation_size, numaOf),
+        })),
+      });
+    const allocate: Unary<{ container_requests: { devicesIDs: string[] }[] }, unknown> = (call, cb) => {
+      const all = [...new Map(this.devices.map((d) => [d.device.name, d.device])).values()];
+      const known = new Set(this.devices.map((d) => d.id));
+      const unknown = call.request.container_requests.flatMap((r) => r.devicesIDs).filter((id) => !known.has(id));
+      if (unknown.length > 0) {
+        cb({ code: grpc.status.INVALID_ARGUMENT, message: `unknown device IDs: ${unknown.join(', ')}` } as grpc.ServiceError);
+        return;
+      }
+      const responses = call.request.container_requests.map((r) => grant(r.devicesIDs, all, this.opts.allocation));
+      this.opts.logger.info({ requests: call.request.container_requests.map((r) => r.devicesIDs) }, 'allocate');
+      cb(null, { container_responses: responses });
+    };
+    const preStart: Unary<unknown, unknown> = (_call, cb) => cb(null, {});
+    return {
+      GetDevicePluginOptions: options,
+      ListAndWatch: listAndWatch,
+      GetPreferredAllocation: preferred,
+      Allocate: allocate,
+      PreStartContainer: preStart,
+    } as unknown as grpc.UntypedServiceImplementation;
+  }
+
+  private async serve(): Promise<void> {
+    mkdirSync(this.dir, { recursive: true });
+    if (existsSync(this.socketPath)) unlinkSync(this.socketPath);
+    const server = new grpc.Server();
+    server.addService(devicePluginApi().DevicePlugin.service, this.handlers());
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(`unix://${this.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+    );
+    this.server = server;
+  }
+
+  private async closeServer(): Promise<void> {
+    for (const s of this.streams) s.end();
+    this.streams.clear();
+    const server = this.server;
+    this.server = undefined;
+    if (server) await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+    if (existsSync(this.socketPath)) unlinkSync(this.socketPath);
+  }
+
+  private async tryRegister(): Promise<void> {
+    const kubelet = sockId(this.kubeletSocket);
+    if (kubelet === '') {
+      this.opts.logger.info({ socket: this.kubeletSocket }, 'kubelet not there yet; will register when it appears');
+      return;
+    }
+    const Client = devicePluginApi().Registration;
+    const client = new Client(`unix://${this.kubeletSocket}`, grpc.credentials.createInsecure());
+    try {
+      await new Promise<void>((resolve, reject) =>
+        (client as unknown as { Register: (req: unknown, opts: { deadline: number }, cb: (e: Error | null) => void) => void }).Register(
+          {
+            version: API_VERSION,
+            endpoint: this.opts.socketName,
+            resource_name: this.opts.resourceName,
+            options: { pre_start_required: false, get_preferred_allocation_available: true },
+          },
+          { deadline: Date.now() + 5000 },
+          (err) => (err ? reject(err) : resolve()),
+        ),
+      );
+      this.registered = true;
+      this.kubeletSock = kubelet;
+      this.backoffMs = 500;
+      this.opts.logger.info({ resource: this.opts.resourceName, endpoint: this.opts.socketName }, 'registered with the kubelet');
+    } catch (err) {
+      this.registered = false;
+      this.nextRegisterAt = Date.now() + this.backoffMs;
+      this.opts.logger.warn({ err: (err as Error).message, retryInMs: this.backoffMs }, 'registration with the kubelet failed; retrying');
+      this.backoffMs = Math.min(this.backoffMs * 2, 30_000);
+    } finally {
+      client.close();
+    }
+  }
+}
