@@ -148,8 +148,6 @@ export function buildApp(deps: AppDeps, server: Partial<FastifyServerOptions> = 
     loggerInstance: deps.logger,
     disableRequestLogging: true,
     bodyLimit: deps.config.webhook.bodyLimit,
-    // The API server calls with ?timeout=10s; keep query parsing out of the way.
-    ignoreTrailingSlash: true,
     ...server,
   } as FastifyServerOptions) as unknown as FastifyInstance;
   registerWebhook(app, deps);
