@@ -5,6 +5,7 @@ import { ErdmaDevicePlugin } from '../agent/plugin.js';
 import type { AgentConfig, Config } from '../config/schema.js';
 import { createLogger } from '../log.js';
 import type { CliIO } from './io.js';
+import { runUntilSignal } from './signals.js';
 
 type ConfigFor = (flags: Record<string, unknown>) => Readonly<Config>;
 
@@ -53,15 +54,7 @@ export function agentCommand(program: Command, _io: CliIO, configFor: ConfigFor,
         logger,
       });
       await plugin.start();
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string): void => {
-          logger.info({ signal }, 'stopping: removing the device plugin socket');
-          plugin.stop().then(resolve, resolve);
-        };
-        process.once('SIGTERM', () => stop('SIGTERM'));
-        process.once('SIGINT', () => stop('SIGINT'));
-      });
-      logger.flush();
+      await runUntilSignal(logger, 'stopping: removing the device plugin socket', () => plugin.stop());
       setCode(0);
     });
 }

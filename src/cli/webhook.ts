@@ -12,6 +12,7 @@ import { AppError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { resolveView } from './check.js';
 import type { CliIO } from './io.js';
+import { runUntilSignal } from './signals.js';
 
 type ConfigFor = (flags: Record<string, unknown>) => Readonly<Config>;
 
@@ -87,15 +88,7 @@ export function serveCommand(program: Command, io: CliIO, configFor: ConfigFor, 
       const paths = certs?.paths ?? { caCert: `${w.certDir}/ca.crt`, cert: `${w.certDir}/tls.crt`, key: `${w.certDir}/tls.key` };
       const server = await startServer({ config, views: offlineView(config), logger, keyPath: paths.key, certPath: paths.cert });
       io.out(banner(config, server.port, server.metricsPort, relative(process.cwd(), paths.caCert) || paths.caCert));
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string): void => {
-          logger.info({ signal }, 'shutting down');
-          server.close().then(resolve, resolve);
-        };
-        process.once('SIGTERM', () => stop('SIGTERM'));
-        process.once('SIGINT', () => stop('SIGINT'));
-      });
-      logger.flush();
+      await runUntilSignal(logger, 'shutting down', () => server.close());
       setCode(0);
     });
 }
