@@ -185,8 +185,6 @@ describe('erdma-smcr chained after bridge + host-local', () => {
 });
 
 describe('bad input (sanitizer build)', () => {
-  const pod = (): Pod => ({ ns: { name: 'none', path: '/var/run/netns/none' }, id: 'bad1', prevResult: { cniVersion: '1.0.0', ips: [] }, bridgeConf: { cniVersion: '1.0.0' } });
-
   function asan(call: Partial<PluginCall> & { command: string; config: unknown }) {
     const r = runPlugin({ plugin: ASAN, containerId: 'bad1', netns: '/var/run/netns/none-such', ifname: 'eth0', ...call });
     expect(r.stderr).not.toMatch(/AddressSanitizer|runtime error/);
@@ -231,7 +229,6 @@ describe('bad input (sanitizer build)', () => {
     expect(r.status).toBe(0); // no SMC-R annotation: pass-through of a big prevResult
     const deep = `${'['.repeat(5000)}${']'.repeat(5000)}`;
     expect(asan({ command: 'ADD', config: deep }).json).toMatchObject({ code: 6 });
-    expect(pod().id).toBe('bad1');
   });
 });
 
