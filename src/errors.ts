@@ -22,6 +22,8 @@ export const ERRORS = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, exit: 2, doc: 'The request body is not application/json.' },
   NOT_FOUND: { status: 404, exit: 2, doc: 'No route for this method and path.' },
   CERTS_UNAVAILABLE: { status: 503, exit: 1, doc: 'The serving certificate cannot be loaded or generated.' },
+  KUBE_UNAVAILABLE: { status: 503, exit: 1, doc: 'No usable kubeconfig or in-cluster service account, or the API server cannot be reached.' },
+  CERTS_BOOTSTRAP: { status: 503, exit: 1, doc: 'The certificate Secret or the caBundle cannot be ensured (RBAC, conflicts that do not settle).' },
   INTERNAL: { status: 500, exit: 1, doc: 'An unexpected failure; details go to the log only.' },
 } as const satisfies Record<string, ErrorSpec>;
 

@@ -21,6 +21,11 @@ export function loadKeyCert(keyPath: string, certPath: string): KeyCert {
   } catch (err) {
     throw new AppError('CERTS_UNAVAILABLE', `cannot read serving certificate: ${(err as Error).message}`);
   }
+  return checkKeyCert(key, cert);
+}
+
+/** Checks that a key and certificate load together (createSecureContext verifies they match). */
+export function checkKeyCert(key: string, cert: string): KeyCert {
   try {
     createSecureContext({ key, cert });
     return { key, cert, notAfter: certInfo(cert).notAfter };

@@ -45,6 +45,12 @@ export class WebhookMetrics {
     help: 'notAfter of the serving certificate in use.',
     registers: [this.registry],
   });
+  readonly certSteps = new Counter({
+    name: 'erdma_smcr_certificate_secret_steps_total',
+    help: 'Changes this replica made to the certificate Secret: create, reissue, add-next-ca, promote-ca, prune-bundle.',
+    labelNames: ['step'] as const,
+    registers: [this.registry],
+  });
   readonly viewStale = new Gauge({
     name: 'erdma_smcr_cluster_view_stale',
     help: '1 while the cluster view is served from the last good state because its watch is broken.',

@@ -8,7 +8,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
 import { buildApp, metricsRoute } from './app.js';
-import { loadKeyCert, watchDir, type KeyCert } from './certs-watch.js';
+import { checkKeyCert, loadKeyCert, watchDir, type KeyCert } from './certs-watch.js';
 import { WebhookMetrics } from './metrics.js';
 
 export interface ServerOptions {
@@ -16,9 +16,11 @@ export interface ServerOptions {
   readonly views: ClusterViewSource;
   readonly logger: FastifyBaseLogger;
   readonly metrics?: WebhookMetrics;
-  /** Paths of the serving key and certificate, watched for changes. */
-  readonly keyPath: string;
-  readonly certPath: string;
+  /** Paths of the serving key and certificate, watched for changes (files mode)... */
+  readonly keyPath?: string;
+  readonly certPath?: string;
+  /** ...or the pair itself (Secret mode: the certificate manager calls applyCertificate on changes). */
+  readonly certificate?: { readonly key: string; readonly cert: string };
 }
 
 export interface RunningServer {
@@ -26,8 +28,10 @@ export interface RunningServer {
   readonly port: number;
   readonly metricsPort: number | undefined;
   readonly metrics: WebhookMetrics;
-  /** Re-reads the certificate files now; resolves false (keeping the old pair) when they do not load. */
+  /** Re-reads the certificate files now; false (keeping the old pair) when they do not load. */
   reloadCertificates(): boolean;
+  /** Serves this pair from the next handshake on; false (keeping the old pair) when it does not load. */
+  applyCertificate(key: string, cert: string): boolean;
   /** Graceful shutdown: not ready, stop accepting, finish in-flight, close idle connections. */
   close(): Promise<void>;
 }
@@ -114,7 +118,12 @@ async function startMetricsServer(opts: ServerOptions, metrics: WebhookMetrics, 
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const { config, logger } = opts;
   const metrics = opts.metrics ?? new WebhookMetrics();
-  let pair: KeyCert = loadKeyCert(opts.keyPath, opts.certPath);
+  const { keyPath, certPath } = opts;
+  const fromFiles = (): KeyCert => {
+    if (keyPath === undefined || certPath === undefined) throw new Error('no certificate files configured');
+    return loadKeyCert(keyPath, certPath);
+  };
+  let pair: KeyCert = opts.certificate ? checkKeyCert(opts.certificate.key, opts.certificate.cert) : fromFiles();
   metrics.certExpiry.set(pair.notAfter.getTime() / 1000);
   const conns = new Connections();
   const ready = (): string => (conns.closing ? 'shutting down' : opts.views.synced ? '' : 'cluster view not synced yet');
@@ -134,9 +143,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   await app.listen({ host: config.webhook.host, port: config.webhook.port });
   const port = (app.server.address() as AddressInfo).port;
 
-  const reloadCertificates = (): boolean => {
+  const useCertificate = (load: () => KeyCert): boolean => {
     try {
-      const next = loadKeyCert(opts.keyPath, opts.certPath);
+      const next = load();
       if (next.cert === pair.cert && next.key === pair.key) return true;
       (app.server as unknown as Http2SecureServer).setSecureContext({ key: next.key, cert: next.cert, minVersion: 'TLSv1.2' });
       pair = next;
@@ -150,7 +159,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       return false;
     }
   };
-  const watchers: FSWatcher[] = [...new Set([opts.keyPath, opts.certPath].map((p) => p.replace(/\/[^/]+$/, '') || '.'))].map((dir) =>
+  const reloadCertificates = (): boolean => useCertificate(fromFiles);
+  const applyCertificate = (key: string, cert: string): boolean => useCertificate(() => checkKeyCert(key, cert));
+  const files = keyPath !== undefined && certPath !== undefined && !opts.certificate ? [keyPath, certPath] : [];
+  const watchers: FSWatcher[] = [...new Set(files.map((p) => p.replace(/\/[^/]+$/, '') || '.'))].map((dir) =>
     watchDir(dir, () => reloadCertificates()),
   );
 
@@ -176,5 +188,5 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     })();
     return closing;
   };
-  return { app, port, metricsPort, metrics, reloadCertificates, close };
+  return { app, port, metricsPort, metrics, reloadCertificates, applyCertificate, close };
 }

@@ -31,6 +31,8 @@ export interface LocalCertOptions {
   readonly namespace: string;
   readonly extraNames?: readonly string[];
   readonly validityDays?: number;
+  /** Also valid for localhost and 127.0.0.1 (local development; default true). */
+  readonly localhost?: boolean;
 }
 
 /** Ensures CA and serving certificate exist in `dir`; returns whether they were generated. */
@@ -44,7 +46,8 @@ export function ensureLocalCerts(opts: LocalCertOptions): { generated: boolean; 
   const ca = existsSync(paths.caCert) && existsSync(caKeyPath)
     ? { certPem: readFileSync(paths.caCert, 'utf8'), keyPem: readFileSync(caKeyPath, 'utf8') }
     : generateCA('erdma-smcr-webhook-ca', { validityDays: validityDays * 3 });
-  const names = serviceNames(opts.service, opts.namespace, ['localhost', '127.0.0.1', ...(opts.extraNames ?? [])]);
+  const local = opts.localhost === false ? [] : ['localhost', '127.0.0.1'];
+  const names = serviceNames(opts.service, opts.namespace, [...local, ...(opts.extraNames ?? [])]);
   const serving = generateServingCert(ca, names, { validityDays });
   writeAtomic(caKeyPath, ca.keyPem, 0o600);
   writeAtomic(paths.caCert, ca.certPem, 0o644);

@@ -15,7 +15,15 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 
 export interface CertOptions {
   readonly now?: Date;
-  readonly validityDays: number;
+  /** Validity in days, or `validityMs` for finer control (one of the two). */
+  readonly validityDays?: number;
+  readonly validityMs?: number;
+}
+
+function validityOf(opts: CertOptions): number {
+  const ms = opts.validityMs ?? (opts.validityDays ?? 0) * DAY_MS;
+  if (!(ms > 0)) throw new RangeError('certificate validity must be positive');
+  return ms;
 }
 
 function serial(): string {
@@ -32,7 +40,7 @@ function newCert(commonName: string, opts: CertOptions): { cert: forge.pki.Certi
   cert.publicKey = keys.publicKey;
   cert.serialNumber = serial();
   cert.validity.notBefore = new Date(now.getTime() - CLOCK_SKEW_MS);
-  cert.validity.notAfter = new Date(now.getTime() + opts.validityDays * DAY_MS);
+  cert.validity.notAfter = new Date(now.getTime() + validityOf(opts));
   cert.setSubject([{ name: 'commonName', value: commonName }, { name: 'organizationName', value: 'erdma-smcr' }]);
   return { cert, keys };
 }

@@ -8,7 +8,7 @@ import { resolveView, runCheck, splitProfiles } from './check.js';
 import { readInputs } from './inputs.js';
 import { processIO, type CliIO } from './io.js';
 import { formatJson, formatJunit, formatText, type OutputFormat } from './report.js';
-import { reviewCommand, serveCommand } from './webhook.js';
+import { certsCommand, reviewCommand, serveCommand } from './webhook.js';
 import { agentCommand, devicesCommand } from './agent.js';
 
 function packageVersion(): string {
@@ -80,6 +80,7 @@ export function buildProgram(io: CliIO, setCode: (c: number) => void): Command {
   const configFor = (flags: Record<string, unknown>): Readonly<Config> => configFrom(program.opts<GlobalOpts>(), io, flags);
   serveCommand(program, io, configFor, setCode);
   reviewCommand(program, io, configFor, setCode);
+  certsCommand(program, io, setCode);
   devicesCommand(program, io, configFor, setCode);
   agentCommand(program, io, configFor, setCode);
   return program;

@@ -40,8 +40,25 @@ export const webhookSchema = z
     metricsPort: port.default(8080),
     metricsHost: z.string().default('127.0.0.1'),
     certDir: z.string().default('webhook-certs'),
-    /** Generate a CA and serving certificate into certDir when absent. */
+    /** Generate a CA and serving certificate into certDir when absent (files mode). */
     generateCerts: z.boolean().default(true),
+    /**
+     * files: certificates in certDir (generated for development, or mounted by cert-manager), reloaded on change.
+     * secret: the webhook keeps CA and serving certificate in a Secret and the caBundle of its webhook configurations.
+     */
+    certSource: z.enum(['files', 'secret']).default('files'),
+    secretName: z.string().min(1).default('erdma-smcr-webhook-certs'),
+    /** Webhook configurations whose caBundle the webhook keeps (secret mode); '' manages none of that kind. */
+    mutatingWebhookConfiguration: z.string().default('erdma-smcr'),
+    validatingWebhookConfiguration: z.string().default('erdma-smcr'),
+    /** Extra DNS names or IPs in the serving certificate. */
+    extraNames: z.array(z.string().min(1)).default([]),
+    caValiditySeconds: z.number().int().min(10).default(3 * 365 * 24 * 3600),
+    certValiditySeconds: z.number().int().min(5).default(90 * 24 * 3600),
+    /** How long a new CA is in the caBundle before it signs (API servers pick up the bundle meanwhile). */
+    caPromotionDelaySeconds: z.number().min(0).default(600),
+    /** How often expiry and the caBundle are re-checked (drift is repaired then). */
+    certCheckIntervalSeconds: z.number().min(0.1).default(60),
     serviceName: z.string().default('erdma-smcr-webhook'),
     namespace: z.string().default('erdma-smcr'),
     /** Request body limit in bytes: at least 7 MiB, because an UPDATE carries two 3 MiB objects. */
@@ -56,11 +73,19 @@ export const clusterSchema = z
     profile: z.string().optional(),
     /** NodeList file for the offline view. */
     nodes: z.string().optional(),
+    /** offline: the profile (and node list) above; live: watch the nodes and the profile ConfigMap. */
+    source: z.enum(['offline', 'live']).default('offline'),
+    /** Kubeconfig file; absent: $KUBECONFIG, ~/.kube/config, then the in-cluster service account. */
+    kubeconfig: z.string().optional(),
+    /** ConfigMap (in webhook.namespace) whose profile.yaml is the live cluster profile; absent ConfigMap: the profile above. */
+    configMap: z.string().min(1).default('erdma-smcr-cluster'),
   })
   .strict();
 
 export const agentSchema = z
   .object({
+    /** This node's name (the DaemonSet sets it from spec.nodeName); needed for labels and the pod watch. */
+    nodeName: z.string().optional(),
     /** Root of the host filesystem as the agent sees it (/host in the DaemonSet). */
     hostRoot: z.string().default('/'),
     kubeletDir: z.string().default('/var/lib/kubelet'),

@@ -4,46 +4,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureBinaries, startControlPlane, type ControlPlane } from '../harness/k8s/control-plane.js';
 import { startWebhookProc, type WebhookProc } from '../harness/webhook-proc.js';
+import { registration, WEBHOOK_IP } from '../harness/registration.js';
 
-const WEBHOOK_IP = '127.100.0.10';
 const why = ensureBinaries();
 if (why) {
   if (process.env.CI) throw new Error(`control-plane binaries unavailable in CI: ${why}`);
   console.warn(`\n*** SKIPPING the real control-plane suites: ${why} ***\n`);
-}
-
-function registration(port: number, caPem: string): string {
-  const caBundle = Buffer.from(caPem).toString('base64');
-  const clientConfig = (path: string) => ({ service: { name: 'erdma-smcr-webhook', namespace: 'erdma-smcr', path, port }, caBundle });
-  const common = { admissionReviewVersions: ['v1'], sideEffects: 'None', timeoutSeconds: 10, failurePolicy: 'Fail' };
-  const docs = [
-    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'erdma-smcr' } },
-    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'e2e' } },
-    {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: 'erdma-smcr-webhook', namespace: 'erdma-smcr' },
-      spec: { clusterIP: WEBHOOK_IP, ports: [{ name: 'https', port, targetPort: port }] },
-    },
-    {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'MutatingWebhookConfiguration',
-      metadata: { name: 'erdma-smcr' },
-      webhooks: [{ name: 'pods.smcr.erdma.io', ...common, reinvocationPolicy: 'IfNeeded', clientConfig: clientConfig('/mutate'),
-        rules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['pods'] }] }],
-    },
-    {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingWebhookConfiguration',
-      metadata: { name: 'erdma-smcr' },
-      webhooks: [{ name: 'workloads.smcr.erdma.io', ...common, clientConfig: clientConfig('/validate'),
-        rules: [
-          { apiGroups: ['apps'], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['deployments', 'statefulsets', 'daemonsets', 'replicasets'] },
-          { apiGroups: ['batch'], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['jobs', 'cronjobs'] },
-        ] }],
-    },
-  ];
-  return JSON.stringify({ apiVersion: 'v1', kind: 'List', items: docs });
 }
 
 const pod = (name: string, spec: Record<string, unknown> = {}, annotations: Record<string, string> = { 'network.alibabacloud.com/erdma-smcr': 'true' }) =>

@@ -1,12 +1,16 @@
 // Runs our webhook as its own process (the CLI's `serve`), as it runs in a cluster.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export interface WebhookProc {
   readonly port: number;
+  readonly metricsPort: number;
+  /** The CA the webhook generated in its cert dir (files mode); '' in secret mode. */
   readonly caPem: string;
+  /** Prometheus text from the metrics port. */
+  metrics(): Promise<string>;
   readonly certDir: string;
   readonly logs: () => string;
   stop(): Promise<void>;
@@ -23,7 +27,7 @@ export async function startWebhookProc(host: string, extraArgs: string[] = []): 
   let err = '';
   child.stderr?.on('data', (d) => (err += d));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`webhook did not start: ${out}${err}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`webhook did not start: ${out}${err}`)), 30_000);
     child.stdout?.on('data', (d) => {
       out += d;
       const m = /listening on https:\/\/[^:]+:(\d+)/.exec(out);
@@ -34,10 +38,14 @@ export async function startWebhookProc(host: string, extraArgs: string[] = []): 
     });
     child.once('exit', (code) => reject(new Error(`webhook exited with ${code}: ${err}`)));
   });
+  const metricsPort = Number(/metrics and probes on http:\/\/[^:]+:(\d+)/.exec(out)?.[1] ?? 0);
+  const caFile = join(certDir, 'ca.crt');
   return {
     port,
+    metricsPort,
     certDir,
-    caPem: readFileSync(join(certDir, 'ca.crt'), 'utf8'),
+    caPem: existsSync(caFile) ? readFileSync(caFile, 'utf8') : '',
+    metrics: async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text(),
     logs: () => err,
     async stop() {
       if (child.exitCode === null) {

@@ -20,14 +20,22 @@ export interface Reply {
 }
 
 /**
- * POSTs over HTTP/1.1. Without an agent a fresh connection is used. With `midway`, the body is
+ * POSTs over HTTP/1.1 (to 127.0.0.1:`target`, or `target`'s host and port). Without an agent a fresh connection is used. With `midway`, the body is
  * sent in two halves and `midway` runs in between: the request is then truly in flight.
  */
-export function postH1(port: number, ca: string, path: string, body: string, agent?: Agent, midway?: () => Promise<unknown>): Promise<Reply> {
+export function postH1(
+  target: number | { host: string; port: number },
+  ca: string,
+  path: string,
+  body: string,
+  agent?: Agent,
+  midway?: () => Promise<unknown>,
+): Promise<Reply> {
+  const { host, port } = typeof target === 'number' ? { host: '127.0.0.1', port: target } : target;
   return new Promise((resolve, reject) => {
     const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
     const req = httpsRequest(
-      { host: '127.0.0.1', port, path, method: 'POST', ca, servername: SNI, agent: agent ?? false, headers },
+      { host, port, path, method: 'POST', ca, servername: SNI, agent: agent ?? false, headers },
       (res) => {
         let data = '';
         res.setEncoding('utf8');

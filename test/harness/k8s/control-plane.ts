@@ -71,6 +71,11 @@ export interface ControlPlane {
   readonly caPem: string;
   readonly token: string;
   readonly kubeconfig: string;
+  /**
+   * A kubeconfig that acts as `user` (impersonation, e.g. a ServiceAccount's
+   * system:serviceaccount:<ns>:<name>), so RBAC is enforced as for that identity.
+   */
+  kubeconfigAs(user: string): string;
   /** Runs Debian's kubectl against this control plane (asynchronously: webhooks in this process keep serving). */
   kubectl(args: readonly string[], input?: string): Promise<KubectlResult>;
   stop(): Promise<void>;
@@ -125,14 +130,14 @@ function writePki(dir: string): { caPem: string; token: string } {
   return { caPem: ca.certPem, token };
 }
 
-function kubeconfigYaml(url: string, caPem: string, token: string): string {
+function kubeconfigYaml(url: string, caPem: string, token: string, as?: string): string {
   return [
     'apiVersion: v1',
     'kind: Config',
     'clusters:',
     `- name: test\n  cluster:\n    server: ${url}\n    certificate-authority-data: ${Buffer.from(caPem).toString('base64')}`,
     'users:',
-    `- name: admin\n  user:\n    token: ${token}`,
+    `- name: admin\n  user:\n    token: ${token}${as ? `\n    as: ${as}` : ''}`,
     'contexts:',
     '- name: test\n  context:\n    cluster: test\n    user: admin',
     'current-context: test',
@@ -215,7 +220,12 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         ]),
       );
     }
-    return { dir, url, caPem, token, kubeconfig, kubectl, stop };
+    const kubeconfigAs = (user: string): string => {
+      const file = join(dir, `kubeconfig-${user.replace(/[^A-Za-z0-9_.-]/g, '_')}`);
+      writeFileSync(file, kubeconfigYaml(url, caPem, token, user), { mode: 0o600 });
+      return file;
+    };
+    return { dir, url, caPem, token, kubeconfig, kubeconfigAs, kubectl, stop };
   } catch (err) {
     await stop();
     throw err;
