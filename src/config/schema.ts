@@ -100,6 +100,31 @@ export const agentSchema = z
     driverMode: z.enum(['auto', 'default', 'compat', 'ofed']).default('auto'),
     /** Other RDMA drivers to serve too (e.g. rxe in test clusters). */
     extraDrivers: z.array(z.string()).default([]),
+    /** The agent's /proc (kernel release, net.smc with hostNetwork, pod processes with hostPID). */
+    procRoot: z.string().default('/proc'),
+    /** Host paths (below hostRoot for the agent; as-is in the CNI config the runtime runs). */
+    cniConfDir: z.string().default('/etc/cni/net.d'),
+    cniBinDir: z.string().default('/opt/cni/bin'),
+    cniStateDir: z.string().default('/var/lib/cni/erdma-smcr'),
+    pnetIdFile: z.string().default('/run/erdma-smcr/pnetid'),
+    cniLogFile: z.string().default('/var/log/erdma-smcr-cni.log'),
+    /** Our native binary (CNI plugin and pnet tool) in the image; default: native/build/erdma-smcr of this package. */
+    nativeBinary: z.string().optional(),
+    /** Duties, each can be switched off. */
+    devicePlugin: z.boolean().default(true),
+    nodeLabels: z.boolean().default(true),
+    hostPnet: z.boolean().default(true),
+    cniInstall: z.boolean().default(true),
+    podEvents: z.boolean().default(true),
+    /** Apply SMC-R to running pods the plugin missed (needs hostPID). */
+    lateApply: z.boolean().default(true),
+    /** How often capability, labels and host pnet are re-checked. */
+    refreshMs: z.number().int().min(100).default(30_000),
+    /** How long a started SMC-R pod may lack a plugin record before it counts as missed. */
+    podGraceMs: z.number().int().min(0).default(15_000),
+    metricsEnabled: z.boolean().default(true),
+    metricsHost: z.string().default('0.0.0.0'),
+    metricsPort: port.default(9809),
   })
   .strict();
 

@@ -1,0 +1,73 @@
+// Whether this node can run SMC-R pods, as node labels: the same kernel comparison the policy uses,
+// the smc module, the driver mode and at least one healthy eRDMA device.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { NODE_LABELS } from '../constants.js';
+import { kernelEligibility } from '../policy/kernel.js';
+import type { RdmaDevice } from './discovery.js';
+
+export interface HostFacts {
+  /** `uname -r`, from /proc/sys/kernel/osrelease. */
+  readonly kernelRelease: string;
+  /** PRETTY_NAME from the host's /etc/os-release ('' when unknown). */
+  readonly osImage: string;
+  /** /proc/sys/net/smc/tcp2smc exists (Alibaba's smc module is loaded). */
+  readonly smcModule: boolean;
+}
+
+export interface Capability {
+  readonly capable: boolean;
+  /** Driver mode of the node's eRDMA devices ('' when there are none). */
+  readonly driverMode: string;
+  /** Label-safe reason when not capable ('' when capable). */
+  readonly reason: string;
+  /** The same in words, for logs and events. */
+  readonly detail: string;
+}
+
+function read(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** Reads the facts from a proc root (the agent's own /proc: it shares the host kernel and, with hostNetwork, its netns) and a host root. */
+export function hostFacts(procRoot: string, hostRoot: string): HostFacts {
+  const osRelease = read(join(hostRoot, 'etc', 'os-release'));
+  const pretty = /^PRETTY_NAME=("?)(.*)\1$/m.exec(osRelease)?.[2] ?? '';
+  return {
+    kernelRelease: read(join(procRoot, 'sys', 'kernel', 'osrelease')).trim(),
+    osImage: pretty,
+    smcModule: existsSync(join(procRoot, 'sys', 'net', 'smc', 'tcp2smc')),
+  };
+}
+
+/** Decides capability; reasons are stable, short and valid label values. */
+export function capability(host: HostFacts, devices: readonly RdmaDevice[]): Capability {
+  const modes = [...new Set(devices.map((d) => d.driverMode))];
+  const driverMode = modes.includes('default') ? 'default' : (modes[0] ?? '');
+  const no = (reason: string, detail: string): Capability => ({ capable: false, driverMode, reason, detail });
+  const k = kernelEligibility(host.kernelRelease, host.osImage || undefined);
+  if (!k.ok) return no(/older than/.test(k.reason) ? 'kernel-too-old' : 'unsupported-os-or-kernel', k.reason);
+  if (!host.smcModule) return no('no-smc-module', 'the smc kernel module is not loaded (/proc/sys/net/smc/tcp2smc is missing): modprobe smc');
+  if (devices.length === 0) return no('no-erdma-device', 'no eRDMA device found: attach an eRDMA-enabled ENI and install the erdma driver');
+  if (driverMode !== 'default') return no(`driver-mode-${driverMode}`, `eRDMA driver mode is "${driverMode}", SMC-R needs "default"`);
+  if (!devices.some((d) => d.healthy && d.smcrCapable)) return no('no-healthy-device', 'no eRDMA device in default mode has an ACTIVE port');
+  return { capable: true, driverMode, reason: '', detail: 'SMC-R capable' };
+}
+
+/** Our labels for a capability: reason present only when not capable (null removes it). */
+export function capabilityLabels(c: Capability): Record<string, string | null> {
+  return {
+    [NODE_LABELS.capable]: String(c.capable),
+    [NODE_LABELS.driverMode]: c.driverMode === '' ? null : c.driverMode,
+    [NODE_LABELS.reason]: c.capable ? null : c.reason,
+  };
+}
+
+/** Kubernetes label-value rules: at most 63 characters, alphanumeric at both ends, [-_.A-Za-z0-9] inside. */
+export function isLabelValue(v: string): boolean {
+  return v === '' || (v.length <= 63 && /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(v));
+}

@@ -1,0 +1,204 @@
+// Chains our CNI plugin after the node's primary CNI, the way istio-cni and Cilium's chained mode
+// do: the binary is copied into the CNI bin dir atomically, and our entry is appended to the
+// `plugins` of the active conflist (the first file in the conf dir, in the order libcni and the
+// runtimes sort them). A `.conf` is converted to a `.conflist`. A file that does not parse is
+// never written: it is reported and retried. Watching the directory re-inserts our entry when
+// the primary CNI rewrites its file.
+import { createHash } from 'node:crypto';
+import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { CNI_PLUGIN_TYPE } from '../constants.js';
+
+export const PLUGIN_TYPE = CNI_PLUGIN_TYPE;
+export const BINARY_NAME = 'erdma-smcr';
+const CONF_EXT = /\.(conflist|conf|json)$/;
+
+export interface PluginEntryOptions {
+  readonly pnetIdFile: string;
+  readonly stateDir: string;
+  readonly logFile: string;
+}
+
+export function pluginEntry(o: PluginEntryOptions): Record<string, unknown> {
+  return {
+    type: PLUGIN_TYPE,
+    capabilities: { 'io.kubernetes.cri.pod-annotations': true },
+    pnetIdFile: o.pnetIdFile,
+    stateDir: o.stateDir,
+    logFile: o.logFile,
+  };
+}
+
+/** The file a runtime would load: the first config file by name (libcni's ConfFiles order). */
+export function activeConfFile(confDir: string): string | undefined {
+  if (!existsSync(confDir)) return undefined;
+  return readdirSync(confDir)
+    .filter((f) => CONF_EXT.test(f) && !f.startsWith('.'))
+    .sort()
+    .find((f) => statSync(join(confDir, f)).isFile());
+}
+
+export type EditResult =
+  | { readonly ok: true; readonly text: string; readonly changed: boolean; readonly file: string }
+  | { readonly ok: false; readonly error: string };
+
+type Json = Record<string, unknown>;
+const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function parseConf(file: string, text: string): Json | string {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    return `${file} is not valid JSON (${(err as Error).message}); left untouched`;
+  }
+  if (!isObj(doc)) return `${file} is not a JSON object; left untouched`;
+  if (file.endsWith('.conflist')) {
+    if (!Array.isArray(doc.plugins) || !doc.plugins.every(isObj)) return `${file} has no "plugins" list of objects; left untouched`;
+  } else if (typeof doc.type !== 'string') {
+    return `${file} has no plugin "type"; left untouched`;
+  }
+  return doc;
+}
+
+/** Converts a single-plugin `.conf` document into a conflist document. */
+function toConflist(doc: Json): Json {
+  const { cniVersion, name, ...plugin } = doc;
+  return { ...(cniVersion !== undefined ? { cniVersion } : {}), ...(name !== undefined ? { name } : {}), plugins: [plugin] };
+}
+
+const serialize = (doc: Json): string => `${JSON.stringify(doc, null, 2)}\n`;
+
+/** Our entry last in `plugins`, exactly once; returns the new file name and text. */
+export function insertPlugin(file: string, text: string, entry: Json): EditResult {
+  const doc = parseConf(file, text);
+  if (typeof doc === 'string') return { ok: false, error: doc };
+  const list = file.endsWith('.conflist') ? doc : toConflist(doc);
+  const others = (list.plugins as Json[]).filter((p) => p.type !== PLUGIN_TYPE);
+  const next = { ...list, plugins: [...others, entry] };
+  const outFile = file.replace(CONF_EXT, '.conflist');
+  const changed = outFile !== file || JSON.stringify(next) !== JSON.stringify(doc);
+  return { ok: true, text: changed ? serialize(next) : text, changed, file: outFile };
+}
+
+/** The file without our entry (unchanged text when it holds none). */
+export function removePlugin(file: string, text: string): EditResult {
+  const doc = parseConf(file, text);
+  if (typeof doc === 'string') return { ok: false, error: doc };
+  if (!file.endsWith('.conflist')) return { ok: true, text, changed: false, file };
+  const plugins = (doc.plugins as Json[]).filter((p) => p.type !== PLUGIN_TYPE);
+  const changed = plugins.length !== (doc.plugins as Json[]).length;
+  return { ok: true, text: changed ? serialize({ ...doc, plugins }) : text, changed, file };
+}
+
+function writeAtomic(path: string, data: string | Buffer, mode: number): void {
+  const tmp = join(path, '..', `.${path.split('/').pop() ?? 'file'}.tmp-${process.pid}`);
+  writeFileSync(tmp, data, { mode });
+  chmodSync(tmp, mode);
+  renameSync(tmp, path);
+}
+
+const sha256 = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
+
+export interface InstallerOptions extends PluginEntryOptions {
+  /** Host CNI config dir (as the agent sees it, e.g. /host/etc/cni/net.d). */
+  readonly confDir: string;
+  /** Host CNI bin dir (e.g. /host/opt/cni/bin). */
+  readonly binDir: string;
+  /** Our plugin binary inside the image. */
+  readonly binarySource: string;
+  readonly logger: Logger;
+  /** Told the current problem ('' when the chain is in place). */
+  readonly onStatus?: (problem: string) => void;
+  readonly retryMs?: number;
+}
+
+export class CniInstaller {
+  private watcher: FSWatcher | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+  problem = 'not installed yet';
+
+  constructor(private readonly opts: InstallerOptions) {}
+
+  /** Installs the binary (when it differs). */
+  installBinary(): boolean {
+    const dest = join(this.opts.binDir, BINARY_NAME);
+    if (existsSync(dest) && sha256(dest) === sha256(this.opts.binarySource)) return false;
+    const tmp = join(this.opts.binDir, `.${BINARY_NAME}.tmp-${process.pid}`);
+    copyFileSync(this.opts.binarySource, tmp);
+    chmodSync(tmp, 0o755);
+    renameSync(tmp, dest);
+    this.opts.logger.info({ dest }, 'CNI plugin binary installed');
+    return true;
+  }
+
+  /** Puts our entry into the active config; reports and keeps the file when it cannot. */
+  ensureChained(): string {
+    const file = activeConfFile(this.opts.confDir);
+    if (!file) return this.report(`no CNI configuration in ${this.opts.confDir} yet (waiting for the primary CNI)`);
+    const path = join(this.opts.confDir, file);
+    const r = insertPlugin(file, readFileSync(path, 'utf8'), pluginEntry(this.opts));
+    if (!r.ok) return this.report(r.error);
+    if (r.changed) {
+      const mode = statSync(path).mode & 0o777;
+      writeAtomic(join(this.opts.confDir, r.file), r.text, mode);
+      if (r.file !== file) rmSync(path, { force: true });
+      this.opts.logger.info({ file: r.file, from: file }, 'erdma-smcr chained into the CNI configuration');
+    }
+    return this.report('');
+  }
+
+  private report(problem: string): string {
+    if (problem !== this.problem) {
+      if (problem) this.opts.logger.warn({ problem }, 'CNI chain not in place');
+      this.opts.onStatus?.(problem);
+    }
+    this.problem = problem;
+    return problem;
+  }
+
+  /** Installs, then watches the conf dir; retries while something is wrong. */
+  start(): void {
+    this.installBinary();
+    this.ensureSafely();
+    this.watcher = watch(this.opts.confDir, { persistent: false }, () => this.later(150));
+  }
+
+  private ensureSafely(): void {
+    try {
+      this.ensureChained();
+    } catch (err) {
+      this.report(`cannot update the CNI configuration: ${(err as Error).message}`);
+    }
+    if (this.problem && !this.closed) this.later(this.opts.retryMs ?? 5000);
+  }
+
+  private later(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.ensureSafely(), ms);
+    this.timer.unref();
+  }
+
+  /** Removes our entry from every config file and our binary; nothing else. */
+  uninstall(): void {
+    if (existsSync(this.opts.confDir)) {
+      for (const f of readdirSync(this.opts.confDir).filter((n) => n.endsWith('.conflist'))) {
+        const path = join(this.opts.confDir, f);
+        const r = removePlugin(f, readFileSync(path, 'utf8'));
+        if (r.ok && r.changed) {
+          writeAtomic(path, r.text, statSync(path).mode & 0o777);
+          this.opts.logger.info({ file: f }, 'erdma-smcr removed from the CNI configuration');
+        }
+      }
+    }
+    rmSync(join(this.opts.binDir, BINARY_NAME), { force: true });
+  }
+
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.watcher?.close();
+  }
+}

@@ -1,0 +1,277 @@
+// The node agent's duties besides the device plugin, on one schedule: capability → labels →
+// host pnet; the CNI chain kept in place; SMC-R pods that stayed on TCP reported. Each duty can be
+// switched off; each reports into metrics and the readiness answer.
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api, type CoreV1Event, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { apiReason, WatchedSet } from '../cluster/kube.js';
+import type { AgentConfig } from '../config/schema.js';
+import { capability, capabilityLabels, hostFacts, type Capability } from './capability.js';
+import { CniInstaller } from './cni-install.js';
+import type { RdmaDevice } from './discovery.js';
+import { ensureHostPnet } from './host-pnet.js';
+import { NodeLabeler } from './labels.js';
+import { findPodNetns, judge, lateApply, readRecords, type OutcomeKind, type Verdict } from './pods.js';
+
+export const DEFAULT_NATIVE_BINARY = fileURLToPath(new URL('../../native/build/erdma-smcr', import.meta.url));
+
+export class AgentMetrics {
+  readonly registry = new Registry();
+  readonly capable = new Gauge({ name: 'erdma_smcr_agent_node_capable', help: '1 when this node can run SMC-R pods.', registers: [this.registry] });
+  readonly devices = new Gauge({ name: 'erdma_smcr_agent_devices', help: 'eRDMA devices found, by health.', labelNames: ['healthy'] as const, registers: [this.registry] });
+  readonly cniChained = new Gauge({ name: 'erdma_smcr_agent_cni_chained', help: '1 when our plugin is in the active CNI configuration.', registers: [this.registry] });
+  readonly pnetErrors = new Gauge({ name: 'erdma_smcr_agent_host_pnet_errors', help: 'eRDMA devices whose host pnet entry could not be added.', registers: [this.registry] });
+  readonly pods = new Gauge({
+    name: 'erdma_smcr_agent_pods',
+    help: 'SMC-R pods on this node by outcome: applied, partial, tcp (kernel without SMC-R), missed (plugin did not run), late (applied after start).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly events = new Counter({ name: 'erdma_smcr_agent_events_total', help: 'Events posted on pods, by reason.', labelNames: ['reason'] as const, registers: [this.registry] });
+
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+  }
+}
+
+/** Host path as the agent sees it (below hostRoot). */
+export const hostPath = (a: AgentConfig, p: string): string => join(a.hostRoot, p);
+
+export interface NodeAgentOptions {
+  readonly config: AgentConfig;
+  readonly logger: Logger;
+  readonly metrics: AgentMetrics;
+  readonly discover: () => RdmaDevice[];
+  /** Needed for labels and pod events; without it those duties are off. */
+  readonly kubeConfig?: KubeConfig;
+  readonly now?: () => number;
+}
+
+export class NodeAgent {
+  private readonly a: AgentConfig;
+  private readonly log: Logger;
+  private readonly binary: string;
+  private labeler: NodeLabeler | undefined;
+  private cni: CniInstaller | undefined;
+  private pods: WatchedSet<V1Pod> | undefined;
+  private core: CoreV1Api | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private podTimer: NodeJS.Timeout | undefined;
+  private readonly told = new Map<string, string>();
+  private readonly lateTried = new Set<string>();
+  private podPass: Promise<void> | undefined;
+  private closed = false;
+  last: Capability | undefined;
+  problems = new Map<string, string>();
+
+  constructor(private readonly opts: NodeAgentOptions) {
+    this.a = opts.config;
+    this.log = opts.logger;
+    this.binary = this.a.nativeBinary ?? DEFAULT_NATIVE_BINARY;
+  }
+
+  private needNode(duty: string): string | undefined {
+    if (!this.opts.kubeConfig) return `${duty} needs a Kubernetes API connection`;
+    if (!this.a.nodeName) return `${duty} needs agent.nodeName (ERDMA_SMCR_NODE_NAME from spec.nodeName)`;
+    return undefined;
+  }
+
+  async start(): Promise<void> {
+    const kc = this.opts.kubeConfig;
+    if (this.a.nodeLabels) {
+      const why = this.needNode('node labels');
+      if (why) this.problems.set('labels', why);
+      else this.labeler = new NodeLabeler(kc as KubeConfig, this.a.nodeName as string, this.log);
+    }
+    if (this.a.cniInstall) {
+      this.cni = new CniInstaller({
+        confDir: hostPath(this.a, this.a.cniConfDir),
+        binDir: hostPath(this.a, this.a.cniBinDir),
+        binarySource: this.binary,
+        pnetIdFile: this.a.pnetIdFile,
+        stateDir: this.a.cniStateDir,
+        logFile: this.a.cniLogFile,
+        logger: this.log,
+        onStatus: (p) => {
+          this.opts.metrics.cniChained.set(p ? 0 : 1);
+          this.setProblem('cni', p);
+        },
+      });
+      this.cni.start();
+    }
+    await this.refresh();
+    if (this.a.podEvents) await this.startPodWatch();
+  }
+
+  private setProblem(duty: string, problem: string): void {
+    if (problem) this.problems.set(duty, problem);
+    else this.problems.delete(duty);
+  }
+
+  /** '' when every enabled duty is in place; else what is not. */
+  readiness(): string {
+    return [...this.problems.entries()].map(([k, v]) => `${k}: ${v}`).join('; ');
+  }
+
+  /** One pass of capability, labels and host pnet; then again after refreshMs. */
+  async refresh(): Promise<Capability> {
+    clearTimeout(this.timer);
+    const devices = this.opts.discover();
+    const cap = capability(hostFacts(this.a.procRoot, this.a.hostRoot), devices);
+    if (this.last?.capable !== cap.capable || this.last?.reason !== cap.reason) {
+      this.log.info({ capable: cap.capable, driverMode: cap.driverMode, reason: cap.detail }, 'node SMC-R capability');
+    }
+    this.last = cap;
+    const m = this.opts.metrics;
+    m.capable.set(cap.capable ? 1 : 0);
+    m.devices.set({ healthy: 'true' }, devices.filter((d) => d.healthy).length);
+    m.devices.set({ healthy: 'false' }, devices.filter((d) => !d.healthy).length);
+    if (this.labeler) {
+      try {
+        await this.labeler.apply(capabilityLabels(cap));
+        this.setProblem('labels', '');
+      } catch (err) {
+        this.setProblem('labels', `cannot label node ${this.a.nodeName}: ${apiReason(err)}`);
+        this.log.warn({ reason: apiReason(err) }, 'node labels not updated; will retry');
+      }
+    }
+    if (this.a.hostPnet && cap.capable) {
+      const r = await ensureHostPnet(devices, { binary: this.binary, pnetIdFile: hostPath(this.a, this.a.pnetIdFile), logger: this.log });
+      m.pnetErrors.set(r.errors.length);
+      this.setProblem('pnet', r.errors.join('; '));
+    }
+    if (!this.closed) {
+      this.timer = setTimeout(() => void this.refresh().catch((e: unknown) => this.log.error({ err: e }, 'refresh failed')), this.a.refreshMs);
+      this.timer.unref();
+    }
+    return cap;
+  }
+
+  private async startPodWatch(): Promise<void> {
+    const why = this.needNode('pod events');
+    if (why) return void this.problems.set('pods', why);
+    const kc = this.opts.kubeConfig as KubeConfig;
+    const core = (this.core = kc.makeApiClient(CoreV1Api));
+    const fieldSelector = `spec.nodeName=${this.a.nodeName}`;
+    this.pods = new WatchedSet<V1Pod>(kc, {
+      path: '/api/v1/pods',
+      fieldSelector,
+      list: () => core.listPodForAllNamespaces({ fieldSelector }),
+      logger: this.log,
+      onChange: () => void this.podsPass(),
+      onStale: (s) => this.setProblem('pods', s ? 'pod watch broken; retrying' : ''),
+    });
+    if (!(await this.pods.start())) this.problems.set('pods', 'pods on this node not listed yet');
+    const tick = (): void => {
+      if (this.closed) return;
+      this.podTimer = setTimeout(() => void this.podsPass().then(tick), Math.max(1000, Math.min(5000, this.a.podGraceMs / 3)));
+      this.podTimer.unref();
+    };
+    tick();
+  }
+
+  /** Judges every SMC-R pod of this node once; posts each new verdict as an Event. */
+  podsPass(): Promise<void> {
+    this.podPass ??= this.judgePods().finally(() => (this.podPass = undefined));
+    return this.podPass;
+  }
+
+  private async judgePods(): Promise<void> {
+    if (!this.pods) return;
+    const records = readRecords(hostPath(this.a, this.a.cniStateDir));
+    const now = (this.opts.now ?? Date.now)();
+    const counts: Record<OutcomeKind, number> = { applied: 0, partial: 0, tcp: 0, missed: 0, late: 0 };
+    const live = new Set<string>();
+    for (const pod of this.pods.objects()) {
+      const uid = pod.metadata?.uid ?? '';
+      live.add(uid);
+      let v = judge(pod, records.get(uid), now, this.a.podGraceMs);
+      if (!v) continue;
+      if (v.kind === 'missed' && this.a.lateApply && !this.lateTried.has(uid)) v = await this.tryLate(pod, v);
+      counts[v.kind]++;
+      await this.tell(pod, v);
+    }
+    for (const uid of [...this.told.keys()]) if (!live.has(uid)) this.told.delete(uid);
+    for (const [k, n] of Object.entries(counts)) this.opts.metrics.pods.set({ outcome: k }, n);
+  }
+
+  private async tryLate(pod: V1Pod, missed: Verdict): Promise<Verdict> {
+    const uid = pod.metadata?.uid ?? '';
+    const netns = findPodNetns(this.a.procRoot, uid);
+    // No process yet (or no hostPID): tell now, try again next pass.
+    if (!netns) return { ...missed, message: `${missed.message} (no process of the pod found to apply it late)` };
+    this.lateTried.add(uid);
+    // The agent runs the plugin itself, so the paths are the agent's view of the host.
+    const err = await lateApply(pod, netns, {
+      binary: this.binary,
+      pnetIdFile: hostPath(this.a, this.a.pnetIdFile),
+      stateDir: hostPath(this.a, this.a.cniStateDir),
+      logFile: hostPath(this.a, this.a.cniLogFile),
+    });
+    if (err) return { ...missed, message: `${missed.message} Applying it late failed: ${err.slice(0, 300)}` };
+    const record = readRecords(hostPath(this.a, this.a.cniStateDir)).get(uid);
+    return (record && judge(pod, record, 0, 0)) ?? missed;
+  }
+
+  private eventFor(pod: V1Pod, v: Verdict): CoreV1Event {
+    const md = pod.metadata ?? {};
+    const now = new Date((this.opts.now ?? Date.now)());
+    const node = this.a.nodeName ?? '';
+    return {
+      metadata: { generateName: `${md.name}.`, namespace: md.namespace },
+      involvedObject: { apiVersion: 'v1', kind: 'Pod', name: md.name, namespace: md.namespace, uid: md.uid },
+      reason: v.reason,
+      message: v.message,
+      type: v.type,
+      source: { component: 'erdma-smcr-agent', host: node },
+      reportingComponent: 'erdma-smcr-agent',
+      reportingInstance: node,
+      firstTimestamp: now,
+      lastTimestamp: now,
+      count: 1,
+    };
+  }
+
+  /** Posts the verdict as an Event once per pod and reason. */
+  private async tell(pod: V1Pod, v: Verdict): Promise<void> {
+    const uid = pod.metadata?.uid ?? '';
+    const where = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+    if (this.told.get(uid) === v.reason || !this.core) return;
+    try {
+      await this.core.createNamespacedEvent({ namespace: pod.metadata?.namespace ?? 'default', body: this.eventFor(pod, v) });
+      this.told.set(uid, v.reason);
+      this.opts.metrics.events.inc({ reason: v.reason });
+      this.log.info({ pod: where, reason: v.reason }, v.message);
+    } catch (err) {
+      this.log.warn({ pod: where, reason: apiReason(err) }, 'cannot post event; will retry');
+    }
+  }
+
+  /** Removes our CNI entry and binary (agent --uninstall, or a preStop hook). */
+  uninstallCni(): void {
+    const installer =
+      this.cni ??
+      new CniInstaller({
+        confDir: hostPath(this.a, this.a.cniConfDir),
+        binDir: hostPath(this.a, this.a.cniBinDir),
+        binarySource: this.binary,
+        pnetIdFile: this.a.pnetIdFile,
+        stateDir: this.a.cniStateDir,
+        logFile: this.a.cniLogFile,
+        logger: this.log,
+      });
+    installer.close();
+    installer.uninstall();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    clearTimeout(this.podTimer);
+    this.cni?.close();
+    await this.podPass;
+    await this.pods?.close();
+  }
+}

@@ -1,0 +1,195 @@
+// Tells users when an SMC-R pod on this node stays on TCP. The CNI plugin records what it did
+// per pod sandbox in its state dir; this reads those records for the pods of this node and turns
+// each outcome into one Kubernetes Event on the pod (and per-node counts in metrics). A pod the
+// plugin never saw (it was not chained when the pod started) can be fixed late: the settings are
+// applied to its running network namespace, and the Event says earlier connections stay on TCP.
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { SMCR_ANNOTATION } from '../constants.js';
+import { parseGoBool } from '../policy/parse-bool.js';
+import { pluginEntry, PLUGIN_TYPE, type PluginEntryOptions } from './cni-install.js';
+
+/** What the CNI plugin wrote for one sandbox (native/src/cni.c state_doc). */
+export interface PluginRecord {
+  readonly podUid: string;
+  readonly containerId: string;
+  readonly outcome: 'applied' | 'partial' | string;
+  readonly missing: readonly string[];
+  readonly pnet?: { readonly id?: string; readonly added?: boolean };
+  readonly mtimeMs: number;
+}
+
+/** The newest record per pod UID in the plugin's state dir. */
+export function readRecords(stateDir: string): Map<string, PluginRecord> {
+  const out = new Map<string, PluginRecord>();
+  if (!existsSync(stateDir)) return out;
+  for (const f of readdirSync(stateDir)) {
+    if (!f.endsWith('.json')) continue;
+    try {
+      const path = join(stateDir, f);
+      const doc = JSON.parse(readFileSync(path, 'utf8')) as Partial<PluginRecord>;
+      if (typeof doc.podUid !== 'string' || doc.podUid === '') continue;
+      const rec: PluginRecord = {
+        podUid: doc.podUid,
+        containerId: String(doc.containerId ?? ''),
+        outcome: String(doc.outcome ?? ''),
+        missing: Array.isArray(doc.missing) ? doc.missing.map(String) : [],
+        ...(doc.pnet ? { pnet: doc.pnet } : {}),
+        mtimeMs: statSync(path).mtimeMs,
+      };
+      const prev = out.get(rec.podUid);
+      if (!prev || prev.mtimeMs < rec.mtimeMs) out.set(rec.podUid, rec);
+    } catch {
+      // a record being written or removed: the next pass reads it
+    }
+  }
+  return out;
+}
+
+export type OutcomeKind = 'applied' | 'partial' | 'tcp' | 'missed' | 'late';
+
+export interface Verdict {
+  readonly kind: OutcomeKind;
+  readonly type: 'Normal' | 'Warning';
+  readonly reason: string;
+  readonly message: string;
+}
+
+export function wantsSmcr(pod: V1Pod): boolean {
+  return parseGoBool(pod.metadata?.annotations?.[SMCR_ANNOTATION] ?? '') === true && pod.spec?.hostNetwork !== true;
+}
+
+/** Whether the pod's sandbox is up (it has an IP), and since when (ms). */
+function sandboxSince(pod: V1Pod): number | undefined {
+  if (!pod.status?.podIP) return undefined;
+  const t = pod.status.startTime;
+  return t ? new Date(t).getTime() : 0;
+}
+
+/** What to tell about this pod now; undefined when nothing (not SMC-R, not started, within grace). */
+export function judge(pod: V1Pod, record: PluginRecord | undefined, now: number, graceMs: number): Verdict | undefined {
+  if (!wantsSmcr(pod)) return undefined;
+  if (record) return fromRecord(record);
+  const since = sandboxSince(pod);
+  if (since === undefined || now - since < graceMs) return undefined;
+  return {
+    kind: 'missed',
+    type: 'Warning',
+    reason: 'SMCRNotApplied',
+    message:
+      'SMC-R was not enabled: the erdma-smcr CNI plugin did not run for this pod (it was not chained when the pod started). ' +
+      'The pod uses TCP. Fix: check the erdma-smcr agent on this node, then delete the pod so it is recreated.',
+  };
+}
+
+/** Container ID the agent's late apply records under (a runtime never uses it). */
+export const LATE_PREFIX = 'late-';
+
+function fromRecord(r: PluginRecord): Verdict {
+  const v = recordVerdict(r);
+  if (!r.containerId.startsWith(LATE_PREFIX)) return v;
+  if (v.kind === 'applied') {
+    return {
+      kind: 'late',
+      type: 'Warning',
+      reason: 'SMCRAppliedLate',
+      message:
+        `SMC-R was enabled at ${new Date(r.mtimeMs).toISOString()}, after the pod started (the CNI plugin was not chained then). ` +
+        'Connections opened before stay on TCP; delete the pod so it is recreated to use SMC-R for all.',
+    };
+  }
+  return { ...v, message: `Applied after the pod started: ${v.message}` };
+}
+
+function recordVerdict(r: PluginRecord): Verdict {
+  if (r.outcome === 'applied') {
+    return { kind: 'applied', type: 'Normal', reason: 'SMCREnabled', message: `SMC-R enabled in the pod network namespace (pnet ${r.pnet?.id || 'none'})` };
+  }
+  if (r.missing.includes('net.smc.tcp2smc')) {
+    return {
+      kind: 'tcp',
+      type: 'Warning',
+      reason: 'SMCRUnavailable',
+      message:
+        'SMC-R was not enabled, the pod uses TCP: the node kernel has no net.smc.tcp2smc. ' +
+        'Fix: run the pod on Alibaba Cloud Linux 3 with kernel 5.10.134-17 or later and the smc module loaded (modprobe smc).',
+    };
+  }
+  const pnetMissing = r.missing.includes('SMC_PNETID');
+  return {
+    kind: 'partial',
+    type: 'Warning',
+    reason: 'SMCRPartial',
+    message:
+      `SMC-R partly enabled; missing: ${r.missing.join(', ') || 'unknown'}. ` +
+      (pnetMissing
+        ? 'Without the pnet entry SMC-R connections fall back to TCP. Fix: load the smc module on the node and recreate the pod.'
+        : 'Connections still use SMC-R; the missing tuning knobs keep their kernel defaults.'),
+  };
+}
+
+/** A process of the pod (found by its UID in the cgroup path) and its network namespace. */
+export function findPodNetns(procRoot: string, podUid: string): string | undefined {
+  const needles = [`pod${podUid}`, `pod${podUid.replace(/-/g, '_')}`];
+  let hostNet = '';
+  try {
+    hostNet = readlinkSync(join(procRoot, 'self', 'ns', 'net'));
+  } catch {
+    // unknown: accept any
+  }
+  for (const pid of readdirSync(procRoot).filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cg = readFileSync(join(procRoot, pid, 'cgroup'), 'utf8');
+      if (!needles.some((n) => cg.includes(n))) continue;
+      const ns = join(procRoot, pid, 'ns', 'net');
+      if (readlinkSync(ns) === hostNet) continue;
+      return ns;
+    } catch {
+      // the process went away
+    }
+  }
+  return undefined;
+}
+
+export interface LateApplyOptions extends PluginEntryOptions {
+  readonly binary: string;
+  readonly timeoutMs?: number;
+}
+
+/**
+ * Runs our CNI plugin's ADD against the pod's live netns, as the runtime would have: the same
+ * code applies the same settings and writes the same record. Resolves with the plugin's stderr
+ * on failure, '' on success.
+ */
+export function lateApply(pod: V1Pod, netns: string, o: LateApplyOptions): Promise<string> {
+  const md = pod.metadata ?? {};
+  const conf = {
+    cniVersion: '1.0.0',
+    name: 'erdma-smcr-late',
+    ...pluginEntry(o),
+    type: PLUGIN_TYPE,
+    runtimeConfig: { 'io.kubernetes.cri.pod-annotations': md.annotations ?? {} },
+    prevResult: { cniVersion: '1.0.0', interfaces: [{ name: 'eth0', sandbox: netns }], ips: [] },
+  };
+  const env = {
+    PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    CNI_COMMAND: 'ADD',
+    CNI_CONTAINERID: `${LATE_PREFIX}${md.uid ?? 'unknown'}`,
+    CNI_NETNS: netns,
+    CNI_IFNAME: 'eth0',
+    CNI_PATH: '/opt/cni/bin',
+    CNI_ARGS: `K8S_POD_NAMESPACE=${md.namespace ?? ''};K8S_POD_NAME=${md.name ?? ''};K8S_POD_UID=${md.uid ?? ''};IgnoreUnknown=1`,
+  };
+  return new Promise((resolve) => {
+    const child = spawn(o.binary, [], { env, stdio: ['pipe', 'pipe', 'pipe'], timeout: o.timeoutMs ?? 10_000 });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', (e) => resolve(e.message));
+    child.on('close', (code) => resolve(code === 0 ? '' : `${err.trim()} ${out.trim()}`.trim() || `exit ${code}`));
+    child.stdin.end(JSON.stringify(conf));
+  });
+}

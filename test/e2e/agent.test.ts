@@ -1,0 +1,185 @@
+// The node agent's Kubernetes duties against the real kube-apiserver, running as the agent's
+// ServiceAccount (impersonated) under manifests/base/agent-rbac.yaml: node labels, and Events on
+// SMC-R pods that stayed on TCP. The pod outcomes come from our real CNI plugin run in real network
+// namespaces (this kernel has no SMC, so it records the knob as missing, as on a node without the
+// smc module). There is no kubelet here: pods are bound by spec.nodeName and their status (podIP)
+// is written as kubelet would. The host is a temp tree (sysfs fixture, CNI dirs); the pod process
+// the agent finds for a late apply is a /proc entry whose ns/net links to a real netns.
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentMetrics, NodeAgent } from '../../src/agent/node-agent.js';
+import { discover } from '../../src/agent/discovery.js';
+import { loadKubeConfig } from '../../src/cluster/kube.js';
+import { loadConfig } from '../../src/config/load.js';
+import { ensureBinaries, startControlPlane, type ControlPlane } from '../harness/k8s/control-plane.js';
+import { canUseNetns, cleanupNetns, createNetns, readSysctlIn, runPlugin } from '../helpers/netns.js';
+
+const why = ensureBinaries() || (canUseNetns() ? '' : 'needs root and ip netns');
+const NODE = 'ecs-agent-1';
+const SA = 'system:serviceaccount:erdma-smcr:erdma-smcr-agent';
+const PLUGIN = 'native/build/erdma-smcr';
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, f: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => {
+  let cp: ControlPlane;
+  let admin: CoreV1Api;
+  let kc: KubeConfig;
+  let agent: NodeAgent;
+  let metrics: AgentMetrics;
+  let dir: string;
+  let host: string;
+  let proc: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'agent-e2e-'));
+    host = join(dir, 'host');
+    proc = join(dir, 'proc');
+    cpSync('test/fixtures/sysfs/node-a', host, { recursive: true });
+    mkdirSync(join(host, 'etc/cni/net.d'), { recursive: true });
+    mkdirSync(join(host, 'opt/cni/bin'), { recursive: true });
+    writeFileSync(join(host, 'etc/cni/net.d/10-bridge.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'k8s', plugins: [{ type: 'bridge', bridge: 'cni0' }] }));
+    writeFileSync(join(host, 'etc/os-release'), 'PRETTY_NAME="Alibaba Cloud Linux 3.2104 U11 (OpenAnolis Edition)"\n');
+    mkdirSync(join(proc, 'sys/kernel'), { recursive: true });
+    mkdirSync(join(proc, 'sys/net/smc'), { recursive: true });
+    writeFileSync(join(proc, 'sys/kernel/osrelease'), '5.10.134-17.3.al8.x86_64\n');
+    writeFileSync(join(proc, 'sys/net/smc/tcp2smc'), '0\n');
+
+    cp = await startControlPlane();
+    for (const f of ['manifests/base/namespace.yaml', 'manifests/base/agent-rbac.yaml']) {
+      const r = await cp.kubectl(['apply', '-f', f]);
+      expect(r.status, r.stderr).toBe(0);
+    }
+    const nodes = ['v1', 'Node'];
+    for (const name of [NODE, 'ecs-other']) {
+      const r = await cp.kubectl(['create', '-f', '-'], JSON.stringify({ apiVersion: nodes[0], kind: nodes[1], metadata: { name, labels: { team: 'a', 'smcr.erdma.io/capable': 'stale' } } }));
+      expect(r.status, r.stderr).toBe(0);
+    }
+    expect((await cp.kubectl(['create', 'namespace', 'apps'])).status).toBe(0);
+    admin = loadKubeConfig(cp.kubeconfig).makeApiClient(CoreV1Api);
+    kc = loadKubeConfig(cp.kubeconfigAs(SA));
+    const config = loadConfig({
+      flags: {
+        'agent.hostRoot': host, 'agent.procRoot': proc, 'agent.nodeName': NODE, 'agent.nativeBinary': PLUGIN,
+        'agent.refreshMs': 300, 'agent.podGraceMs': 500,
+      },
+    });
+    metrics = new AgentMetrics({ defaultMetrics: false });
+    agent = new NodeAgent({ config: config.agent, logger: pino({ level: 'silent' }), metrics, kubeConfig: kc, discover: () => discover({ hostRoot: host }) });
+    await agent.start();
+  }, 120_000);
+
+  afterAll(async () => {
+    await agent?.close();
+    await cp?.stop();
+    cleanupNetns();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const labels = async (name = NODE): Promise<Record<string, string>> => (await admin.readNode({ name })).metadata?.labels ?? {};
+
+  it('labels its own node capable, leaves other labels and nodes alone, and keeps the labels current', async () => {
+    expect(await labels()).toEqual({ team: 'a', 'smcr.erdma.io/capable': 'true', 'smcr.erdma.io/driver-mode': 'default' });
+    expect(await labels('ecs-other')).toEqual({ team: 'a', 'smcr.erdma.io/capable': 'stale' });
+
+    unlinkSync(join(proc, 'sys/net/smc/tcp2smc'));
+    await until('capable=false', async () => ((await labels())['smcr.erdma.io/capable'] === 'false' ? true : undefined));
+    expect(await labels()).toEqual({ team: 'a', 'smcr.erdma.io/capable': 'false', 'smcr.erdma.io/driver-mode': 'default', 'smcr.erdma.io/reason': 'no-smc-module' });
+
+    writeFileSync(join(proc, 'sys/net/smc/tcp2smc'), '0\n');
+    await until('capable again', async () => ((await labels())['smcr.erdma.io/reason'] === undefined ? true : undefined));
+    expect((await labels())['smcr.erdma.io/capable']).toBe('true');
+  });
+
+  it('cannot patch anything but nodes, nor read secrets (RBAC of the manifests)', async () => {
+    const can = async (...args: string[]): Promise<string> => (await cp.kubectl(['auth', 'can-i', ...args, '--as', SA])).stdout.trim();
+    expect(await can('patch', `node/${NODE}`)).toBe('yes');
+    expect(await can('watch', 'pods')).toBe('yes');
+    expect(await can('create', 'events', '-n', 'apps')).toBe('yes');
+    expect(await can('get', 'secrets', '-n', 'apps')).toBe('no');
+    expect(await can('delete', 'pods', '-n', 'apps')).toBe('no');
+    expect(await can('update', 'nodes/status')).toBe('no');
+  });
+
+  it('writes the PNETID file for the CNI plugin, chains the plugin, and says clearly why host pnet fails here', async () => {
+    expect(readFileSync(join(host, 'run/erdma-smcr/pnetid'), 'utf8')).toBe('00163E10F8B0\n');
+    const conflist = JSON.parse(readFileSync(join(host, 'etc/cni/net.d/10-bridge.conflist'), 'utf8'));
+    expect(conflist.plugins.map((p: { type: string }) => p.type)).toEqual(['bridge', 'erdma-smcr']);
+    // This kernel has no SMC: the real binary's pnet add fails and the agent reports why.
+    expect(agent.readiness()).toMatch(/pnet: erdma_0: erdma-smcr: pnet add: the SMC netlink family is missing/);
+  });
+
+  /** Creates a pod, runs `sandbox` (what the runtime does: CNI), then reports it Running with an IP. */
+  async function startedPod(name: string, annotations: Record<string, string>, nodeName = NODE, sandbox?: (pod: V1Pod) => void): Promise<V1Pod> {
+    const pod = await admin.createNamespacedPod({
+      namespace: 'apps',
+      body: { metadata: { name, annotations }, spec: { nodeName, automountServiceAccountToken: false, containers: [{ name: 'app', image: 'registry.invalid/app:1' }] } },
+    });
+    sandbox?.(pod);
+    // What kubelet reports once the sandbox is up.
+    pod.status = { phase: 'Running', podIP: '10.22.0.9', startTime: new Date(Date.now() - 60_000) };
+    return admin.replaceNamespacedPodStatus({ name, namespace: 'apps', body: pod });
+  }
+
+  const eventsOf = async (pod: V1Pod): Promise<{ reason?: string; message?: string; type?: string }[]> =>
+    (await admin.listNamespacedEvent({ namespace: 'apps', fieldSelector: `involvedObject.uid=${pod.metadata?.uid}` })).items;
+
+  it('posts an Event when the plugin recorded that the kernel has no SMC-R, and counts it', async () => {
+    const ns = createNetns('agent');
+    const pod = await startedPod('smcr-on-tcp', { 'network.alibabacloud.com/erdma-smcr': 'true' }, NODE, (p) => {
+      const r = runPlugin({
+        plugin: PLUGIN, command: 'ADD', containerId: 'c0ffee', netns: ns.path, ifname: 'eth0',
+        args: `K8S_POD_NAMESPACE=apps;K8S_POD_NAME=smcr-on-tcp;K8S_POD_UID=${p.metadata?.uid}`,
+        config: {
+          cniVersion: '1.0.0', name: 'k8s', type: 'erdma-smcr', stateDir: join(host, 'var/lib/cni/erdma-smcr'), pnetId: '00163E10F8B0',
+          logFile: join(dir, 'cni.log'), runtimeConfig: { 'io.kubernetes.cri.pod-annotations': p.metadata?.annotations },
+          prevResult: { cniVersion: '1.0.0', interfaces: [{ name: 'eth0', sandbox: ns.path }], ips: [] },
+        },
+      });
+      expect(r.status, r.stderr).toBe(0);
+    });
+    const events = await until('an event', async () => ((await eventsOf(pod)).length > 0 ? eventsOf(pod) : undefined));
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ reason: 'SMCRUnavailable', type: 'Warning' });
+    expect(events[0]?.message).toMatch(/the pod uses TCP: the node kernel has no net\.smc\.tcp2smc\. Fix: .*modprobe smc/);
+    expect(await metrics.registry.getSingleMetricAsString('erdma_smcr_agent_pods')).toMatch(/outcome="tcp"} [1-9]/);
+  });
+
+  it('applies SMC-R late to a running pod the plugin missed, in its own netns, and says connections before stay on TCP', async () => {
+    const ns = createNetns('late');
+    expect(readSysctlIn(ns.name, 'net.ipv6.conf.all.disable_ipv6')).toBe('0');
+    // The pod's process, as the agent sees it with hostPID: its cgroup names the pod, ns/net is the pod netns.
+    // No CNI record: our plugin was not in the chain when this sandbox was set up.
+    const pod = await startedPod('smcr-missed', { 'network.alibabacloud.com/erdma-smcr': 'true' }, NODE, (p) => {
+      mkdirSync(join(proc, '4242/ns'), { recursive: true });
+      writeFileSync(join(proc, '4242/cgroup'), `0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${p.metadata?.uid?.replace(/-/g, '_')}.slice/cri-containerd-1.scope\n`);
+      symlinkSync(ns.path, join(proc, '4242/ns/net'));
+    });
+    const events = await until('an event', async () => ((await eventsOf(pod)).length > 0 ? eventsOf(pod) : undefined));
+    // The plugin ran in the pod's netns: IPv6 is off there now (SMC-R carries IPv4 only).
+    expect(readSysctlIn(ns.name, 'net.ipv6.conf.all.disable_ipv6')).toBe('1');
+    expect(events[0]?.message).toMatch(/^Applied after the pod started: SMC-R was not enabled, the pod uses TCP/);
+  });
+
+  it('says nothing about pods without the annotation or on other nodes', async () => {
+    const plain = await startedPod('plain', {});
+    const elsewhere = await startedPod('elsewhere', { 'network.alibabacloud.com/erdma-smcr': 'true' }, 'ecs-other');
+    await sleep(2000);
+    await agent.podsPass();
+    expect(await eventsOf(plain)).toEqual([]);
+    expect(await eventsOf(elsewhere)).toEqual([]);
+  });
+});
