@@ -107,7 +107,7 @@ export const agentSchema = z
     cniBinDir: z.string().default('/opt/cni/bin'),
     cniStateDir: z.string().default('/var/lib/cni/erdma-smcr'),
     pnetIdFile: z.string().default('/run/erdma-smcr/pnetid'),
-    cniLogFile: z.string().default('/var/log/erdma-smcr-cni.log'),
+    cniLogFile: z.string().default('/var/log/erdma-smcr/cni.log'),
     /** Our native binary (CNI plugin and pnet tool) in the image; default: native/build/erdma-smcr of this package. */
     nativeBinary: z.string().optional(),
     /** Duties, each can be switched off. */

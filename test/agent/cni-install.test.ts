@@ -56,7 +56,7 @@ describe('CNI chaining', () => {
     const problems: string[] = [];
     const installer = new CniInstaller({
       confDir: conf, binDir: bin, binarySource: src, pnetIdFile: '/run/erdma-smcr/pnetid', stateDir: '/var/lib/cni/erdma-smcr',
-      logFile: '/var/log/erdma-smcr-cni.log', logger, retryMs: 100, onStatus: (p) => problems.push(p),
+      logFile: '/var/log/erdma-smcr/cni.log', logger, retryMs: 100, onStatus: (p) => problems.push(p),
     });
     installers.push(installer);
     return { conf, bin, installer, problems };
@@ -71,7 +71,7 @@ describe('CNI chaining', () => {
     expect(doc.plugins.slice(0, 2)).toEqual(terway.plugins);
     expect(doc.plugins[2]).toEqual({
       type: PLUGIN_TYPE, capabilities: { 'io.kubernetes.cri.pod-annotations': true },
-      pnetIdFile: '/run/erdma-smcr/pnetid', stateDir: '/var/lib/cni/erdma-smcr', logFile: '/var/log/erdma-smcr-cni.log',
+      pnetIdFile: '/run/erdma-smcr/pnetid', stateDir: '/var/lib/cni/erdma-smcr', logFile: '/var/log/erdma-smcr/cni.log',
     });
     expect({ ...doc, plugins: undefined }).toEqual({ ...terway, plugins: undefined });
     const before = readFileSync(join(n.conf, '10-terway.conflist'), 'utf8');
