@@ -1,0 +1,39 @@
+# syntax=docker/dockerfile:1
+# One image for the webhook (`serve`) and the node agent (`agent`, which also installs the CNI
+# plugin built here onto the host). Base pinned by digest; bump tag and digest together:
+#   docker buildx imagetools inspect node:26-bookworm-slim
+ARG NODE_IMAGE=node:26-bookworm-slim@sha256:367679cf9792759492a486e4aa4b421764d71a9546a6dae8aab81a99eb797b3e
+
+# Build: TypeScript to dist/, and the static CNI plugin (cJSON from Debian's source package).
+FROM ${NODE_IMAGE} AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends build-essential dpkg-dev ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npx tsc -p tsconfig.build.json
+COPY native ./native
+RUN make -C native all CJSON_DIR=/tmp/cjson-src
+
+# Production dependencies only.
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+
+# Runtime: no compiler, no dev dependencies, not root (the agent's DaemonSet sets uid 0 itself).
+FROM ${NODE_IMAGE}
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json ./
+COPY bin ./bin
+COPY proto ./proto
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /src/dist ./dist
+COPY --from=build /src/native/build/erdma-smcr ./native/build/erdma-smcr
+USER 65532:65532
+ENTRYPOINT ["node", "/app/bin/erdma-smcr.js"]
+CMD ["serve"]
