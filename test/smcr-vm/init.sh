@@ -1,0 +1,102 @@
+#!/bin/busybox sh
+# /init of the SMC-R test VM (Debian's 6.1 kernel, patched rdma_rxe standing in for eRDMA).
+# Two "pods" get their network from Debian's bridge plugin and then our erdma-smcr plugin (the
+# SMC-R annotation in runtimeConfig), the host side is done with our binary as the node agent
+# does it, and an AF_SMC connection between them must run as SMC-R, with RDMA counters moving.
+# A second pair without the annotation must fall back to TCP. Then CHECK and DEL of our plugin.
+# Every result is a "SMCRVM key=value" line on the console; the test on the host reads them.
+/bin/busybox --install -s /bin
+export PATH=/usr/sbin:/usr/bin:/bin:/sbin
+# busybox sh prefers its own applets over PATH, and its ip has no netns support: name iproute2's.
+ip() { /usr/sbin/ip "$@"; }
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mkdir -p /run /tmp /var
+mount -t tmpfs run /run
+mount -t tmpfs tmp /tmp
+ln -s /run /var/run
+echo 1 > /proc/sys/kernel/sysrq
+
+say() { echo "SMCRVM $*"; }
+finish() { say "DONE $1"; sync; echo b > /proc/sysrq-trigger; }
+fail() { say "FAIL $*"; finish fail; sleep 60; }
+
+# A failed SMC-R link setup can hang tasks uninterruptibly: the watchdog reboots regardless.
+( sleep "$(cat /watchdog)"; say "FAIL watchdog fired"; echo b > /proc/sysrq-trigger ) &
+
+for m in crc32_generic ib_core smc smc_diag udp_tunnel ip6_udp_tunnel ib_uverbs rdma_rxe veth llc stp bridge; do
+  insmod "/lib/modules/$m.ko" || fail "insmod $m"
+done
+say "kernel=$(uname -r) modules=loaded"
+ip link set lo up
+
+PNET=ERDMATEST0001
+UEID=SMCRTEST-UEID
+SMCR='{"network.alibabacloud.com/erdma-smcr":"true"}'
+mkdir -p /run/erdma-smcr /run/cni /etc/cni
+# What the node agent writes: the PNETID pods get.
+echo "$PNET" > /run/erdma-smcr/pnetid
+cat > /etc/cni/bridge.json <<EOF
+{"cniVersion":"1.0.0","name":"pods","type":"bridge","bridge":"cni0","isGateway":true,"ipam":{"type":"host-local","subnet":"10.88.0.0/24","dataDir":"/run/cni/ipam"}}
+EOF
+
+ours_conf() { # prevResult annotations
+  echo '{"cniVersion":"1.0.0","name":"pods","type":"erdma-smcr","pnetIdFile":"/run/erdma-smcr/pnetid","stateDir":"/run/erdma-smcr/state","logFile":"/run/erdma-smcr/cni.log","runtimeConfig":{"io.kubernetes.cri.pod-annotations":'"$2"'},"prevResult":'"$1"'}'
+}
+
+ours() { # command pod annotations prevResult
+  ours_conf "$4" "$3" | CNI_COMMAND=$1 CNI_CONTAINERID=$2 CNI_NETNS=/run/netns/$2 CNI_IFNAME=eth0 CNI_PATH=/opt/cni/bin \
+    CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=$2;K8S_POD_UID=uid-$2" /opt/cni/bin/erdma-smcr
+}
+
+pod_add() { # name annotations -> sets IP_<name>
+  err=$(ip netns add "$1" 2>&1) || fail "netns $1: $err"
+  ip -n "$1" link set lo up
+  prev=$(CNI_COMMAND=ADD CNI_CONTAINERID=$1 CNI_NETNS=/run/netns/$1 CNI_IFNAME=eth0 CNI_PATH=/opt/cni/bin /opt/cni/bin/bridge < /etc/cni/bridge.json) || fail "bridge ADD $1: $prev"
+  echo "$prev" > "/run/prev-$1.json"
+  out=$(ours ADD "$1" "$2" "$prev" 2>/run/ours-$1.err) || fail "erdma-smcr ADD $1: $out $(cat /run/ours-$1.err)"
+  say "pod=$1 bridge_result=$(echo "$prev" | tr -d '\n') our_result=$(echo "$out" | tr -d '\n')"
+  ip=$(echo "$prev" | tr -d ' \n' | sed -n 's/.*"address":"\([0-9.]*\)\/.*/\1/p')
+  [ -n "$ip" ] || fail "no IPv4 address in the bridge result for $1: $prev"
+  eval "IP_$1=$ip"
+  say "pod=$1 ip=$ip annotated=$([ "$2" = '{}' ] && echo no || echo yes) pnet_eth0=\"$(erdma-smcr pnet list --netns /run/netns/$1 | tr '\n' ' ')\""
+  # The node's RDMA device for this pod's interface (eRDMA on real nodes; Soft-RoCE here).
+  ip netns exec "$1" rdma link add "rxe_$1" type rxe netdev eth0 || fail "rdma link add rxe_$1"
+  # Host side, as the agent does it: the device's PNETID in the initial netns.
+  erdma-smcr pnet add --id "$PNET" --ib "rxe_$1" --port 1 || fail "pnet add ib rxe_$1"
+}
+
+sent() { rdma statistic show link "rxe_$1/1" | sed -n 's/.* sent_pkts \([0-9]*\).*/\1/p'; }
+
+pair() { # client server port
+  timeout 90 /usr/sbin/ip netns exec "$2" /bin/smc-pair server "$3" 4194304 > "/run/server-$2.out" 2>&1 &
+  spid=$!
+  sleep 1
+  before=$(sent "$1")
+  eval "dst=\$IP_$2"
+  timeout 60 /usr/sbin/ip netns exec "$1" /bin/smc-pair client "$dst" "$3" 4194304 > "/run/client-$1.out" 2>&1
+  wait $spid
+  after=$(sent "$1")
+  say "pair=$1-$2 client=\"$(cat /run/client-$1.out | tr '\n' ' ')\" server=\"$(cat /run/server-$2.out | grep -v listening | tr '\n' ' ')\" rdma_sent_pkts=$((after - before))"
+}
+
+erdma-smcr ueid add "$UEID" || fail "ueid add"
+say "ueid=$(erdma-smcr ueid list | tr '\n' ' ')"
+
+pod_add a "$SMCR"
+pod_add b "$SMCR"
+pair a b 5001
+
+pod_add c '{}'
+pod_add d '{}'
+pair c d 5002
+
+state=$(cat /run/erdma-smcr/state/a_eth0.json 2>/dev/null)
+say "state_a=$state"
+out=$(ours CHECK a "$SMCR" "$(cat /run/prev-a.json)" 2>&1); say "check_a=$? $out"
+out=$(ours DEL a "$SMCR" "$(cat /run/prev-a.json)" 2>&1); say "del_a=$? $out"
+say "pnet_after_del_a=\"$(erdma-smcr pnet list --netns /run/netns/a | tr '\n' ' ')\" state_after_del=$(ls /run/erdma-smcr/state | tr '\n' ' ')"
+out=$(ours DEL a "$SMCR" "$(cat /run/prev-a.json)" 2>&1); say "del_again_a=$? $out"
+finish ok
+sleep 60
