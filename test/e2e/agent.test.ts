@@ -1,5 +1,5 @@
 // The node agent's Kubernetes duties against the real kube-apiserver, running as the agent's
-// ServiceAccount (impersonated) under manifests/base/agent-rbac.yaml: node labels, and Events on
+// ServiceAccount (with a token from the TokenRequest API) under manifests/base/agent-rbac.yaml: node labels, and Events on
 // SMC-R pods that stayed on TCP. The pod outcomes come from our real CNI plugin run in real network
 // namespaces (this kernel has no SMC, so it records the knob as missing, as on a node without the
 // smc module). There is no kubelet here: pods are bound by spec.nodeName and their status (podIP)
@@ -20,7 +20,8 @@ import { canUseNetns, cleanupNetns, createNetns, readSysctlIn, runPlugin } from 
 
 const why = ensureBinaries() || (canUseNetns() ? '' : 'needs root and ip netns');
 const NODE = 'ecs-agent-1';
-const SA = 'system:serviceaccount:erdma-smcr:erdma-smcr-agent';
+const [SA_NS, SA_NAME] = ['erdma-smcr', 'erdma-smcr-agent'];
+const SA = `system:serviceaccount:${SA_NS}:${SA_NAME}`;
 const PLUGIN = 'native/build/erdma-smcr';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -70,7 +71,7 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
     }
     expect((await cp.kubectl(['create', 'namespace', 'apps'])).status).toBe(0);
     admin = loadKubeConfig(cp.kubeconfig).makeApiClient(CoreV1Api);
-    kc = loadKubeConfig(cp.kubeconfigAs(SA));
+    kc = loadKubeConfig(await cp.kubeconfigFor(SA_NS, SA_NAME));
     const config = loadConfig({
       flags: {
         'agent.hostRoot': host, 'agent.procRoot': proc, 'agent.nodeName': NODE, 'agent.nativeBinary': PLUGIN,

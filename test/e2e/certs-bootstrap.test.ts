@@ -1,6 +1,7 @@
 // Certificate bootstrap and rotation, and the live cluster view, against the real kube-apiserver
-// (v1.20.2 from Debian's source package). Everything runs as the webhook's ServiceAccount
-// (impersonated) under the RBAC in manifests/base, so a permission we forgot fails here.
+// (v1.20.2 from Debian's source package). Everything runs as the webhook's ServiceAccount, with a
+// real token from the TokenRequest API, under the RBAC in manifests/base: a permission we forgot
+// fails here.
 // Certificates are tested by using them: TLS handshakes with the caBundle the API server holds,
 // and the API server itself calling the webhook across a CA rotation.
 import { createServer, type Server } from 'node:https';
@@ -27,7 +28,8 @@ import { smcrReview } from '../helpers/reviews.js';
 const why = ensureBinaries();
 const NS = 'erdma-smcr';
 const SECRET = 'erdma-smcr-webhook-certs';
-const SA = `system:serviceaccount:${NS}:erdma-smcr-webhook`;
+const [SA_NS, SA_NAME] = [NS, 'erdma-smcr-webhook'];
+const SA = `system:serviceaccount:${SA_NS}:${SA_NAME}`;
 const logger = pino({ level: 'silent' });
 const policy: RotationPolicy = {
   names: serviceNames('erdma-smcr-webhook', NS),
@@ -87,7 +89,7 @@ describe.skipIf(why !== '')('certificates in a Secret, caBundle, and the live vi
     }
     const r = await cp.kubectl(['apply', '-f', '-'], registration(webhookPort));
     expect(r.status, r.stderr).toBe(0);
-    kc = loadKubeConfig(cp.kubeconfigAs(SA));
+    kc = loadKubeConfig(await cp.kubeconfigFor(SA_NS, SA_NAME));
     admin = loadKubeConfig(cp.kubeconfig);
   }, 120_000);
 
@@ -199,7 +201,7 @@ describe.skipIf(why !== '')('certificates in a Secret, caBundle, and the live vi
       );
       hook = await startWebhookProc(WEBHOOK_IP, [
         '-c', join(dir, 'config.yaml'), '--port', String(webhookPort), '--cert-source', 'secret', '--cluster', 'live',
-        '--kubeconfig', cp.kubeconfigAs(SA), '--log-level', 'info',
+        '--kubeconfig', await cp.kubeconfigFor(SA_NS, SA_NAME), '--log-level', 'info',
       ]);
     }, 60_000);
 

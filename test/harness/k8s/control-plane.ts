@@ -72,10 +72,10 @@ export interface ControlPlane {
   readonly token: string;
   readonly kubeconfig: string;
   /**
-   * A kubeconfig that acts as `user` (impersonation, e.g. a ServiceAccount's
-   * system:serviceaccount:<ns>:<name>), so RBAC is enforced as for that identity.
+   * A kubeconfig holding a real token of ServiceAccount `namespace/name` (TokenRequest API, so
+   * the API server's ServiceAccount authenticator validates it): RBAC applies as in a pod.
    */
-  kubeconfigAs(user: string): string;
+  kubeconfigFor(namespace: string, name: string): Promise<string>;
   /** Runs Debian's kubectl against this control plane (asynchronously: webhooks in this process keep serving). */
   kubectl(args: readonly string[], input?: string): Promise<KubectlResult>;
   stop(): Promise<void>;
@@ -130,14 +130,14 @@ function writePki(dir: string): { caPem: string; token: string } {
   return { caPem: ca.certPem, token };
 }
 
-function kubeconfigYaml(url: string, caPem: string, token: string, as?: string): string {
+function kubeconfigYaml(url: string, caPem: string, token: string): string {
   return [
     'apiVersion: v1',
     'kind: Config',
     'clusters:',
     `- name: test\n  cluster:\n    server: ${url}\n    certificate-authority-data: ${Buffer.from(caPem).toString('base64')}`,
     'users:',
-    `- name: admin\n  user:\n    token: ${token}${as ? `\n    as: ${as}` : ''}`,
+    `- name: admin\n  user:\n    token: ${token}`,
     'contexts:',
     '- name: test\n  context:\n    cluster: test\n    user: admin',
     'current-context: test',
@@ -220,12 +220,16 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         ]),
       );
     }
-    const kubeconfigAs = (user: string): string => {
-      const file = join(dir, `kubeconfig-${user.replace(/[^A-Za-z0-9_.-]/g, '_')}`);
-      writeFileSync(file, kubeconfigYaml(url, caPem, token, user), { mode: 0o600 });
+    const kubeconfigFor = async (namespace: string, name: string): Promise<string> => {
+      const r = await kubectl(['create', '--raw', `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`, '-f', '-'],
+        JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: [], expirationSeconds: 3600 } }));
+      if (r.status !== 0) throw new Error(`TokenRequest for ${namespace}/${name}: ${r.stderr}`);
+      const saToken = (JSON.parse(r.stdout) as { status: { token: string } }).status.token;
+      const file = join(dir, `kubeconfig-${namespace}-${name}`);
+      writeFileSync(file, kubeconfigYaml(url, caPem, saToken), { mode: 0o600 });
       return file;
     };
-    return { dir, url, caPem, token, kubeconfig, kubeconfigAs, kubectl, stop };
+    return { dir, url, caPem, token, kubeconfig, kubeconfigFor, kubectl, stop };
   } catch (err) {
     await stop();
     throw err;
