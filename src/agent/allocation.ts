@@ -1,5 +1,6 @@
 // Allocation policy of aliyun/erdma, pure: how devices become kubelet device IDs (with shareable
 // slots), which IDs to prefer (one NUMA node), and what a container gets for its IDs.
+import { posix } from 'node:path';
 import type { RdmaDevice } from './discovery.js';
 
 export type AllocationMode = 'numa' | 'all';
@@ -53,8 +54,11 @@ export interface ContainerGrant {
 
 export const RDMA_CM = '/dev/infiniband/rdma_cm';
 
-/** What a container gets: the uverbs devices behind its IDs (or all, in `all` mode) and rdma_cm. */
-export function grant(ids: readonly string[], all: readonly RdmaDevice[], mode: AllocationMode): ContainerGrant {
+/**
+ * What a container gets: the uverbs devices behind its IDs (or all, in `all` mode) and rdma_cm.
+ * `deviceRoot` prefixes the host side of each device node ('/' on a real node).
+ */
+export function grant(ids: readonly string[], all: readonly RdmaDevice[], mode: AllocationMode, deviceRoot = '/'): ContainerGrant {
   const names = new Set(ids.map(deviceNameOf));
   const devs = mode === 'all' ? [...all] : all.filter((d) => names.has(d.name));
   const paths = [...new Set(devs.map((d) => d.uverbs).filter((p) => p !== '')), RDMA_CM];
@@ -63,6 +67,6 @@ export function grant(ids: readonly string[], all: readonly RdmaDevice[], mode: 
       ERDMA_DEVICES: devs.map((d) => d.name).join(','),
       ERDMA_PNETIDS: devs.map((d) => d.pnetId).filter(Boolean).join(','),
     },
-    devices: paths.map((p) => ({ container_path: p, host_path: p, permissions: 'rw' })),
+    devices: paths.map((p) => ({ container_path: p, host_path: posix.join(deviceRoot, p), permissions: 'rw' })),
   };
 }

@@ -20,6 +20,8 @@ export interface DevicePluginOptions {
   readonly pollMs: number;
   readonly discover: () => RdmaDevice[];
   readonly logger: Logger;
+  /** Prefix of device node paths on the host as kubelet and the runtime see them (default '/'). */
+  readonly deviceRoot?: string;
 }
 
 interface Stream {
@@ -171,7 +173,7 @@ export class ErdmaDevicePlugin {
         cb({ code: grpc.status.INVALID_ARGUMENT, message: `unknown device IDs: ${unknown.join(', ')}` } as grpc.ServiceError);
         return;
       }
-      const responses = call.request.container_requests.map((r) => grant(r.devicesIDs, all, this.opts.allocation));
+      const responses = call.request.container_requests.map((r) => grant(r.devicesIDs, all, this.opts.allocation, this.opts.deviceRoot));
       this.opts.logger.info({ requests: call.request.container_requests.map((r) => r.devicesIDs) }, 'allocate');
       cb(null, { container_responses: responses });
     };

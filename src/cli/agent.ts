@@ -106,6 +106,7 @@ export function agentCommand(program: Command, io: CliIO, configFor: ConfigFor, 
             pollMs: a.pollMs,
             discover: discoverNow,
             logger,
+            deviceRoot: a.deviceRoot,
           })
         : undefined;
       await plugin?.start();

@@ -100,6 +100,8 @@ export const agentSchema = z
     driverMode: z.enum(['auto', 'default', 'compat', 'ofed']).default('auto'),
     /** Other RDMA drivers to serve too (e.g. rxe in test clusters). */
     extraDrivers: z.array(z.string()).default([]),
+    /** Prefix of device node paths handed to kubelet ('/': /dev/infiniband/... as on any node). */
+    deviceRoot: z.string().default('/'),
     /** The agent's /proc (kernel release, net.smc with hostNetwork, pod processes with hostPID). */
     procRoot: z.string().default('/proc'),
     /** Host paths (below hostRoot for the agent; as-is in the CNI config the runtime runs). */

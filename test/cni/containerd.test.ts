@@ -32,7 +32,7 @@ describe.skipIf(why !== '')('our plugin run by containerd through the CRI', () =
     const ns = createNetns('ctrd');
     buildBusyboxImage(PAUSE, join(dir, 'pause.tar'), ['/bin/sleep', '2147483647']);
     ctrd = await startContainerd({
-      netnsPath: ns.path,
+      enter: [`--net=${ns.path}`],
       sandboxImage: PAUSE,
       images: [join(dir, 'pause.tar')],
       cni: {

@@ -32,7 +32,7 @@ export function buildBusyboxImage(name: string, out: string, cmd: readonly strin
     mkdirSync(join(rootfs, 'bin'), { recursive: true });
     for (const d of ['proc', 'sys', 'dev', 'etc', 'tmp']) mkdirSync(join(rootfs, d));
     execFileSync('cp', ['/bin/busybox', join(rootfs, 'bin/busybox')]);
-    for (const applet of ['sh', 'sleep', 'cat', 'ip']) symlinkSync('busybox', join(rootfs, 'bin', applet));
+    for (const applet of ['sh', 'sleep', 'cat', 'ls', 'env', 'ip']) symlinkSync('busybox', join(rootfs, 'bin', applet));
     const layer = execFileSync('tar', ['--sort=name', '--owner=0', '--group=0', '--numeric-owner', '--mtime=@0', '-C', rootfs, '-cf', '-', '.'], { maxBuffer: 64 << 20 });
     const config = Buffer.from(
       JSON.stringify({
@@ -94,9 +94,10 @@ export interface Containerd {
 }
 
 export interface ContainerdOptions {
-  /** Path of the network namespace containerd (and so the CNI host side) runs in. */
-  readonly netnsPath: string;
-  readonly cni: CniSetup;
+  /** nsenter arguments placing containerd (and so the CNI host side), e.g. ['--net=/run/netns/x']. */
+  readonly enter: readonly string[];
+  /** A conflist and plugins for a CNI dir of containerd's own, or existing dirs to use as they are. */
+  readonly cni: CniSetup | { readonly confDir: string; readonly binDir: string };
   readonly sandboxImage: string;
   /** OCI archives to import into the k8s.io namespace. */
   readonly images: readonly string[];
@@ -110,12 +111,15 @@ function loadCri(): grpc.ServiceClientConstructor {
 export async function startContainerd(opts: ContainerdOptions): Promise<Containerd> {
   const dir = mkdtempSync(join(tmpdir(), 'containerd-'));
   const socket = join(dir, 'containerd.sock');
-  const cniConfDir = join(dir, 'cni-conf');
-  const cniBinDir = join(dir, 'cni-bin');
-  mkdirSync(cniConfDir);
-  mkdirSync(cniBinDir);
-  for (const [n, p] of Object.entries(opts.cni.plugins)) symlinkSync(p, join(cniBinDir, n));
-  writeFileSync(join(cniConfDir, '10-test.conflist'), JSON.stringify(opts.cni.conflist, null, 2));
+  const cniConfDir = 'confDir' in opts.cni ? opts.cni.confDir : join(dir, 'cni-conf');
+  const cniBinDir = 'binDir' in opts.cni ? opts.cni.binDir : join(dir, 'cni-bin');
+  if ('conflist' in opts.cni) {
+    mkdirSync(cniConfDir);
+    mkdirSync(cniBinDir);
+    for (const [n, p] of Object.entries(opts.cni.plugins)) symlinkSync(p, join(cniBinDir, n));
+    writeFileSync(join(cniConfDir, '10-test.conflist'), JSON.stringify(opts.cni.conflist, null, 2));
+  }
+
   writeFileSync(
     join(dir, 'config.toml'),
     [
@@ -143,7 +147,7 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
     ].join('\n'),
   );
   let logs = '';
-  const child: ChildProcess = spawn('nsenter', [`--net=${opts.netnsPath}`, 'containerd', '--config', join(dir, 'config.toml'), '--log-level', 'info'], {
+  const child: ChildProcess = spawn('nsenter', [...opts.enter, 'containerd', '--config', join(dir, 'config.toml'), '--log-level', 'info'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout?.on('data', (d: Buffer) => (logs += d.toString()));

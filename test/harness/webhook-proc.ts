@@ -16,13 +16,13 @@ export interface WebhookProc {
   stop(): Promise<void>;
 }
 
-export async function startWebhookProc(host: string, extraArgs: string[] = []): Promise<WebhookProc> {
+/** Starts `serve`; with `netns`, inside that network namespace (where its API server listens). */
+export async function startWebhookProc(host: string, extraArgs: string[] = [], netns?: string): Promise<WebhookProc> {
   const certDir = mkdtempSync(join(tmpdir(), 'webhook-proc-'));
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ['bin/erdma-smcr.js', 'serve', '--host', host, '--port', '0', '--metrics-port', '0', '--cert-dir', certDir, ...extraArgs],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const argv = ['bin/erdma-smcr.js', 'serve', '--host', host, '--port', '0', '--metrics-port', '0', '--cert-dir', certDir, ...extraArgs];
+  const child: ChildProcess = netns
+    ? spawn('nsenter', [`--net=${netns}`, process.execPath, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stderr?.on('data', (d) => (err += d));

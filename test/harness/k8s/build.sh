@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds Kubernetes v1.20.2 control-plane binaries from Debian's `kubernetes` source package, and
+# Builds Kubernetes v1.20.2 control-plane binaries and kubelet from Debian's `kubernetes` source
+# package (with our patches in patches/), and
 # unpacks Debian's etcd, into a cache outside the repo. Idempotent: a second run with the same
 # recipe only checks the stamp. Usage: build.sh [component...] (default: the control plane).
 # Env: ERDMA_SMCR_CACHE (default /var/cache/erdma-smcr).
@@ -10,7 +11,7 @@ K8S=$CACHE_ROOT/k8s-v1.20.2
 BIN=$K8S/bin
 HERE=$(cd "$(dirname "$0")" && pwd)
 COMPONENTS=("$@")
-[ ${#COMPONENTS[@]} -gt 0 ] || COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler)
+[ ${#COMPONENTS[@]} -gt 0 ] || COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
 # The recipe's identity: this script and its patches. A change rebuilds.
 shopt -s nullglob
 PATCHES=("$HERE"/patches/*.patch)
@@ -89,12 +90,16 @@ if [ ! -f "$SRC/.unpacked" ]; then
   sed -i 's#\(github.com/modern-go/reflect2\) v1.0.1#\1 v1.0.2#' "$SRC/go.mod"
   sed -i '/github.com\/modern-go\/reflect2 v1.0.1/d' "$SRC/go.sum"
   rm -rf "$tmp"
-  for p in "${PATCHES[@]}"; do
-    log "applying $(basename "$p")"
-    patch -d "$SRC" -p1 --forward < "$p"
-  done
   touch "$SRC/.unpacked"
 fi
+# Our patches (each applied once; a stamp per patch, so one added later applies to a cached tree).
+for p in "${PATCHES[@]}"; do
+  stamp="$SRC/.applied-$(basename "$p")"
+  [ -f "$stamp" ] && continue
+  log "applying $(basename "$p")"
+  patch -s -d "$SRC" -p1 --forward < "$p"
+  touch "$stamp"
+done
 
 export CGO_ENABLED=0 KUBE_GIT_VERSION=v1.20.2 KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR=20 KUBE_GIT_TREE_STATE=archive
 export GOCACHE=$K8S/gocache GOPATH=$K8S/gopath GOFLAGS=-mod=vendor GOTOOLCHAIN=local

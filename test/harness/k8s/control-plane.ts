@@ -12,6 +12,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateCA, generateServingCert } from '../../../src/certs/pki.js';
+import { clientCert } from './pki.js';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 
 export const K8S_BIN = join(process.env.ERDMA_SMCR_CACHE ?? '/var/cache/erdma-smcr', 'k8s-v1.20.2', 'bin');
@@ -23,11 +24,12 @@ export function binariesPresent(names: readonly string[] = ['etcd', 'kube-apiser
 
 /** Builds (or finds cached) binaries; returns '' or why they are not there. Slow only the first time. */
 export function ensureBinaries(): string {
-  if (binariesPresent(['etcd', 'kube-apiserver', 'kube-controller-manager', 'kubectl']).length === 0) return '';
+  const all = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet', 'kubectl'];
+  if (binariesPresent(all).length === 0) return '';
   const build = spawnSync('bash', ['test/harness/k8s/build.sh'], { stdio: 'inherit', timeout: 40 * 60_000 });
   const kubectl = spawnSync('bash', ['test/harness/k8s/fetch-kubectl.sh'], { stdio: 'inherit' });
   if (build.status !== 0 || kubectl.status !== 0) return 'building Kubernetes from Debian\'s source package failed (see the log above)';
-  const missing = binariesPresent(['etcd', 'kube-apiserver', 'kube-controller-manager', 'kubectl']);
+  const missing = binariesPresent(all);
   return missing.length ? `missing after build: ${missing.join(', ')}` : '';
 }
 
@@ -49,9 +51,13 @@ export interface KubectlResult {
   stderr: string;
 }
 
-export function runKubectl(kubeconfig: string, args: readonly string[], input?: string): Promise<KubectlResult> {
+/** Runs kubectl (in network namespace `netns` when given, where that control plane listens). */
+export function runKubectl(kubeconfig: string, args: readonly string[], input?: string, netns?: string): Promise<KubectlResult> {
   return new Promise((resolve) => {
-    const child = spawn(join(K8S_BIN, 'kubectl'), ['--kubeconfig', kubeconfig, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const argv = ['--kubeconfig', kubeconfig, ...args];
+    const child = netns
+      ? spawn('nsenter', [`--net=${netns}`, join(K8S_BIN, 'kubectl'), ...argv], { stdio: ['pipe', 'pipe', 'pipe'] })
+      : spawn(join(K8S_BIN, 'kubectl'), argv, { stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
@@ -71,6 +77,8 @@ export interface ControlPlane {
   readonly caPem: string;
   readonly token: string;
   readonly kubeconfig: string;
+  /** The network namespace everything listens in ('' for the host's loopback). */
+  readonly netns: string;
   /**
    * A kubeconfig holding a real token of ServiceAccount `namespace/name` (TokenRequest API, so
    * the API server's ServiceAccount authenticator validates it): RBAC applies as in a pod.
@@ -86,9 +94,12 @@ interface Proc {
   child: ChildProcess;
 }
 
-function startProc(dir: string, name: string, args: string[]): Proc {
+function startProc(dir: string, name: string, args: string[], netns?: string): Proc {
   const log = openSync(join(dir, `${name}.log`), 'a');
-  const child = spawn(join(K8S_BIN, name), args, { stdio: ['ignore', log, log], env: { PATH: process.env.PATH ?? '' } });
+  const env = { PATH: process.env.PATH ?? '' };
+  const child = netns
+    ? spawn('nsenter', [`--net=${netns}`, join(K8S_BIN, name), ...args], { stdio: ['ignore', log, log], env })
+    : spawn(join(K8S_BIN, name), args, { stdio: ['ignore', log, log], env });
   return { name, child };
 }
 
@@ -120,6 +131,10 @@ function writePki(dir: string): { caPem: string; token: string } {
   const serving = generateServingCert(ca, ['localhost', '127.0.0.1', 'kubernetes', 'kubernetes.default.svc', '127.100.0.1'], { validityDays: 2 });
   writeFileSync(join(dir, 'ca.crt'), ca.certPem);
   writeFileSync(join(dir, 'ca.key'), ca.keyPem, { mode: 0o600 });
+  // The API server's identity towards kubelets (logs, exec).
+  const kc = clientCert(ca, 'kube-apiserver-kubelet-client', ['system:masters']);
+  writeFileSync(join(dir, 'kubelet-client.crt'), kc.certPem);
+  writeFileSync(join(dir, 'kubelet-client.key'), kc.keyPem, { mode: 0o600 });
   writeFileSync(join(dir, 'apiserver.crt'), serving.certPem);
   writeFileSync(join(dir, 'apiserver.key'), serving.keyPem, { mode: 0o600 });
   const sa = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -148,6 +163,10 @@ function kubeconfigYaml(url: string, caPem: string, token: string): string {
 export interface ControlPlaneOptions {
   /** Also run kube-controller-manager (Deployments create pods). */
   readonly controllerManager?: boolean;
+  /** Also run kube-scheduler. */
+  readonly scheduler?: boolean;
+  /** Run everything inside this network namespace (path), e.g. with a kubelet on a veth there. */
+  readonly netns?: string;
 }
 
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
@@ -169,7 +188,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
         `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
         '--log-level=warn',
-      ]),
+      ], opts.netns),
     );
     const url = `https://127.0.0.1:${apiPort}`;
     procs.push(
@@ -192,18 +211,35 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         // Pods in tests carry no API tokens; the token controller is not always running.
         '--disable-admission-plugins=ServiceAccount',
         '--allow-privileged=true',
+        `--kubelet-client-certificate=${join(dir, 'kubelet-client.crt')}`,
+        `--kubelet-client-key=${join(dir, 'kubelet-client.key')}`,
+        '--kubelet-preferred-address-types=InternalIP',
         '--v=1',
-      ]),
+      ], opts.netns),
     );
     const kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(kubeconfig, kubeconfigYaml(url, caPem, token), { mode: 0o600 });
-    const kubectl = (args: readonly string[], input?: string): Promise<KubectlResult> => runKubectl(kubeconfig, args, input);
+    const kubectl = (args: readonly string[], input?: string): Promise<KubectlResult> => runKubectl(kubeconfig, args, input, opts.netns);
     await waitFor('kube-apiserver /readyz', async () => (await kubectl(['get', '--raw', '/readyz'])).status === 0, 60_000, procs, dir);
-    if (opts.controllerManager) {
+    if (opts.controllerManager || opts.scheduler) {
       // /readyz can pass before RBAC is bootstrapped: wait until a controller identity can read configmaps.
       const canRead = async (): Promise<boolean> =>
         (await kubectl(['auth', 'can-i', 'get', 'configmaps', '-n', 'kube-system', '--as', 'system:kube-controller-manager'])).stdout.trim() === 'yes';
       await waitFor('RBAC bootstrap', canRead, 60_000, procs, dir);
+    }
+    if (opts.scheduler) {
+      procs.push(
+        startProc(dir, 'kube-scheduler', [
+          `--kubeconfig=${kubeconfig}`,
+          '--bind-address=127.0.0.1',
+          `--secure-port=${await freePort()}`,
+          '--port=0',
+          '--leader-elect=false',
+          '--v=1',
+        ], opts.netns),
+      );
+    }
+    if (opts.controllerManager) {
       const cmPort = await freePort();
       procs.push(
         startProc(dir, 'kube-controller-manager', [
@@ -215,9 +251,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
           '--use-service-account-credentials=false',
           `--service-account-private-key-file=${join(dir, 'sa.key')}`,
           `--root-ca-file=${join(dir, 'ca.crt')}`,
-          '--controllers=deployment,replicaset,serviceaccount-token,namespace,garbagecollector',
+          '--controllers=deployment,replicaset,daemonset,serviceaccount-token,namespace,garbagecollector,nodelifecycle',
           '--v=1',
-        ]),
+        ], opts.netns),
       );
     }
     const kubeconfigFor = async (namespace: string, name: string): Promise<string> => {
@@ -229,7 +265,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       writeFileSync(file, kubeconfigYaml(url, caPem, saToken), { mode: 0o600 });
       return file;
     };
-    return { dir, url, caPem, token, kubeconfig, kubeconfigFor, kubectl, stop };
+    return { dir, url, caPem, token, kubeconfig, netns: opts.netns ?? '', kubeconfigFor, kubectl, stop };
   } catch (err) {
     await stop();
     throw err;
