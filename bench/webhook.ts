@@ -74,6 +74,7 @@ export async function benchWebhook(): Promise<BenchRow[]> {
   const ours = await startChild(['bin/erdma-smcr.js', 'serve', '--port', '0', '--no-metrics', '--cert-dir', dir, '--log-level', process.env.BENCH_LOG_LEVEL ?? 'info'], /listening on https:\/\/127\.0\.0\.1:(\d+)/);
   const ceiling = await startChild(['bench/ceiling-server.mjs', join(dir, 'tls.key'), join(dir, 'tls.crt')], /port (\d+)/);
   const parsing = await startChild(['bench/ceiling-server.mjs', join(dir, 'tls.key'), join(dir, 'tls.crt'), '--parse'], /port (\d+)/);
+  const floor = await startChild(['bench/fastify-floor.mjs', join(dir, 'tls.key'), join(dir, 'tls.crt')], /port (\d+)/);
   const ca = readFileSync(join(dir, 'ca.crt'), 'utf8');
   try {
     const smcr = review(true);
@@ -81,18 +82,20 @@ export async function benchWebhook(): Promise<BenchRow[]> {
     await load(ours.port, '/mutate', smcr, ca); // warm-up
     const base = await load(ceiling.port, '/mutate', smcr, ca);
     const parsed = await load(parsing.port, '/mutate', smcr, ca);
+    const bareFastify = await load(floor.port, '/mutate', smcr, ca);
     const hot = await load(ours.port, '/mutate', smcr, ca);
     const cold = await load(ours.port, '/mutate', plain, ca);
     const paced = await load(ours.port, '/mutate', smcr, ca, 500);
     return [
       row(`bare node:https, fixed response (ceiling), ${CONNECTIONS} connections`, base),
       row('bare node:https that JSON.parses the body, fixed response', parsed, base),
+      row('bare fastify (our transport options, JSON body parsed), fixed response', bareFastify, base),
       row('SMC-R pod review (mutated, 4-op patch)', hot, base, '>= 70% of ceiling'),
       row('pod without the annotation', cold, base),
       { ...row('SMC-R pod review at a fixed 500 req/s', paced, base, 'p99 < 10 ms'), ratio: undefined },
     ];
   } finally {
-    await Promise.all([stop(ours.child), stop(ceiling.child), stop(parsing.child)]);
+    await Promise.all([stop(ours.child), stop(ceiling.child), stop(parsing.child), stop(floor.child)]);
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -88,15 +88,19 @@ function hookConnections(app: FastifyInstance, conns: Connections): void {
   const server = app.server as unknown as Http2SecureServer;
   server.on('secureConnection', (s: TLSSocket) => conns.track(s));
   server.on('session', (s: ServerHttp2Session) => conns.trackSession(s));
-  app.addHook('onRequest', async (req) => {
+  // Callback-style hooks: no promise per request on the hot path.
+  app.addHook('onRequest', (req, _reply, done) => {
     if (req.raw.httpVersionMajor === 1) conns.begin(req.raw.socket);
+    done();
   });
-  app.addHook('onSend', async (req, reply) => {
+  app.addHook('onSend', (req, reply, payload, done) => {
     // While closing, tell HTTP/1.1 clients not to reuse this connection.
     if (conns.closing && req.raw.httpVersionMajor === 1) reply.header('connection', 'close');
+    done(null, payload);
   });
-  app.addHook('onResponse', async (req) => {
+  app.addHook('onResponse', (req, _reply, done) => {
     if (req.raw.httpVersionMajor === 1) conns.end(req.raw.socket);
+    done();
   });
 }
 
