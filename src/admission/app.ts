@@ -1,6 +1,6 @@
 // The webhook as a fastify application that never listens: routes, error mapping, logging and
 // metrics. src/admission/server.ts owns TLS, ports, reloads and signals; tests use app.inject().
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
 import { AppError, isAppError, type ErrorCode } from '../errors.js';
@@ -142,11 +142,16 @@ export function registerWebhook(app: FastifyInstance, deps: AppDeps): void {
   reviewRoute(app, deps, 'validate');
 }
 
+/** Fastify's per-request "incoming request"/"request completed" lines off: we log one decision line. */
+export function quietRequests(): LogController {
+  return new LogController({ disableRequestLogging: true });
+}
+
 /** Builds the webhook app. `server` carries transport options (https/http2) from server.ts. */
 export function buildApp(deps: AppDeps, server: Partial<FastifyServerOptions> = {}): FastifyInstance {
   const app = Fastify({
     loggerInstance: deps.logger,
-    disableRequestLogging: true,
+    logController: quietRequests(),
     bodyLimit: deps.config.webhook.bodyLimit,
     ...server,
   } as FastifyServerOptions) as unknown as FastifyInstance;

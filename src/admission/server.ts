@@ -7,7 +7,7 @@ import type { TLSSocket } from 'node:tls';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
-import { buildApp, metricsRoute } from './app.js';
+import { buildApp, metricsRoute, quietRequests } from './app.js';
 import { checkKeyCert, loadKeyCert, watchDir, type KeyCert } from './certs-watch.js';
 import { WebhookMetrics } from './metrics.js';
 
@@ -107,7 +107,7 @@ function hookConnections(app: FastifyInstance, conns: Connections): void {
 async function startMetricsServer(opts: ServerOptions, metrics: WebhookMetrics, ready: () => string): Promise<FastifyInstance | undefined> {
   const { metricsPort, metricsHost, metricsEnabled } = opts.config.webhook;
   if (!metricsEnabled) return undefined;
-  const app = Fastify({ loggerInstance: opts.logger, disableRequestLogging: true }) as unknown as FastifyInstance;
+  const app = Fastify({ loggerInstance: opts.logger, logController: quietRequests() }) as unknown as FastifyInstance;
   metricsRoute(app, metrics);
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_r, reply) => {

@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
 import { SETTINGS_ANNOTATION } from '../../src/constants.js';
 import type { JsonObject } from '../../src/policy/types.js';
 import { GOOD_KERNEL, node, OLD_KERNEL, view } from '../helpers/policy.js';
@@ -217,5 +218,33 @@ describe('operations endpoints', () => {
     expect(text).toMatch(/erdma_smcr_admission_patch_bytes_count [1-9]/);
     expect(text).toMatch(/erdma_smcr_admission_bad_requests_total\{code="REVIEW_INVALID"\} [1-9]/);
     expect(metrics.registry.contentType).toMatch(/text\/plain/);
+  });
+});
+
+describe('decision log', () => {
+  it('writes one line per decision with uid, kind, verdict and rules, and no request objects or per-request noise', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) });
+    const t = testApp(view([node('good', GOOD_KERNEL)]), {}, logger);
+    try {
+      const ok = smcrReview('pod-create-by-replicaset-controller');
+      const denied = edit(smcrReview('pod-create'), (r) => {
+        (r.request.object as { spec: JsonObject }).spec.hostNetwork = true;
+      });
+      for (const review of [ok, denied]) {
+        const res = await t.app.inject({ method: 'POST', url: '/mutate', payload: review, headers: { 'content-type': 'application/json' } });
+        expect(res.statusCode).toBe(200);
+      }
+      expect((await t.app.inject({ method: 'GET', url: '/nowhere' })).statusCode).toBe(404);
+      const decisions = lines.filter((l) => l.msg === 'admission decision');
+      expect(decisions).toHaveLength(2);
+      expect(decisions[0]).toMatchObject({ uid: (ok.request as { uid: string }).uid, kind: 'Pod', operation: 'CREATE', verdict: 'allowed', rules: [], name: expect.stringMatching(/\*$/) as unknown });
+      expect(decisions[1]).toMatchObject({ verdict: 'denied', rules: ['host-network'] });
+      // fastify's own "incoming request"/"request completed"/route-not-found lines stay off.
+      expect(lines.map((l) => l.msg)).toEqual(['admission decision', 'admission decision']);
+      expect(JSON.stringify(lines)).not.toContain('containers');
+    } finally {
+      await t.app.close();
+    }
   });
 });

@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import fastJsonPatch from 'fast-json-patch';
 import { pino } from 'pino';
+import type { FastifyBaseLogger } from 'fastify';
 import { buildApp } from '../../src/admission/app.js';
 import { WebhookMetrics } from '../../src/admission/metrics.js';
 import { StaticViewSource } from '../../src/cluster/view.js';
@@ -55,10 +56,10 @@ export function applyResponse(review: JsonObject, response: { patch?: string }):
 
 export const silentLogger = pino({ level: 'silent' });
 
-export function testApp(view?: ClusterView, flags: Record<string, unknown> = {}) {
+export function testApp(view?: ClusterView, flags: Record<string, unknown> = {}, logger: FastifyBaseLogger = silentLogger) {
   const config = loadConfig({ flags });
   const metrics = new WebhookMetrics({ defaultMetrics: false });
   const views = new StaticViewSource(view ?? { driverMode: 'default', ipFamilies: ['IPv4'], nodesKnown: false, nodes: [] });
-  const app = buildApp({ config, views, metrics, logger: silentLogger, serveMetrics: true });
+  const app = buildApp({ config, views, metrics, logger, serveMetrics: true });
   return { app, metrics, config };
 }
