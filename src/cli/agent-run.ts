@@ -1,0 +1,78 @@
+// The node agent process behind `erdma-smcr agent`, loaded only when it runs: it brings
+// @grpc/grpc-js, fastify, prom-client and @kubernetes/client-node, which `devices` and the
+// other subcommands never need.
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { discover } from '../agent/discovery.js';
+import { AgentMetrics, NodeAgent } from '../agent/node-agent.js';
+import { ErdmaDevicePlugin } from '../agent/plugin.js';
+import { loadKubeConfig } from '../cluster/kube.js';
+import type { AgentConfig, Config } from '../config/schema.js';
+import { createLogger } from '../log.js';
+import { discoveryOptions } from './agent.js';
+import type { CliIO } from './io.js';
+import { runUntilSignal } from './signals.js';
+
+async function agentHttp(config: AgentConfig, metrics: AgentMetrics, ready: () => string): Promise<FastifyInstance | undefined> {
+  if (!config.metricsEnabled) return undefined;
+  const app = Fastify({ logger: false });
+  app.get('/metrics', async (_r, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_r, reply) => {
+    const reason = ready();
+    return reason ? reply.code(503).send({ status: 'not ready', reason }) : { status: 'ready' };
+  });
+  await app.listen({ host: config.metricsHost, port: config.metricsPort });
+  return app;
+}
+
+function kubeFor(a: AgentConfig, file: string | undefined, logger: Logger): KubeConfig | undefined {
+  if (!a.nodeLabels && !a.podEvents) return undefined;
+  try {
+    return loadKubeConfig(file);
+  } catch (err) {
+    logger.warn({ reason: (err as Error).message }, 'no Kubernetes API: node labels and pod events are off');
+    return undefined;
+  }
+}
+
+/** Runs the agent until SIGTERM/SIGINT; with `uninstall`, removes our CNI entry and binary and returns. */
+export async function runAgent(config: Readonly<Config>, io: CliIO, uninstall: boolean): Promise<void> {
+  const logger = createLogger(config.logLevel);
+  const a = config.agent;
+  const metrics = new AgentMetrics();
+  const discoverNow = (): ReturnType<typeof discover> => discover(discoveryOptions(a));
+  if (uninstall) {
+    new NodeAgent({ config: a, logger, metrics, discover: discoverNow }).uninstallCni();
+    io.out(`removed erdma-smcr from the CNI configuration in ${join(a.hostRoot, a.cniConfDir)} and its binary\n`);
+    return;
+  }
+  logger.info({ config: a }, 'effective agent configuration');
+  const kubeConfig = kubeFor(a, config.cluster.kubeconfig, logger);
+  const agent = new NodeAgent({ config: a, logger, metrics, discover: discoverNow, ...(kubeConfig ? { kubeConfig } : {}) });
+  const plugin = a.devicePlugin
+    ? new ErdmaDevicePlugin({
+        kubeletDir: a.kubeletDir,
+        resourceName: a.resourceName,
+        socketName: a.socketName,
+        slotsPerDevice: a.slotsPerDevice,
+        allocation: a.allocation,
+        pollMs: a.pollMs,
+        discover: discoverNow,
+        logger,
+        deviceRoot: a.deviceRoot,
+      })
+    : undefined;
+  await plugin?.start();
+  await agent.start();
+  const http = await agentHttp(a, metrics, () => agent.readiness());
+  if (http) io.out(`erdma-smcr agent: metrics and probes on http://${a.metricsHost}:${(http.server.address() as AddressInfo).port}\n`);
+  await runUntilSignal(logger, 'stopping the agent', async () => {
+    await agent.close();
+    await plugin?.stop();
+    await http?.close();
+  });
+}

@@ -1,0 +1,132 @@
+// The webhook process behind `erdma-smcr serve`, loaded only when serving: it brings fastify,
+// prom-client, node-forge and @kubernetes/client-node, which the other subcommands never need
+// (the Kubernetes client alone takes most of a second to load).
+import { relative } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { WebhookMetrics } from '../admission/metrics.js';
+import { startServer, type RunningServer, type ServerOptions } from '../admission/server.js';
+import { KubeSecretStore, SecretCertManager, WebhookConfigTarget } from '../certs/bootstrap.js';
+import { certPaths, ensureLocalCerts } from '../certs/local.js';
+import { serviceNames } from '../certs/pki.js';
+import type { RotationPolicy } from '../certs/rotation.js';
+import { loadKubeConfig } from '../cluster/kube.js';
+import { LiveViewSource } from '../cluster/live.js';
+import { DEFAULT_PROFILE, loadProfileFile, type Profile } from '../cluster/profile.js';
+import type { ClusterViewSource } from '../cluster/view.js';
+import type { Config } from '../config/schema.js';
+import { createLogger } from '../log.js';
+import type { CliIO } from './io.js';
+import { runUntilSignal } from './signals.js';
+import { offlineView } from './webhook.js';
+
+function baseProfile(config: Readonly<Config>): Profile {
+  return config.cluster.profile ? loadProfileFile(config.cluster.profile) : DEFAULT_PROFILE;
+}
+
+/** The policy's cluster view: offline (profile files) or live (informers). */
+async function viewSource(config: Readonly<Config>, kc: () => KubeConfig, logger: Logger, metrics: WebhookMetrics): Promise<ClusterViewSource> {
+  if (config.cluster.source === 'offline') return offlineView(config);
+  const live = new LiveViewSource({
+    kubeConfig: kc(),
+    namespace: config.webhook.namespace,
+    configMap: config.cluster.configMap,
+    baseProfile: baseProfile(config),
+    logger,
+    onStale: (stale) => metrics.viewStale.set(stale ? 1 : 0),
+  });
+  // Not ready until synced (readiness says so); serving meanwhile warns instead of guessing nodes.
+  if (!(await live.start(5_000))) logger.warn('cluster view not synced yet; /readyz stays 503 until it is');
+  return live;
+}
+
+function rotationPolicy(w: Readonly<Config>['webhook']): RotationPolicy {
+  return {
+    names: serviceNames(w.serviceName, w.namespace, w.extraNames),
+    caValidityMs: w.caValiditySeconds * 1000,
+    certValidityMs: w.certValiditySeconds * 1000,
+    promotionDelayMs: w.caPromotionDelaySeconds * 1000,
+  };
+}
+
+interface Certificates {
+  readonly start: Partial<Pick<ServerOptions, 'keyPath' | 'certPath' | 'certificate'>>;
+  readonly caPath: string;
+  attach(server: RunningServer): void;
+  close(): Promise<void>;
+}
+
+function fileCertificates(config: Readonly<Config>, logger: Logger): Certificates {
+  const w = config.webhook;
+  const certs = w.generateCerts ? ensureLocalCerts({ dir: w.certDir, service: w.serviceName, namespace: w.namespace, extraNames: w.extraNames }) : undefined;
+  if (certs?.generated) logger.info({ dir: w.certDir }, 'generated a development CA and serving certificate');
+  const paths = certs?.paths ?? certPaths(w.certDir);
+  return { start: { keyPath: paths.key, certPath: paths.cert }, caPath: relative(process.cwd(), paths.caCert) || paths.caCert, attach: () => {}, close: async () => {} };
+}
+
+async function secretCertificates(config: Readonly<Config>, kc: KubeConfig, logger: Logger, metrics: WebhookMetrics): Promise<Certificates> {
+  const w = config.webhook;
+  let server: RunningServer | undefined;
+  let pending: { key: string; cert: string } | undefined;
+  const targets = [
+    ...(w.mutatingWebhookConfiguration ? [new WebhookConfigTarget(kc, 'mutating', w.mutatingWebhookConfiguration)] : []),
+    ...(w.validatingWebhookConfiguration ? [new WebhookConfigTarget(kc, 'validating', w.validatingWebhookConfiguration)] : []),
+  ];
+  const manager = new SecretCertManager({
+    kubeConfig: kc,
+    namespace: w.namespace,
+    secretName: w.secretName,
+    store: new KubeSecretStore(kc, w.namespace, w.secretName),
+    targets,
+    policy: rotationPolicy(w),
+    logger,
+    checkIntervalMs: w.certCheckIntervalSeconds * 1000,
+    onStep: (step) => metrics.certSteps.inc({ step }),
+    onServing: (key, cert) => (server ? server.applyCertificate(key, cert) : (pending = { key, cert })),
+  });
+  const pair = await manager.start();
+  return {
+    start: { certificate: pair },
+    caPath: `<ca.crt of Secret ${w.namespace}/${w.secretName}>`,
+    attach: (s) => {
+      server = s;
+      if (pending) s.applyCertificate(pending.key, pending.cert);
+    },
+    close: () => manager.close(),
+  };
+}
+
+function banner(config: Readonly<Config>, port: number, metricsPort: number | undefined, caPath: string): string {
+  const host = config.webhook.host === '0.0.0.0' ? '127.0.0.1' : config.webhook.host;
+  const svc = `${config.webhook.serviceName}.${config.webhook.namespace}.svc`;
+  return [
+    `erdma-smcr webhook listening on https://${host}:${port} (/mutate, /validate; HTTP/2 and HTTP/1.1)`,
+    metricsPort !== undefined ? `metrics and probes on http://${config.webhook.metricsHost}:${metricsPort}/metrics, /healthz, /readyz` : '',
+    '',
+    'Send it a pod the way the API server does:',
+    `  curl --cacert ${caPath} --resolve ${svc}:${port}:${host} -H 'Content-Type: application/json' \\`,
+    `       --data @docs/admission/pod-create-smcr.json https://${svc}:${port}/mutate`,
+    'The same decision offline: erdma-smcr review docs/admission/pod-create-smcr.json',
+    '',
+  ]
+    .filter((l, i, a) => l !== '' || a[i - 1] !== '')
+    .join('\n');
+}
+
+/** Runs the webhook until SIGTERM/SIGINT, then shuts down gracefully. */
+export async function runServe(config: Readonly<Config>, io: CliIO): Promise<void> {
+  const logger = createLogger(config.logLevel);
+  logger.info({ config }, 'effective configuration');
+  const metrics = new WebhookMetrics();
+  let kc: KubeConfig | undefined;
+  const kube = (): KubeConfig => (kc ??= loadKubeConfig(config.cluster.kubeconfig));
+  const certs = config.webhook.certSource === 'secret' ? await secretCertificates(config, kube(), logger, metrics) : fileCertificates(config, logger);
+  const views = await viewSource(config, kube, logger, metrics);
+  const server = await startServer({ config, views, logger, metrics, ...certs.start });
+  certs.attach(server);
+  io.out(banner(config, server.port, server.metricsPort, certs.caPath));
+  await runUntilSignal(logger, 'shutting down', async () => {
+    await server.close();
+    await certs.close();
+  });
+}
