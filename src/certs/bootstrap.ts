@@ -237,6 +237,8 @@ export class SecretCertManager {
   private timer: NodeJS.Timeout | undefined;
   private lastCert = '';
   private running: Promise<void> | undefined;
+  private again = false;
+  private lastVersion = '';
   private closed = false;
 
   constructor(private readonly opts: CertManagerOptions) {
@@ -269,13 +271,26 @@ export class SecretCertManager {
     return pair;
   }
 
-  /** One reconciliation now (also what the timer runs). */
+  /**
+   * One reconciliation now (also what the timer runs). Asked for while one runs, it runs once more
+   * afterwards: the running pass may have read the Secret before the change that asked for it.
+   */
   check(): Promise<void> {
-    this.running ??= this.certs
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = this.certs
       .ensure()
       .then((e) => this.serve(e.secret))
       .catch((err: unknown) => this.opts.logger.error({ reason: err instanceof AppError ? err.message : apiReason(err) }, 'certificate check failed; will retry'))
-      .finally(() => (this.running = undefined));
+      .finally(() => {
+        this.running = undefined;
+        if (this.again && !this.closed) {
+          this.again = false;
+          void this.check();
+        }
+      });
     return this.running;
   }
 
@@ -285,9 +300,19 @@ export class SecretCertManager {
     this.timer.unref();
   }
 
+  /**
+   * A changed Secret: serve its pair at once, and reconcile again. Another replica may have just
+   * rotated, and a pass of ours that read the Secret before that must not leave its older
+   * caBundle in place until the next timer tick.
+   */
   private fromWatch(): void {
     const s = this.watch.get(this.opts.secretName, this.opts.namespace);
-    if (s) this.serve(secretFromApi(s));
+    if (!s) return;
+    this.serve(secretFromApi(s));
+    const version = s.metadata?.resourceVersion ?? '';
+    if (version === this.lastVersion) return;
+    this.lastVersion = version;
+    if (!this.closed) void this.check();
   }
 
   private serve(secret: CertSecret): void {

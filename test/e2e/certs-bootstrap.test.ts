@@ -186,6 +186,40 @@ describe.skipIf(why !== '')('certificates in a Secret, caBundle, and the live vi
     }
   });
 
+  it('a Secret change makes every replica re-publish the caBundle at once, not at its next timer tick', async () => {
+    // The race this closes: a replica's pass reads the Secret, another replica rotates and
+    // publishes, then the first publishes the bundle it read. Here the stale bundle is written by
+    // hand and the Secret then changes; the timer is an hour away, so only the watch can repair it.
+    const manager = new SecretCertManager({
+      kubeConfig: kc,
+      namespace: NS,
+      secretName: SECRET,
+      store: store(),
+      targets: targets(),
+      policy,
+      logger,
+      checkIntervalMs: 3_600_000,
+      onServing: () => {},
+    });
+    try {
+      await manager.start();
+      const good = secretFromApi(await storedSecret()).data[SECRET_KEYS.bundle];
+      await until('caBundle published', async () => ((await caBundles()).every((b) => b === good) ? true : undefined));
+      await sleep(1_500); // the pass that the watch's initial list asks for has run
+      const stale = generateCA('stale', { validityDays: 1 }).certPem;
+      const p = await cp.kubectl(['patch', 'validatingwebhookconfiguration', 'erdma-smcr', '--type=json', '-p',
+        JSON.stringify([{ op: 'replace', path: '/webhooks/0/clientConfig/caBundle', value: Buffer.from(stale).toString('base64') }])]);
+      expect(p.status, p.stderr).toBe(0);
+      await sleep(1_000);
+      expect((await caBundles()).some((b) => b === stale), 'nothing should repair it before the Secret changes').toBe(true);
+      const touch = await cp.kubectl(['annotate', 'secret', '-n', NS, SECRET, '--overwrite', `test.erdma.io/touched=${Date.now()}`]);
+      expect(touch.status, touch.stderr).toBe(0);
+      await until('caBundle repaired after the Secret changed', async () => ((await caBundles()).every((b) => b === good) ? true : undefined), 10_000);
+    } finally {
+      await manager.close();
+    }
+  });
+
   describe('the webhook process (serve --cert-source secret --cluster live)', () => {
     let hook: WebhookProc;
     let dir: string;
