@@ -1,7 +1,7 @@
 // Entry point of the policy: one object in, a verdict (and for a Pod the mutated object and
 // its JSON Patch) out. Pure: no I/O, no clock, no globals. Shared by webhook, CLI and tests.
 import fastJsonPatch from 'fast-json-patch';
-import { SETTINGS_ANNOTATION, SMCR_ANNOTATION, TUNING_ANNOTATIONS } from '../constants.js';
+import { OWN_PREFIX, SETTINGS_ANNOTATION, SMCR_ANNOTATION, TUNING_ANNOTATIONS } from '../constants.js';
 import type { PolicyConfig } from '../config/schema.js';
 import { isObject, keyPath, locatePod, stringMap } from './locate.js';
 import { injectNodeAffinity, injectResource, setSettings, stripSettings } from './mutate.js';
@@ -38,6 +38,34 @@ function misplacedAnnotation(obj: JsonObject, loc: PodLocation): string[] {
   return [
     `${SMCR_ANNOTATION} on the ${loc.kind}'s own metadata does nothing; put it on ${loc.prefix}metadata.annotations`,
   ];
+}
+
+function yamlType(v: unknown): string {
+  if (v === null) return 'null';
+  if (v instanceof Date) return 'a YAML timestamp';
+  if (Array.isArray(v)) return 'a list';
+  return typeof v === 'object' ? 'a map' : `a YAML ${typeof v}`;
+}
+
+/**
+ * Our annotations with a value that is not a string: an unquoted `true` or `262144` in YAML. Only
+ * `check` can see them: kubectl cannot decode such a manifest, and the API server answers a raw
+ * request with 400 ("cannot be handled as a Pod: ... Annotations: ReadString: expects \" or n")
+ * before any webhook is called.
+ */
+function nonStringAnnotations(loc: PodLocation): Denial[] {
+  const raw = loc.metadata.annotations;
+  if (!isObject(raw)) return [];
+  return Object.entries(raw)
+    .filter(([k, v]) => typeof v !== 'string' && (k === SMCR_ANNOTATION || k.startsWith(OWN_PREFIX)))
+    .map(([k, v]) => ({
+      rule: 'annotation-value',
+      path: keyPath(`${loc.prefix}metadata.annotations`, k),
+      message:
+        `${k} is ${yamlType(v)}, but annotation values must be strings: quote it` +
+        (v === null || typeof v === 'object' ? '' : ` (${JSON.stringify(String(v))})`) +
+        '; the API server refuses the object as it is.',
+    }));
 }
 
 function withPatch(result: PolicyResult, original: JsonObject, mutated: JsonObject): PolicyResult {
@@ -77,6 +105,8 @@ export function evaluate(obj: unknown, view: ClusterView, config: PolicyConfig, 
   const annotations = stringMap(loc.metadata.annotations);
   const raw = annotations[SMCR_ANNOTATION];
   const misplaced = misplacedAnnotation(obj, loc);
+  const unquoted = nonStringAnnotations(loc);
+  if (unquoted.length > 0) return verdictOf(unquoted, misplaced, false);
   if (raw === undefined) return misplaced.length > 0 ? verdictOf([], misplaced, false) : UNTOUCHED;
 
   const mutate = options.mutate !== false && loc.isPod;

@@ -57,6 +57,15 @@ describe.skipIf(why !== '')('kube-apiserver → erdma-smcr webhook', () => {
     expect(get.stderr).toMatch(/NotFound/);
   });
 
+  it('refuses an unquoted `true` annotation before any webhook runs, as `check` tells (examples/invalid/annotation-value.yaml)', async () => {
+    // What `check` calls annotation-value for a non-string value: the API server itself refuses it.
+    // kubectl refuses to decode it on the client; the raw POST shows the API server's own answer.
+    const r = await cp.kubectl(['create', '--raw', '/api/v1/namespaces/e2e/pods?dryRun=All', '-f', '-'], pod('unquoted').replace('"network.alibabacloud.com/erdma-smcr":"true"', '"network.alibabacloud.com/erdma-smcr":true'));
+    expect(r.status, r.stdout).not.toBe(0);
+    expect(r.stderr).toMatch(/BadRequest.*cannot be handled as a Pod: .*ObjectMeta\.Annotations: ReadString: expects " or n, but found t/);
+    expect(r.stderr).not.toMatch(/admission webhook/);
+  });
+
   it('shows the injected resource, affinity and settings at dry-run, with warnings, and stores nothing', async () => {
     const r = await cp.kubectl(['apply', '--dry-run=server', '-o', 'json', '-f', '-'], pod('dry', {}, { 'network.alibabacloud.com/erdma-smcr': 'True' }));
     expect(r.status, r.stderr).toBe(0);

@@ -31,6 +31,27 @@ describe('rule annotation-value', () => {
     expect(r.denials[0]?.message).toContain('"true" or "false"');
   });
 
+  it.each([
+    [true, 'a YAML boolean', '("true")'],
+    [262144, 'a YAML number', '("262144")'],
+    [null, 'null', ''],
+    [new Date('2026-01-01T00:00:00Z'), 'a YAML timestamp', ''],
+    [{ on: 'yes' }, 'a map', ''],
+  ])('denies the unquoted YAML value %j: the API server accepts only strings', (value, kind, quoted) => {
+    const key = 'smcr.erdma.io/wmem';
+    const r = evaluate(pod({ annotations: { [SMCR_ANNOTATION]: 'true', [key]: value } as unknown as Record<string, string> }), unknownView, config);
+    expect(r).toMatchObject({ allowed: false, patch: [] });
+    expect(r.denials).toEqual([{ rule: 'annotation-value', path: `metadata.annotations[${key}]`, message: expect.stringContaining(`${key} is ${kind}, but annotation values must be strings`) as unknown }]);
+    expect(r.denials[0]?.message).toContain(`quote it${quoted ? ` ${quoted}` : ''};`);
+  });
+
+  it('denies an unquoted `true` on the SMC-R annotation itself, in a workload template too, and ignores other keys', () => {
+    const unquoted = { [SMCR_ANNOTATION]: true, 'example.com/other': 42 } as unknown as Record<string, string>;
+    const r = evaluate(workload('Deployment', {}, unquoted), unknownView, config);
+    expect(r.denials.map((d) => [d.rule, d.path])).toEqual([['annotation-value', `spec.template.metadata.annotations[${SMCR_ANNOTATION}]`]]);
+    expect(r.denials[0]?.message).toContain('quote it ("true")');
+  });
+
   it.each(['1', 'T', 'True', 'TRUE'])('accepts %j as true with a warning to write "true"', (value) => {
     const r = evaluate(pod({ annotations: { [SMCR_ANNOTATION]: value } }), unknownView, config);
     expect(r.allowed).toBe(true);
