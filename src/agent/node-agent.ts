@@ -13,7 +13,7 @@ import { CniInstaller } from './cni-install.js';
 import type { RdmaDevice } from './discovery.js';
 import { ensureHostPnet } from './host-pnet.js';
 import { NodeLabeler } from './labels.js';
-import { findPodNetns, judge, lateApply, readRecords, type OutcomeKind, type Verdict } from './pods.js';
+import { findPodNetns, judge, lateApply, readRecords, removeLateRecords, type OutcomeKind, type Verdict } from './pods.js';
 
 export const DEFAULT_NATIVE_BINARY = fileURLToPath(new URL('../../native/build/erdma-smcr', import.meta.url));
 
@@ -193,8 +193,18 @@ export class NodeAgent {
       counts[v.kind]++;
       await this.tell(pod, v);
     }
-    for (const uid of [...this.told.keys()]) if (!live.has(uid)) this.told.delete(uid);
+    this.forgetGone(live, now);
     for (const [k, n] of Object.entries(counts)) this.opts.metrics.pods.set({ outcome: k }, n);
+  }
+
+  /** Drops what we keep for pods that left this node, and their late-apply records. */
+  private forgetGone(live: ReadonlySet<string>, now: number): void {
+    for (const uid of [...this.told.keys()]) if (!live.has(uid)) this.told.delete(uid);
+    for (const uid of [...this.lateTried]) if (!live.has(uid)) this.lateTried.delete(uid);
+    // Only from a current list: a broken watch must not make live pods look gone.
+    if (!this.pods?.fresh) return;
+    const removed = removeLateRecords(hostPath(this.a, this.a.cniStateDir), live, now - this.a.podGraceMs);
+    if (removed.length > 0) this.log.info({ files: removed }, 'removed late-apply records of pods that left this node');
   }
 
   private async tryLate(pod: V1Pod, missed: Verdict): Promise<Verdict> {

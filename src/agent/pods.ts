@@ -4,7 +4,7 @@
 // plugin never saw (it was not chained when the pod started) can be fixed late: the settings are
 // applied to its running network namespace, and the Event says earlier connections stay on TCP.
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { SMCR_ANNOTATION } from '../constants.js';
@@ -86,6 +86,30 @@ export function judge(pod: V1Pod, record: PluginRecord | undefined, now: number,
 
 /** Container ID the agent's late apply records under (a runtime never uses it). */
 export const LATE_PREFIX = 'late-';
+
+/**
+ * Removes the records of late applies for pods that left this node. The runtime's DEL for such a
+ * pod names its real sandbox, never `late-<uid>`, so nothing else would ever remove them. Only
+ * records older than `olderThanMs` go (a pass never races a record being written). Returns the
+ * removed file names.
+ */
+export function removeLateRecords(stateDir: string, live: ReadonlySet<string>, olderThanMs: number): string[] {
+  if (!existsSync(stateDir)) return [];
+  const removed: string[] = [];
+  for (const f of readdirSync(stateDir)) {
+    const m = /^late-(.+)_[^_]+\.json$/.exec(f);
+    if (!m || live.has(m[1] as string)) continue;
+    const path = join(stateDir, f);
+    try {
+      if (statSync(path).mtimeMs >= olderThanMs) continue;
+      rmSync(path);
+      removed.push(f);
+    } catch {
+      // gone already
+    }
+  }
+  return removed;
+}
 
 function fromRecord(r: PluginRecord): Verdict {
   const v = recordVerdict(r);

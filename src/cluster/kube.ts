@@ -66,6 +66,7 @@ export interface WatchedSetOptions<T extends KubernetesObject> {
 export class WatchedSet<T extends KubernetesObject> {
   private readonly lw: ListWatch<T>;
   private listed = false;
+  private broke = false;
   private closed = false;
   private timer: NodeJS.Timeout | undefined;
   private delay: number;
@@ -78,6 +79,7 @@ export class WatchedSet<T extends KubernetesObject> {
     const list = async (): Promise<KubernetesListObject<T>> => {
       const result = await opts.list();
       this.listed = true;
+      this.broke = false;
       this.delay = opts.backoffMs?.initial ?? 500;
       opts.onStale?.(false);
       this.resolveFirst();
@@ -102,6 +104,11 @@ export class WatchedSet<T extends KubernetesObject> {
     return this.listed;
   }
 
+  /** Listed, and the watch has not broken since the last list: the objects are current. */
+  get fresh(): boolean {
+    return this.listed && !this.broke;
+  }
+
   objects(): readonly T[] {
     return this.lw.list();
   }
@@ -112,6 +119,7 @@ export class WatchedSet<T extends KubernetesObject> {
 
   private broken(err: unknown): void {
     if (this.closed) return;
+    this.broke = true;
     this.opts.onStale?.(true);
     this.opts.logger.warn({ path: this.opts.path, reason: apiReason(err), retryInMs: this.delay }, 'watch broken; serving the last good state');
     clearTimeout(this.timer);

@@ -1,10 +1,10 @@
 // Verdicts on SMC-R pods from the CNI plugin's records (the record format is native/src/cni.c's).
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { findPodNetns, judge, readRecords, type PluginRecord } from '../../src/agent/pods.js';
+import { findPodNetns, judge, readRecords, removeLateRecords, type PluginRecord } from '../../src/agent/pods.js';
 
 const pod = (annotations: Record<string, string>, status: V1Pod['status'] = { podIP: '10.0.0.5', startTime: new Date(0) }): V1Pod => ({
   metadata: { name: 'p', namespace: 'n', uid: 'u-1', annotations },
@@ -59,5 +59,22 @@ describe('pod verdicts', () => {
     expect(findPodNetns(proc, 'u-1')).toBe(join(proc, '11', 'ns', 'net'));
     expect(findPodNetns(proc, 'u-9')).toBe(join(proc, '10', 'ns', 'net'));
     expect(findPodNetns(proc, 'u-404')).toBeUndefined();
+  });
+});
+
+describe('late-apply records', () => {
+  it('removes only late records of pods that left, once they are old enough; runtime records stay', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'late-'));
+    try {
+      const files = ['late-gone_eth0.json', 'late-alive_eth0.json', 'late-young_eth0.json', 'c0ffee_eth0.json', 'late-gone_eth0.json.tmp.1'];
+      for (const f of files) writeFileSync(join(dir, f), '{}');
+      for (const f of ['late-gone_eth0.json', 'late-alive_eth0.json', 'c0ffee_eth0.json', 'late-gone_eth0.json.tmp.1']) utimesSync(join(dir, f), 1000, 1000);
+      const removed = removeLateRecords(dir, new Set(['alive']), Date.now() - 60_000);
+      expect(removed).toEqual(['late-gone_eth0.json']);
+      expect(readdirSync(dir).sort()).toEqual(['c0ffee_eth0.json', 'late-alive_eth0.json', 'late-gone_eth0.json.tmp.1', 'late-young_eth0.json']);
+      expect(removeLateRecords(join(dir, 'missing'), new Set(), Date.now())).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

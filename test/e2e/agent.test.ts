@@ -5,7 +5,7 @@
 // smc module). There is no kubelet here: pods are bound by spec.nodeName and their status (podIP)
 // is written as kubelet would. The host is a temp tree (sysfs fixture, CNI dirs); the pod process
 // the agent finds for a late apply is a /proc entry whose ns/net links to a real netns.
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
@@ -173,6 +173,17 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
     // The plugin ran in the pod's netns: IPv6 is off there now (SMC-R carries IPv4 only).
     expect(readSysctlIn(ns.name, 'net.ipv6.conf.all.disable_ipv6')).toBe('1');
     expect(events[0]?.message).toMatch(/^Applied after the pod started: SMC-R was not enabled, the pod uses TCP/);
+
+    // The runtime's DEL names the real sandbox, never late-<uid>: once the pod has left the node,
+    // the agent removes the record itself (and only then).
+    const stateDir = join(host, 'var/lib/cni/erdma-smcr');
+    const lateFile = `late-${pod.metadata?.uid}_eth0.json`;
+    expect(readdirSync(stateDir)).toContain(lateFile);
+    await sleep(600); // older than podGraceMs
+    await agent.podsPass();
+    expect(readdirSync(stateDir), 'the pod still runs').toContain(lateFile);
+    await admin.deleteNamespacedPod({ name: 'smcr-missed', namespace: 'apps', gracePeriodSeconds: 0 });
+    await until('late record removed', async () => (readdirSync(stateDir).includes(lateFile) ? undefined : true));
   });
 
   it('says nothing about pods without the annotation or on other nodes', async () => {
