@@ -1,7 +1,8 @@
 // The webhook process behind `erdma-smcr serve`, loaded only when serving: it brings fastify,
 // prom-client, node-forge and @kubernetes/client-node, which the other subcommands never need
 // (the Kubernetes client alone takes most of a second to load).
-import { relative } from 'node:path';
+import { isAbsolute, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { WebhookMetrics } from '../admission/metrics.js';
@@ -61,7 +62,7 @@ function fileCertificates(config: Readonly<Config>, logger: Logger): Certificate
   const certs = w.generateCerts ? ensureLocalCerts({ dir: w.certDir, service: w.serviceName, namespace: w.namespace, extraNames: w.extraNames }) : undefined;
   if (certs?.generated) logger.info({ dir: w.certDir }, 'generated a development CA and serving certificate');
   const paths = certs?.paths ?? certPaths(w.certDir);
-  return { start: { keyPath: paths.key, certPath: paths.cert }, caPath: relative(process.cwd(), paths.caCert) || paths.caCert, attach: () => {}, close: async () => {} };
+  return { start: { keyPath: paths.key, certPath: paths.cert }, caPath: shown(paths.caCert), attach: () => {}, close: async () => {} };
 }
 
 async function secretCertificates(config: Readonly<Config>, kc: KubeConfig, logger: Logger, metrics: WebhookMetrics): Promise<Certificates> {
@@ -96,6 +97,15 @@ async function secretCertificates(config: Readonly<Config>, kc: KubeConfig, logg
   };
 }
 
+/** A path as the user should type it: relative when under the working directory, else absolute. */
+function shown(path: string): string {
+  const rel = relative(process.cwd(), path);
+  return rel === '' || rel.startsWith('..') || isAbsolute(rel) ? path : rel;
+}
+
+/** The sample review shipped with the package (docs/admission), wherever it is installed. */
+const SAMPLE_REVIEW = fileURLToPath(new URL('../../docs/admission/pod-create-smcr.json', import.meta.url));
+
 function banner(config: Readonly<Config>, port: number, metricsPort: number | undefined, caPath: string): string {
   const host = config.webhook.host === '0.0.0.0' ? '127.0.0.1' : config.webhook.host;
   const svc = `${config.webhook.serviceName}.${config.webhook.namespace}.svc`;
@@ -105,8 +115,8 @@ function banner(config: Readonly<Config>, port: number, metricsPort: number | un
     '',
     'Send it a pod the way the API server does:',
     `  curl --cacert ${caPath} --resolve ${svc}:${port}:${host} -H 'Content-Type: application/json' \\`,
-    `       --data @docs/admission/pod-create-smcr.json https://${svc}:${port}/mutate`,
-    'The same decision offline: erdma-smcr review docs/admission/pod-create-smcr.json',
+    `       --data @${shown(SAMPLE_REVIEW)} https://${svc}:${port}/mutate`,
+    `The same decision offline: erdma-smcr review ${shown(SAMPLE_REVIEW)}`,
     '',
   ]
     .filter((l, i, a) => l !== '' || a[i - 1] !== '')

@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { postH1 } from '../helpers/tls.js';
@@ -39,8 +39,10 @@ describe('erdma-smcr serve', () => {
   it('starts with generated certificates, prints how to call it, answers, and exits 0 on SIGTERM', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'serve-'));
     const certDir = join(dir, 'certs');
-    const child = spawn(process.execPath, ['bin/erdma-smcr.js', 'serve', '--port', '0', '--metrics-port', '0', '--cert-dir', certDir, '--log-level', 'warn'], {
+    // Started from elsewhere than the checkout: the printed command must work from where the user is.
+    const child = spawn(process.execPath, [resolve('bin/erdma-smcr.js'), 'serve', '--port', '0', '--metrics-port', '0', '--cert-dir', certDir, '--log-level', 'warn'], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: dir,
     });
     try {
       let out = '';
@@ -55,7 +57,12 @@ describe('erdma-smcr serve', () => {
           }
         });
       });
-      expect(out).toMatch(/curl --cacert .*ca\.crt/);
+      // The curl command the banner prints, run as printed (a real TLS call, SNI = the Service name).
+      const curl = /^ {2}(curl .*\\\n.*)$/m.exec(out)?.[1];
+      expect(curl, out).toBeDefined();
+      const printed = spawnSync('sh', ['-c', `${curl} --silent --show-error`], { cwd: dir, encoding: 'utf8' });
+      expect(printed.status, printed.stderr).toBe(0);
+      expect(JSON.parse(printed.stdout).response).toMatchObject({ allowed: true, patchType: 'JSONPatch' });
       expect(statSync(join(certDir, 'tls.key')).mode & 0o777).toBe(0o600);
       expect(statSync(join(certDir, 'ca.key')).mode & 0o777).toBe(0o600);
       const r = await postH1(port, readFileSync(join(certDir, 'ca.crt'), 'utf8'), '/mutate', readFileSync('docs/admission/pod-create-smcr.json', 'utf8'));
