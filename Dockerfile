@@ -31,6 +31,7 @@ WORKDIR /app
 COPY package.json ./
 COPY bin ./bin
 COPY proto ./proto
+COPY docs/admission ./docs/admission
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY --from=build /src/native/build/erdma-smcr ./native/build/erdma-smcr

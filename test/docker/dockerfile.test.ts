@@ -76,7 +76,8 @@ describe('Dockerfile', () => {
 
     it('ships a runtime without dev dependencies or sources, as a non-root user', () => {
       const app = join(run.final.root, 'app');
-      expect(readdirSync(app).sort()).toEqual(['bin', 'dist', 'native', 'node_modules', 'package.json', 'proto']);
+      expect(readdirSync(app).sort()).toEqual(['bin', 'dist', 'docs', 'native', 'node_modules', 'package.json', 'proto']);
+      expect(readdirSync(join(app, 'docs'))).toEqual(['admission']); // the sample review the banner names, nothing more
       expect(existsSync(join(app, 'node_modules/vitest'))).toBe(false);
       expect(existsSync(join(app, 'node_modules/typescript'))).toBe(false);
       expect(existsSync(join(app, 'node_modules/fastify'))).toBe(true);
