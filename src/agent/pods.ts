@@ -97,8 +97,10 @@ export function removeLateRecords(stateDir: string, live: ReadonlySet<string>, o
   if (!existsSync(stateDir)) return [];
   const removed: string[] = [];
   for (const f of readdirSync(stateDir)) {
-    const m = /^late-(.+)_[^_]+\.json$/.exec(f);
-    if (!m || live.has(m[1] as string)) continue;
+    // <containerId>_<ifname>.json, the plugin's record name (native/src/cni.c)
+    const sep = f.lastIndexOf('_');
+    const uid = f.startsWith(LATE_PREFIX) && f.endsWith('.json') && sep > LATE_PREFIX.length ? f.slice(LATE_PREFIX.length, sep) : '';
+    if (uid === '' || live.has(uid)) continue;
     const path = join(stateDir, f);
     try {
       if (statSync(path).mtimeMs >= olderThanMs) continue;

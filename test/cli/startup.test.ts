@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 const HEAVY = ['@kubernetes/client-node', '@grpc/grpc-js', '@grpc/proto-loader', 'fastify', 'node-forge', 'prom-client'];
 
 /** Module specifiers a TypeScript file imports at load time (not `import type`, not `import()`). */
-export function staticImports(source: string): string[] {
+function staticImports(source: string): string[] {
   const out: string[] = [];
   const re = /^(?:import|export)\s+(?!type\b)(?:[^;'"]*?\sfrom\s+)?'([^']+)';/gms;
   for (const m of source.matchAll(re)) out.push(m[1]!);

@@ -69,6 +69,8 @@ describe.skipIf(why !== '')('certificates in a Secret, caBundle, and the live vi
   const store = (): KubeSecretStore => new KubeSecretStore(kc, NS, SECRET);
   const targets = (): WebhookConfigTarget[] => [new WebhookConfigTarget(kc, 'mutating', 'erdma-smcr'), new WebhookConfigTarget(kc, 'validating', 'erdma-smcr')];
   const certs = (): SecretCerts => new SecretCerts({ store: store(), targets: targets(), policy, logger });
+  const certManager = (checkIntervalMs: number, onServing: (cert: string) => void = () => {}): SecretCertManager =>
+    new SecretCertManager({ kubeConfig: kc, namespace: NS, secretName: SECRET, store: store(), targets: targets(), policy, logger, checkIntervalMs, onServing: (_k, cert) => onServing(cert) });
   const caBundles = async (): Promise<string[]> => {
     const api = admin.makeApiClient(AdmissionregistrationV1Api);
     const m = await api.readMutatingWebhookConfiguration({ name: 'erdma-smcr' });
@@ -152,17 +154,7 @@ describe.skipIf(why !== '')('certificates in a Secret, caBundle, and the live vi
 
   it('repairs a caBundle someone else changed, and follows Secret changes through its watch', async () => {
     const served: string[] = [];
-    const manager = new SecretCertManager({
-      kubeConfig: kc,
-      namespace: NS,
-      secretName: SECRET,
-      store: store(),
-      targets: targets(),
-      policy,
-      logger,
-      checkIntervalMs: 300,
-      onServing: (_k, cert) => served.push(cert),
-    });
+    const manager = certManager(300, (cert) => served.push(cert));
     try {
       await manager.start();
       const good = secretFromApi(await storedSecret()).data[SECRET_KEYS.bundle];
@@ -190,17 +182,7 @@ describe.skipIf(why !== '')('certificates in a Secret, caBundle, and the live vi
     // The race this closes: a replica's pass reads the Secret, another replica rotates and
     // publishes, then the first publishes the bundle it read. Here the stale bundle is written by
     // hand and the Secret then changes; the timer is an hour away, so only the watch can repair it.
-    const manager = new SecretCertManager({
-      kubeConfig: kc,
-      namespace: NS,
-      secretName: SECRET,
-      store: store(),
-      targets: targets(),
-      policy,
-      logger,
-      checkIntervalMs: 3_600_000,
-      onServing: () => {},
-    });
+    const manager = certManager(3_600_000);
     try {
       await manager.start();
       const good = secretFromApi(await storedSecret()).data[SECRET_KEYS.bundle];
