@@ -36,18 +36,36 @@ function stop(child: ChildProcess): Promise<void> {
   });
 }
 
-async function load(port: number, path: string, body: string, ca: string, overallRate?: number): Promise<autocannon.Result> {
-  return autocannon({
-    url: `https://127.0.0.1:${port}${path}`,
+/**
+ * CPU time (user + system, all threads) a process has used, in µs, from /proc/<pid>/stat. Its
+ * unit is USER_HZ, which Linux fixes at 100 for user space on every architecture we run on.
+ */
+function cpuMicros(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+interface Load extends autocannon.Result {
+  /** Server CPU per answered request, µs: steadier than req/s on a shared machine. */
+  readonly cpuPerRequest: number;
+}
+
+async function load(server: { child: ChildProcess; port: number }, path: string, body: string, ca: string, overallRate?: number, duration = DURATION): Promise<Load> {
+  const pid = server.child.pid ?? 0;
+  const before = cpuMicros(pid);
+  const result = await autocannon({
+    url: `https://127.0.0.1:${server.port}${path}`,
     method: 'POST',
     body,
     headers: { 'content-type': 'application/json' },
     connections: overallRate ? 4 : CONNECTIONS,
-    duration: DURATION,
+    duration,
     servername: SNI,
     tlsOptions: { ca },
     ...(overallRate ? { overallRate } : {}),
   } as autocannon.Options);
+  return { ...result, cpuPerRequest: (cpuMicros(pid) - before) / Math.max(1, result.requests.total) };
 }
 
 function review(withAnnotation: boolean): string {
@@ -56,15 +74,16 @@ function review(withAnnotation: boolean): string {
   return JSON.stringify(r);
 }
 
-function row(name: string, r: autocannon.Result, ceiling?: autocannon.Result, target?: string): BenchRow {
+function row(name: string, r: Load, ceiling?: Load, target?: string): BenchRow {
   const errors = r.errors + r.non2xx;
+  const cpu = `server CPU ${Math.round(r.cpuPerRequest)} µs/request${ceiling ? ` (${(r.cpuPerRequest / ceiling.cpuPerRequest).toFixed(1)}× the ceiling's)` : ''}`;
   return {
     bench: 'webhook',
     case: name,
     value: r.requests.average,
     unit: 'req/s',
     ...(ceiling ? { ratio: r.requests.average / ceiling.requests.average } : { ratio: 1 }),
-    extra: `p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms${errors ? `, ${errors} errors` : ''}`,
+    extra: `p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, ${cpu}${errors ? `, ${errors} errors` : ''}`,
     ...(target ? { target } : {}),
   };
 }
@@ -79,13 +98,14 @@ export async function benchWebhook(): Promise<BenchRow[]> {
   try {
     const smcr = review(true);
     const plain = review(false);
-    await load(ours.port, '/mutate', smcr, ca); // warm-up
-    const base = await load(ceiling.port, '/mutate', smcr, ca);
-    const parsed = await load(parsing.port, '/mutate', smcr, ca);
-    const bareFastify = await load(floor.port, '/mutate', smcr, ca);
-    const hot = await load(ours.port, '/mutate', smcr, ca);
-    const cold = await load(ours.port, '/mutate', plain, ca);
-    const paced = await load(ours.port, '/mutate', smcr, ca, 500);
+    // Warm every server up (JIT, TLS session state) so that no measured run pays for it.
+    for (const server of [ours, ceiling, parsing, floor]) await load(server, '/mutate', smcr, ca, undefined, 2);
+    const base = await load(ceiling, '/mutate', smcr, ca);
+    const parsed = await load(parsing, '/mutate', smcr, ca);
+    const bareFastify = await load(floor, '/mutate', smcr, ca);
+    const hot = await load(ours, '/mutate', smcr, ca);
+    const cold = await load(ours, '/mutate', plain, ca);
+    const paced = await load(ours, '/mutate', smcr, ca, 500);
     return [
       row(`bare node:https, fixed response (ceiling), ${CONNECTIONS} connections`, base),
       row('bare node:https that JSON.parses the body, fixed response', parsed, base),
