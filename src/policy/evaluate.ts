@@ -42,7 +42,6 @@ function misplacedAnnotation(obj: JsonObject, loc: PodLocation): string[] {
 
 function yamlType(v: unknown): string {
   if (v === null) return 'null';
-  if (v instanceof Date) return 'a YAML timestamp';
   if (Array.isArray(v)) return 'a list';
   return typeof v === 'object' ? 'a map' : `a YAML ${typeof v}`;
 }
