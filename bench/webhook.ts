@@ -16,14 +16,16 @@ async function startChild(args: string[], pattern: RegExp): Promise<{ child: Chi
   let out = '';
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 20_000);
-    child.stdout?.on('data', (d) => {
+    const onData = (d: Buffer): void => {
       out += d;
       const m = pattern.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(Number(m[1]));
-      }
-    });
+      if (!m) return;
+      clearTimeout(timer);
+      // From here on the output (our decision log) is drained and dropped, not kept.
+      child.stdout?.off('data', onData).resume();
+      resolve(Number(m[1]));
+    };
+    child.stdout?.on('data', onData);
     child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
   });
   return { child, port };
