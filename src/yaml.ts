@@ -18,7 +18,8 @@ const boolType = new jsyaml.Type('tag:yaml.org,2002:bool', {
 
 /** go-yaml v2 tries a number only when a scalar starts with a digit or a sign (or a dot, for floats). */
 function numberLike(data: string): boolean {
-  return /^[-+0-9]/.test(data);
+  const c = data.charCodeAt(0);
+  return (c >= 0x30 && c <= 0x39) || c === 0x2b || c === 0x2d;
 }
 
 /**
@@ -53,15 +54,16 @@ const SPECIAL_FLOATS: ReadonlyMap<string, number> = new Map([
 ]);
 
 function floatText(data: string): string | undefined {
-  if (DOT_FLOAT.test(data)) return data;
+  if (data.charCodeAt(0) === 0x2e) return DOT_FLOAT.test(data) ? data : undefined;
+  if (!numberLike(data)) return undefined;
   const plain = data.replace(/_/g, '');
-  return numberLike(data) && DECIMAL_FLOAT.test(plain) ? plain : undefined;
+  return DECIMAL_FLOAT.test(plain) ? plain : undefined;
 }
 
 const floatType = new jsyaml.Type('tag:yaml.org,2002:float', {
   kind: 'scalar',
   // A finite value only: Go's ParseFloat refuses 1e400, and go-yaml then keeps the string.
-  resolve: (data: string) => SPECIAL_FLOATS.has(data) || Number.isFinite(Number(floatText(data) ?? NaN)),
+  resolve: (data: string) => SPECIAL_FLOATS.has(data) || Number.isFinite(Number(floatText(data) ?? 'NaN')),
   construct: (data: string) => SPECIAL_FLOATS.get(data) ?? Number(floatText(data)),
   predicate: (v: unknown) => typeof v === 'number' && !Number.isInteger(v),
 });
