@@ -12,10 +12,10 @@ BIN=$K8S/bin
 HERE=$(cd "$(dirname "$0")" && pwd)
 COMPONENTS=("$@")
 [ ${#COMPONENTS[@]} -gt 0 ] || COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
-# The recipe's identity: this script and its patches. A change rebuilds.
+# The recipe's identity: this script, the apt helper and the patches. A change rebuilds.
 shopt -s nullglob
 PATCHES=("$HERE"/patches/*.patch)
-RECIPE=$(cat "$0" "${PATCHES[@]}" | sha256sum | cut -c1-16)
+RECIPE=$(cat "$0" "$HERE/../../../native/scripts/apt-src.sh" "${PATCHES[@]}" | sha256sum | cut -c1-16)
 
 log() { printf '[k8s-build %s] %s\n' "$(date +%T)" "$*" >&2; }
 
@@ -46,25 +46,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# A private apt setup with deb-src entries derived from the machine's own list (no host named here).
-APT=$K8S/apt
-if [ ! -f "$APT/.updated" ]; then
-  log "apt source lists"
-  mkdir -p "$APT/sources" "$APT/lists/partial"
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] && sed 's/^Types: deb$/Types: deb-src/' "$f" > "$APT/sources/$(basename "$f")"
-  done
-  if [ -f /etc/apt/sources.list ]; then
-    grep -E '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' > "$APT/sources/from-sources-list.list" || true
-  fi
-  apt-get -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$APT/sources" \
-    -o Dir::State::Lists="$APT/lists" update -qq
-  touch "$APT/.updated"
-fi
-aptsrc() {
-  apt-get -o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$APT/sources" \
-    -o Dir::State::Lists="$APT/lists" "$@"
-}
+# Debian's source packages through a private deb-src setup (native/scripts/apt-src.sh).
+APT_SRC=$HERE/../../../native/scripts/apt-src.sh
+aptsrc() { "$APT_SRC" "$K8S/apt" "$@"; }
 
 SRC=$K8S/src
 if [ ! -f "$SRC/.unpacked" ]; then
