@@ -21,7 +21,7 @@ async function startChild(args: string[], pattern: RegExp): Promise<{ child: Chi
       const m = pattern.exec(out);
       if (!m) return;
       clearTimeout(timer);
-      // From here on the output (our decision log) is drained and dropped, not kept.
+      // From here on the output is drained and dropped, not kept.
       child.stdout?.off('data', onData).resume();
       resolve(Number(m[1]));
     };
