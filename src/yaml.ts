@@ -47,14 +47,15 @@ const intType = new jsyaml.Type('tag:yaml.org,2002:int', {
 
 /** go-yaml v2's float forms: its YAML-style decimal (underscores dropped), a leading dot, ±.inf, .nan. */
 const DECIMAL_FLOAT = /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$/;
-const DOT_FLOAT = /^\.[0-9]+(?:[eE][-+]?[0-9]+)?$/;
+/** A leading dot goes to Go's ParseFloat as it is, which takes an underscore between two digits. */
+const DOT_FLOAT = /^\.[0-9](?:_?[0-9])*(?:[eE][-+]?[0-9](?:_?[0-9])*)?$/;
 const SPECIAL_FLOATS: ReadonlyMap<string, number> = new Map([
   ...['.inf', '.Inf', '.INF'].flatMap((w): [string, number][] => [[w, Infinity], [`+${w}`, Infinity], [`-${w}`, -Infinity]]),
   ...['.nan', '.NaN', '.NAN'].map((w): [string, number] => [w, NaN]),
 ]);
 
 function floatText(data: string): string | undefined {
-  if (data.charCodeAt(0) === 0x2e) return DOT_FLOAT.test(data) ? data : undefined;
+  if (data.charCodeAt(0) === 0x2e) return DOT_FLOAT.test(data) ? data.replace(/_/g, '') : undefined;
   if (!numberLike(data)) return undefined;
   const plain = data.replace(/_/g, '');
   return DECIMAL_FLOAT.test(plain) ? plain : undefined;
