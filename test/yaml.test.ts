@@ -2,21 +2,18 @@
 // YAML 1.1), so `check` judges the object the API server will receive. The comparison with
 // Debian's kubectl runs wherever the Kubernetes build of the e2e suites is present (always in CI).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseYamlDocuments } from '../src/yaml.js';
-import { K8S_BIN } from './harness/k8s/control-plane.js';
+import { KUBECTL, kubectlMissing } from './harness/k8s/control-plane.js';
 import { runCli } from './helpers/cli.js';
 
 const CORPUS = 'test/fixtures/yaml/scalars.yaml';
-const kubectl = join(K8S_BIN, 'kubectl');
-const why = existsSync(kubectl)
-  ? ''
-  : `no kubectl at ${kubectl} (run test/harness/k8s/fetch-kubectl.sh)`;
-if (why && process.env.CI) throw new Error(why);
+const kubectl = KUBECTL;
+const why = kubectlMissing();
 
 /** The value of `v:` in a one-line document, as the API server would receive it (JSON). */
 function read(scalar: string): unknown {
@@ -114,8 +111,10 @@ describe('YAML scalars resolve as kubectl resolves them', () => {
       writeFileSync(file, `apiVersion: v1\nkind: Pod\nmetadata:\n  name: generated\nspec:\n  probe:\n${spec}\n`);
       const theirs = viaKubectl(file) as { spec: { probe: Record<string, unknown> } };
       const mine = ours(file) as { spec: { probe: Record<string, unknown> } };
-      const differ = values.filter((v, i) => !Object.is(mine.spec.probe[`k${i}`], theirs.spec.probe[`k${i}`]));
-      expect(differ.map((v) => [v, mine.spec.probe[`k${values.indexOf(v)}`], theirs.spec.probe[`k${values.indexOf(v)}`]])).toEqual([]);
+      const differ = values
+        .map((v, i) => [v, mine.spec.probe[`k${i}`], theirs.spec.probe[`k${i}`]] as const)
+        .filter(([, a, b]) => !Object.is(a, b));
+      expect(differ).toEqual([]);
     });
   });
 });

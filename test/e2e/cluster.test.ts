@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBusyboxImage, containerdAvailable } from '../harness/containerd.js';
-import { ensureBinaries, K8S_BIN, startControlPlane, type ControlPlane } from '../harness/k8s/control-plane.js';
+import { ensureBinaries, KUBECTL, startControlPlane, type ControlPlane } from '../harness/k8s/control-plane.js';
 import { startNode, type KubeNode } from '../harness/k8s/node.js';
 import { startWebhookProc, type WebhookProc } from '../harness/webhook-proc.js';
 import { CNI_BIN_DIR, cleanupNetns, createNetns, hasDebianCniPlugins } from '../helpers/netns.js';
@@ -63,7 +63,7 @@ describe.skipIf(why !== '')('a real single-node cluster: webhook â†’ scheduler â
     // Our manifests' objects that a 1.20 API server serves (no policy/v1 PDB; Deployment and
     // DaemonSet run as processes here). --validate=false: matchConditions are newer than 1.20,
     // which drops the field.
-    const rendered = execFileSync(join(K8S_BIN, 'kubectl'), ['kustomize', 'manifests/base'], { encoding: 'utf8' });
+    const rendered = execFileSync(KUBECTL, ['kustomize', 'manifests/base'], { encoding: 'utf8' });
     const keep = ['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ConfigMap', 'Service', 'MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'];
     const objects = (yaml.loadAll(rendered) as Obj[]).filter((o) => keep.includes(o.kind));
     const applied = await cp.kubectl(['apply', '--validate=false', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));

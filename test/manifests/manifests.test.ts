@@ -2,7 +2,6 @@
 // object passes the Kubernetes OpenAPI schema (kubernetes-models; cert-manager's CRD schemas for
 // its kinds), and the manifests agree with the code: ports, paths, names, labels, env vars.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
@@ -13,13 +12,12 @@ import { ENV_VARS, loadConfig } from '../../src/config/load.js';
 import { NODE_LABELS, SMCR_ANNOTATION } from '../../src/constants.js';
 import { PROFILE_KEY } from '../../src/cluster/live.js';
 import { parseProfile } from '../../src/cluster/profile.js';
-import { K8S_BIN } from '../harness/k8s/control-plane.js';
+import { KUBECTL, kubectlMissing } from '../harness/k8s/control-plane.js';
 import { silentLogger } from '../helpers/reviews.js';
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; [k: string]: unknown };
-const kubectl = join(K8S_BIN, 'kubectl');
-const why = existsSync(kubectl) ? '' : `no kubectl at ${kubectl} (run test/harness/k8s/fetch-kubectl.sh)`;
-if (why && process.env.CI) throw new Error(why);
+const kubectl = KUBECTL;
+const why = kubectlMissing();
 
 function render(dir: string): Obj[] {
   const r = spawnSync(kubectl, ['kustomize', dir], { encoding: 'utf8' });

@@ -15,7 +15,8 @@ COMPONENTS=("$@")
 # The recipe's identity: this script, the apt helper and the patches. A change rebuilds.
 shopt -s nullglob
 PATCHES=("$HERE"/patches/*.patch)
-RECIPE=$(cat "$0" "$HERE/../../../native/scripts/apt-src.sh" "${PATCHES[@]}" | sha256sum | cut -c1-16)
+APT_SRC=$HERE/../../../native/scripts/apt-src.sh # Debian source packages via a private deb-src setup
+RECIPE=$(cat "$0" "$APT_SRC" "${PATCHES[@]}" | sha256sum | cut -c1-16)
 
 log() { printf '[k8s-build %s] %s\n' "$(date +%T)" "$*" >&2; }
 
@@ -46,8 +47,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Debian's source packages through a private deb-src setup (native/scripts/apt-src.sh).
-APT_SRC=$HERE/../../../native/scripts/apt-src.sh
 aptsrc() { "$APT_SRC" "$K8S/apt" "$@"; }
 
 SRC=$K8S/src

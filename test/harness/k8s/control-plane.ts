@@ -18,6 +18,16 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 export const K8S_BIN = join(process.env.ERDMA_SMCR_CACHE ?? '/var/cache/erdma-smcr', 'k8s-v1.20.2', 'bin');
 export const SERVICE_CIDR = '127.100.0.0/24';
 
+/** Debian's kubectl from the harness cache (test/harness/k8s/fetch-kubectl.sh). */
+export const KUBECTL = join(K8S_BIN, 'kubectl');
+
+/** '' when the cached kubectl is there, else why not; under CI its absence is an error, not a skip. */
+export function kubectlMissing(): string {
+  const why = existsSync(KUBECTL) ? '' : `no kubectl at ${KUBECTL} (run test/harness/k8s/fetch-kubectl.sh)`;
+  if (why && process.env.CI) throw new Error(why);
+  return why;
+}
+
 export function binariesPresent(names: readonly string[] = ['etcd', 'kube-apiserver', 'kubectl']): string[] {
   return names.filter((n) => !existsSync(join(K8S_BIN, n)));
 }
@@ -56,8 +66,8 @@ export function runKubectl(kubeconfig: string, args: readonly string[], input?: 
   return new Promise((resolve) => {
     const argv = ['--kubeconfig', kubeconfig, ...args];
     const child = netns
-      ? spawn('nsenter', [`--net=${netns}`, join(K8S_BIN, 'kubectl'), ...argv], { stdio: ['pipe', 'pipe', 'pipe'] })
-      : spawn(join(K8S_BIN, 'kubectl'), argv, { stdio: ['pipe', 'pipe', 'pipe'] });
+      ? spawn('nsenter', [`--net=${netns}`, KUBECTL, ...argv], { stdio: ['pipe', 'pipe', 'pipe'] })
+      : spawn(KUBECTL, argv, { stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
