@@ -4,14 +4,27 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
+import { parseJsonBody } from '../src/admission/app.js';
+import { admit } from '../src/admission/handler.js';
+import { decodeReview, encodeReview } from '../src/admission/review.js';
+import { offlineView } from '../src/cli/webhook.js';
+import { defaultConfig } from '../src/config/load.js';
 import type { BenchRow } from './report.js';
 
 const SNI = 'erdma-smcr-webhook.erdma-smcr.svc';
-const DURATION = Number(process.env.BENCH_DURATION ?? 8);
+/** Seconds per measured load; every case is measured once per round, rounds interleave the cases. */
+const DURATION = Number(process.env.BENCH_DURATION ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const CONNECTIONS = 8;
 
-async function startChild(args: string[], pattern: RegExp): Promise<{ child: ChildProcess; port: number }> {
+interface Server {
+  readonly child: ChildProcess;
+  readonly port: number;
+}
+
+async function startChild(args: string[], pattern: RegExp): Promise<Server> {
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'] });
   let out = '';
   const port = await new Promise<number>((resolve, reject) => {
@@ -48,14 +61,27 @@ function cpuMicros(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
-interface Load extends autocannon.Result {
-  /** Server CPU per answered request, µs: steadier than req/s on a shared machine. */
-  readonly cpuPerRequest: number;
+/** Jiffies the hypervisor gave to other guests (steal) and all jiffies, over every CPU, from /proc/stat. */
+function cpuTicks(): { steal: number; total: number } {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  return { steal: fields[7] ?? 0, total: fields.reduce((a, b) => a + b, 0) };
 }
 
-async function load(server: { child: ChildProcess; port: number }, path: string, body: string, ca: string, overallRate?: number, duration = DURATION): Promise<Load> {
+interface Load {
+  readonly rps: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly errors: number;
+  /** Server CPU per answered request, µs: steadier than req/s on a shared machine. */
+  readonly cpuPerRequest: number;
+  /** Share of the machine's time stolen by the hypervisor during the load. */
+  readonly steal: number;
+}
+
+async function load(server: Server, path: string, body: string, ca: string, overallRate?: number, duration = DURATION): Promise<Load> {
   const pid = server.child.pid ?? 0;
   const before = cpuMicros(pid);
+  const ticks = cpuTicks();
   const result = await autocannon({
     url: `https://127.0.0.1:${server.port}${path}`,
     method: 'POST',
@@ -67,7 +93,15 @@ async function load(server: { child: ChildProcess; port: number }, path: string,
     tlsOptions: { ca },
     ...(overallRate ? { overallRate } : {}),
   } as autocannon.Options);
-  return { ...result, cpuPerRequest: (cpuMicros(pid) - before) / Math.max(1, result.requests.total) };
+  const after = cpuTicks();
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.errors + result.non2xx,
+    cpuPerRequest: (cpuMicros(pid) - before) / Math.max(1, result.requests.total),
+    steal: (after.steal - ticks.steal) / Math.max(1, after.total - ticks.total),
+  };
 }
 
 function review(withAnnotation: boolean): string {
@@ -76,18 +110,88 @@ function review(withAnnotation: boolean): string {
   return JSON.stringify(r);
 }
 
-function row(name: string, r: Load, ceiling?: Load, target?: string): BenchRow {
-  const errors = r.errors + r.non2xx;
-  const cpu = `server CPU ${Math.round(r.cpuPerRequest)} µs/request${ceiling ? ` (${(r.cpuPerRequest / ceiling.cpuPerRequest).toFixed(1)}× the ceiling's)` : ''}`;
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+interface Case {
+  readonly name: string;
+  readonly server: Server;
+  readonly body: string;
+  readonly target?: string;
+}
+
+/** One row from a case's rounds: medians, and the ratio to the ceiling measured in the same round. */
+function row(c: Case, runs: readonly Load[], ceiling?: readonly Load[]): BenchRow {
+  const ratios = ceiling ? runs.map((r, i) => r.rps / ceiling[i]!.rps) : [];
+  const cpu = median(runs.map((r) => r.cpuPerRequest));
+  const errors = runs.reduce((n, r) => n + r.errors, 0);
+  const notes = [
+    `p50 ${median(runs.map((r) => r.p50))} ms, p99 ${median(runs.map((r) => r.p99))} ms`,
+    `server CPU ${Math.round(cpu)} µs/request`,
+    ...(ratios.length > 1 ? [`ratio ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)} over ${runs.length} rounds`] : []),
+    `steal ${(100 * median(runs.map((r) => r.steal))).toFixed(0)}%`,
+    ...(errors ? [`${errors} errors`] : []),
+  ];
   return {
     bench: 'webhook',
-    case: name,
-    value: r.requests.average,
+    case: c.name,
+    value: median(runs.map((r) => r.rps)),
     unit: 'req/s',
-    ...(ceiling ? { ratio: r.requests.average / ceiling.requests.average } : { ratio: 1 }),
-    extra: `p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms, ${cpu}${errors ? `, ${errors} errors` : ''}`,
-    ...(target ? { target } : {}),
+    ratio: ceiling ? median(ratios) : 1,
+    extra: notes.join(', '),
+    ...(c.target ? { target: c.target } : {}),
   };
+}
+
+/**
+ * µs per call of each function, measured in interleaved batches of ~20 ms: this machine's speed
+ * drifts by up to 2× within a second, so each round times every function back to back, and a
+ * function's ratio to the first is the median of its per-round ratios.
+ */
+function interleaved(fns: readonly (() => void)[], rounds = 41): { us: number; ratio: number }[] {
+  const sizes = fns.map((fn) => {
+    let n = 1;
+    for (let t = 0; t < 20; n *= 2) {
+      const start = performance.now();
+      for (let i = 0; i < n; i++) fn();
+      t = performance.now() - start;
+    }
+    return n;
+  });
+  const times = fns.map((): number[] => []);
+  for (let round = 0; round < rounds; round++) {
+    for (let k = 0; k < fns.length; k++) {
+      const j = (k + round) % fns.length;
+      const start = performance.now();
+      for (let i = 0; i < sizes[j]!; i++) fns[j]!();
+      times[j]!.push(((performance.now() - start) * 1000) / sizes[j]!);
+    }
+  }
+  return times.map((t) => ({ us: median(t), ratio: median(t.map((x, i) => x / times[0]![i]!)) }));
+}
+
+/**
+ * The route's own work without HTTP, in this process: parse, decode, decide and serialise the
+ * response, as the /mutate handler does. Steady where the loaded server is noisy, so it is the
+ * figure to compare when the decision code changes. Baseline: JSON.parse of the same body.
+ */
+function inProcessRows(smcr: string, plain: string): BenchRow[] {
+  const config = defaultConfig();
+  const view = offlineView(config).current();
+  const route = (text: string) => (): void => {
+    const decision = admit(decodeReview(parseJsonBody(text)), 'mutate', view, config.policy);
+    JSON.stringify(encodeReview(decision.response));
+  };
+  const names = [
+    `in process: JSON.parse of the ${(smcr.length / 1024).toFixed(1)} KiB review (baseline)`,
+    'in process: SMC-R pod review (parse, decode, decide, serialise)',
+    'in process: pod without the annotation',
+  ];
+  const measured = interleaved([() => JSON.parse(smcr), route(smcr), route(plain)]);
+  return measured.map((m, i) => ({ bench: 'webhook', case: names[i]!, value: m.us, unit: 'µs/review', ratio: m.ratio }));
 }
 
 export async function benchWebhook(): Promise<BenchRow[]> {
@@ -100,21 +204,30 @@ export async function benchWebhook(): Promise<BenchRow[]> {
   try {
     const smcr = review(true);
     const plain = review(false);
+    const inProcess = inProcessRows(smcr, plain);
+    const cases: Case[] = [
+      { name: `bare node:https, fixed response (ceiling), ${CONNECTIONS} connections`, server: ceiling, body: smcr },
+      { name: 'bare node:https that JSON.parses the body, fixed response', server: parsing, body: smcr },
+      { name: 'bare fastify (our transport options, JSON body parsed), fixed response', server: floor, body: smcr },
+      { name: 'SMC-R pod review (mutated, 4-op patch)', server: ours, body: smcr, target: '>= 70% of ceiling' },
+      { name: 'pod without the annotation', server: ours, body: plain },
+    ];
     // Warm every server up (JIT, TLS session state) so that no measured run pays for it.
     for (const server of [ours, ceiling, parsing, floor]) await load(server, '/mutate', smcr, ca, undefined, 2);
-    const base = await load(ceiling, '/mutate', smcr, ca);
-    const parsed = await load(parsing, '/mutate', smcr, ca);
-    const bareFastify = await load(floor, '/mutate', smcr, ca);
-    const hot = await load(ours, '/mutate', smcr, ca);
-    const cold = await load(ours, '/mutate', plain, ca);
-    const paced = await load(ours, '/mutate', smcr, ca, 500);
+    // The machine's speed drifts (other guests steal time): each round measures every case once,
+    // starting from a different case, and a case's ratio compares it with the ceiling of its round.
+    const runs = cases.map((): Load[] => []);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (let k = 0; k < cases.length; k++) {
+        const i = (k + round) % cases.length;
+        runs[i]!.push(await load(cases[i]!.server, '/mutate', cases[i]!.body, ca));
+      }
+    }
+    const paced = await load(ours, '/mutate', smcr, ca, 500, 8);
     return [
-      row(`bare node:https, fixed response (ceiling), ${CONNECTIONS} connections`, base),
-      row('bare node:https that JSON.parses the body, fixed response', parsed, base),
-      row('bare fastify (our transport options, JSON body parsed), fixed response', bareFastify, base),
-      row('SMC-R pod review (mutated, 4-op patch)', hot, base, '>= 70% of ceiling'),
-      row('pod without the annotation', cold, base),
-      { ...row('SMC-R pod review at a fixed 500 req/s', paced, base, 'p99 < 10 ms'), ratio: undefined },
+      ...cases.map((c, i) => row(c, runs[i]!, i === 0 ? undefined : runs[0])),
+      { ...row({ name: 'SMC-R pod review at a fixed 500 req/s', server: ours, body: smcr, target: 'p99 < 10 ms' }, [paced]), ratio: undefined },
+      ...inProcess,
     ];
   } finally {
     await Promise.all([stop(ours.child), stop(ceiling.child), stop(parsing.child), stop(floor.child)]);
