@@ -52,29 +52,34 @@ export async function benchCni(): Promise<BenchRow[]> {
       },
     };
     const noop = buildNoop(dir);
+    // Interleaved: every round launches the no-op and both plugins back to back (starting from a
+    // different one each round), so that the machine's drift over the run hits every series alike.
+    const names = Object.keys(plugins) as (keyof typeof plugins)[];
     const launch: number[] = [];
-    for (let i = 0; i < ROUNDS; i++) {
+    const times = Object.fromEntries(names.map((n) => [n, { add: [] as number[], del: [] as number[] }]));
+    const timed = (f: () => ReturnType<typeof runPlugin>): [number, ReturnType<typeof runPlugin>] => {
       const t = performance.now();
-      runPlugin({ plugin: noop, config: plugins['Debian tuning (2 sysctls)'].config, command: 'ADD', containerId: `c${i}`, netns: pod.path, ifname: 'eth0' });
-      launch.push(performance.now() - t);
-    }
-    const results: Record<string, { add: number; del: number }> = {};
-    for (const [name, p] of Object.entries(plugins)) {
-      const add: number[] = [];
-      const del: number[] = [];
-      for (let i = 0; i < ROUNDS; i++) {
-        const call = { plugin: p.plugin, config: p.config, containerId: `c${i}`, netns: pod.path, ifname: 'eth0' };
-        let t = performance.now();
-        const a = runPlugin({ ...call, command: 'ADD' });
-        add.push(performance.now() - t);
+      const r = f();
+      return [performance.now() - t, r];
+    };
+    for (let i = 0; i < ROUNDS; i++) {
+      for (let k = 0; k <= names.length; k++) {
+        const j = (k + i) % (names.length + 1);
+        if (j === names.length) {
+          launch.push(timed(() => runPlugin({ plugin: noop, config: plugins[names[0]!].config, command: 'ADD', containerId: `c${i}`, netns: pod.path, ifname: 'eth0' }))[0]);
+          continue;
+        }
+        const name = names[j]!;
+        const call = { plugin: plugins[name].plugin, config: plugins[name].config, containerId: `c${i}`, netns: pod.path, ifname: 'eth0' };
+        const [addMs, a] = timed(() => runPlugin({ ...call, command: 'ADD' }));
         if (a.status !== 0) throw new Error(`${name} ADD failed: ${a.stdout}${a.stderr}`);
-        t = performance.now();
-        const d = runPlugin({ ...call, command: 'DEL' });
-        del.push(performance.now() - t);
+        const [delMs, d] = timed(() => runPlugin({ ...call, command: 'DEL' }));
         if (d.status !== 0) throw new Error(`${name} DEL failed: ${d.stdout}`);
+        times[name]!.add.push(addMs);
+        times[name]!.del.push(delMs);
       }
-      results[name] = { add: median(add), del: median(del) };
     }
+    const results = Object.fromEntries(names.map((n) => [n, { add: median(times[n]!.add), del: median(times[n]!.del) }]));
     const base = Object.values(results)[0] as { add: number; del: number };
     const launched = median(launch);
     const ours = Object.values(results)[1] as { add: number; del: number };
