@@ -86,23 +86,28 @@ export class NodeAgent {
       else this.labeler = new NodeLabeler(kc as KubeConfig, this.a.nodeName as string, this.log);
     }
     if (this.a.cniInstall) {
-      this.cni = new CniInstaller({
-        confDir: hostPath(this.a, this.a.cniConfDir),
-        binDir: hostPath(this.a, this.a.cniBinDir),
-        binarySource: this.binary,
-        pnetIdFile: this.a.pnetIdFile,
-        stateDir: this.a.cniStateDir,
-        logFile: this.a.cniLogFile,
-        logger: this.log,
-        onStatus: (p) => {
-          this.opts.metrics.cniChained.set(p ? 0 : 1);
-          this.setProblem('cni', p);
-        },
+      this.cni = this.cniInstaller((p) => {
+        this.opts.metrics.cniChained.set(p ? 0 : 1);
+        this.setProblem('cni', p);
       });
       this.cni.start();
     }
     await this.refresh();
     if (this.a.podEvents) await this.startPodWatch();
+  }
+
+  /** The CNI installer for this node's configured directories; onStatus hears about chaining problems. */
+  private cniInstaller(onStatus?: (problem: string) => void): CniInstaller {
+    return new CniInstaller({
+      confDir: hostPath(this.a, this.a.cniConfDir),
+      binDir: hostPath(this.a, this.a.cniBinDir),
+      binarySource: this.binary,
+      pnetIdFile: this.a.pnetIdFile,
+      stateDir: this.a.cniStateDir,
+      logFile: this.a.cniLogFile,
+      logger: this.log,
+      ...(onStatus ? { onStatus } : {}),
+    });
   }
 
   private setProblem(duty: string, problem: string): void {
@@ -261,17 +266,7 @@ export class NodeAgent {
 
   /** Removes our CNI entry and binary (agent --uninstall, or a preStop hook). */
   uninstallCni(): void {
-    const installer =
-      this.cni ??
-      new CniInstaller({
-        confDir: hostPath(this.a, this.a.cniConfDir),
-        binDir: hostPath(this.a, this.a.cniBinDir),
-        binarySource: this.binary,
-        pnetIdFile: this.a.pnetIdFile,
-        stateDir: this.a.cniStateDir,
-        logFile: this.a.cniLogFile,
-        logger: this.log,
-      });
+    const installer = this.cni ?? this.cniInstaller();
     installer.close();
     installer.uninstall();
   }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { activeConfFile, CniInstaller, insertPlugin, PLUGIN_TYPE, removePlugin } from '../../src/agent/cni-install.js';
+import { until } from '../helpers/wait.js';
 
 const terway = {
   cniVersion: '0.4.0',
@@ -25,15 +26,6 @@ const flannel = {
 const bridgeConf = { cniVersion: '1.0.0', name: 'mynet', type: 'bridge', bridge: 'cni0', isGateway: true, ipam: { type: 'host-local', subnet: '10.22.0.0/16' } };
 
 const logger = pino({ level: 'silent' });
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function until(what: string, f: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!f()) {
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
-    await sleep(50);
-  }
-}
 
 describe('CNI chaining', () => {
   const dirs: string[] = [];

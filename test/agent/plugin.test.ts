@@ -7,7 +7,8 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { discover } from '../../src/agent/discovery.js';
 import { ErdmaDevicePlugin } from '../../src/agent/plugin.js';
-import { FakeKubelet, until, type DeviceMsg } from '../helpers/fake-kubelet.js';
+import { FakeKubelet, type DeviceMsg } from '../helpers/fake-kubelet.js';
+import { until } from '../helpers/wait.js';
 import { addDevice, removeDevice, setPortState } from '../helpers/sysfs.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];

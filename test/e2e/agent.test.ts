@@ -17,6 +17,7 @@ import { loadKubeConfig } from '../../src/cluster/kube.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ensureBinaries, startControlPlane, type ControlPlane } from '../harness/k8s/control-plane.js';
 import { canUseNetns, cleanupNetns, createNetns, readSysctlIn, runPlugin } from '../helpers/netns.js';
+import { until } from '../helpers/wait.js';
 
 const why = ensureBinaries() || (canUseNetns() ? '' : 'needs root and ip netns');
 const NODE = 'ecs-agent-1';
@@ -25,15 +26,6 @@ const SA = `system:serviceaccount:${SA_NS}:${SA_NAME}`;
 const PLUGIN = 'native/build/erdma-smcr';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, f: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => {
   let cp: ControlPlane;

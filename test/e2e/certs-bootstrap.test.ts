@@ -24,6 +24,7 @@ import { registration, WEBHOOK_IP } from '../harness/registration.js';
 import { startWebhookProc, type WebhookProc } from '../harness/webhook-proc.js';
 import { postH1, SNI } from '../helpers/tls.js';
 import { smcrReview } from '../helpers/reviews.js';
+import { until } from '../helpers/wait.js';
 
 const why = ensureBinaries();
 const NS = 'erdma-smcr';
@@ -39,15 +40,6 @@ const policy: RotationPolicy = {
 };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, f: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 /** TLS handshake as the API server does it: caBundle pinned, SNI = Service DNS name. */
 function handshake(port: number, caPem: string, servername = SNI): Promise<string> {

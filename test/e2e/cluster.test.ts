@@ -16,6 +16,7 @@ import { ensureBinaries, KUBECTL, startControlPlane, type ControlPlane } from '.
 import { startNode, type KubeNode } from '../harness/k8s/node.js';
 import { startWebhookProc, type WebhookProc } from '../harness/webhook-proc.js';
 import { CNI_BIN_DIR, cleanupNetns, createNetns, hasDebianCniPlugins } from '../helpers/netns.js';
+import { until as poll } from '../helpers/wait.js';
 
 const why = ensureBinaries() || containerdAvailable() || (hasDebianCniPlugins() ? '' : 'Debian CNI plugins missing');
 if (why && process.env.CI) throw new Error(`the cluster suite cannot run in CI: ${why}`);
@@ -25,7 +26,6 @@ const NODE = 'ecs-erdma-1';
 const NODE_IP = '10.200.0.2';
 const APP = 'erdma-smcr.test/app:1';
 const PAUSE = 'erdma-smcr.test/pause:1';
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 type Obj = { kind: string; metadata: { name: string; namespace?: string; uid?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; [k: string]: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -42,17 +42,14 @@ describe.skipIf(why !== '')('a real single-node cluster: webhook â†’ scheduler â
     return r.stdout;
   };
   const getJson = async (...args: string[]): Promise<Obj & { items: Obj[] }> => JSON.parse(await kubectl('get', '-o', 'json', ...args));
-  async function until<T>(what: string, f: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-    const end = Date.now() + timeoutMs;
-    for (;;) {
-      const v = await f().catch(() => undefined);
-      if (v !== undefined) return v;
-      if (Date.now() > end) {
-        throw new Error(`timed out waiting for ${what}\n--- kubelet ---\n${node?.logs('kubelet').slice(-3000)}\n--- agent ---\n${node?.logs('agent').slice(-2000)}`);
-      }
-      await sleep(300);
-    }
-  }
+  // The API settles slowly on this machine: errors count as "not yet", and a timeout shows the logs.
+  const until = <T>(what: string, f: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> =>
+    poll(what, f, {
+      timeoutMs,
+      intervalMs: 300,
+      retryErrors: true,
+      details: () => `--- kubelet ---\n${node?.logs('kubelet').slice(-3000)}\n--- agent ---\n${node?.logs('agent').slice(-2000)}`,
+    });
   const capacity = async (): Promise<number> => Number((await getJson('node', NODE)).status?.capacity?.['aliyun/erdma'] ?? 0);
 
   beforeAll(async () => {

@@ -83,13 +83,3 @@ export class FakeKubelet {
     if (existsSync(this.socket)) unlinkSync(this.socket);
   }
 }
-
-export async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs = 5000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
