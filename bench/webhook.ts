@@ -153,13 +153,11 @@ function row(c: Case, runs: readonly Load[], ceiling?: readonly Load[]): BenchRo
  */
 function interleaved(fns: readonly (() => void)[], rounds = 41): { us: number; ratio: number }[] {
   const sizes = fns.map((fn) => {
-    let n = 1;
-    for (let t = 0; t < 20; n *= 2) {
+    for (let n = 1; ; n *= 2) {
       const start = performance.now();
       for (let i = 0; i < n; i++) fn();
-      t = performance.now() - start;
+      if (performance.now() - start >= 20) return n;
     }
-    return n;
   });
   const times = fns.map((): number[] => []);
   for (let round = 0; round < rounds; round++) {
