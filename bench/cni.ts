@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { cleanupNetns, createNetns, runPlugin } from '../test/helpers/netns.js';
-import type { BenchRow } from './report.js';
+import { median, type BenchRow } from './report.js';
 
 const ROUNDS = Number(process.env.BENCH_CNI_ROUNDS ?? 200);
 
@@ -21,11 +21,6 @@ function buildNoop(dir: string): string {
   const r = spawnSync('cc', ['-static', '-O2', '-o', bin, src], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`cannot build the no-op launcher baseline: ${r.stderr}`);
   return bin;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] ?? 0;
 }
 
 export async function benchCni(): Promise<BenchRow[]> {

@@ -11,7 +11,7 @@ import { admit } from '../src/admission/handler.js';
 import { decodeReview, encodeReview } from '../src/admission/review.js';
 import { offlineView } from '../src/cli/webhook.js';
 import { defaultConfig } from '../src/config/load.js';
-import type { BenchRow } from './report.js';
+import { median, type BenchRow } from './report.js';
 
 const SNI = 'erdma-smcr-webhook.erdma-smcr.svc';
 /** Seconds per measured load; every case is measured once per round, rounds interleave the cases. */
@@ -108,12 +108,6 @@ function review(withAnnotation: boolean): string {
   const r = JSON.parse(readFileSync('test/fixtures/apiserver-v1.20.2/admissionreview-pod-create-by-replicaset-controller.json', 'utf8'));
   if (withAnnotation) r.request.object.metadata.annotations = { 'network.alibabacloud.com/erdma-smcr': 'true', 'smcr.erdma.io/wmem': '262144' };
   return JSON.stringify(r);
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 interface Case {

@@ -26,7 +26,6 @@ const SA = `system:serviceaccount:${SA_NS}:${SA_NAME}`;
 const PLUGIN = 'native/build/erdma-smcr';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-
 describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => {
   let cp: ControlPlane;
   let admin: CoreV1Api;

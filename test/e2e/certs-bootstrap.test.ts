@@ -40,7 +40,6 @@ const policy: RotationPolicy = {
 };
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-
 /** TLS handshake as the API server does it: caBundle pinned, SNI = Service DNS name. */
 function handshake(port: number, caPem: string, servername = SNI): Promise<string> {
   return new Promise((resolve) => {
