@@ -37,13 +37,16 @@ export interface RunningServer {
 }
 
 /**
- * Tracks connections so shutdown is quick and loses nothing: idle HTTP/1.1 connections close at
- * once, busy ones after their response (Connection: close), HTTP/2 sessions get GOAWAY and finish
- * their open streams. (fastify's own HTTP/2 session tracking waits for a 'connect' event that
- * server sessions never emit.)
+ * Tracks connections so shutdown is quick and loses nothing.
+ * - HTTP/1.1: `server.close()` closes idle keep-alive connections at once and leaves busy ones
+ *   (for an HTTP/2 server with allowHTTP1 too since Node 20.12; package.json asks for 20.13,
+ *   which fixed a busy loop that change brought). A response still being produced tells its
+ *   client not to reuse the connection (Connection: close), so it closes after that response.
+ * - HTTP/2: sessions get GOAWAY and finish their open streams. (fastify's own session tracking
+ *   waits for a 'connect' event that server sessions never emit.)
+ * - Every socket is kept for the end of the grace period.
  */
 class Connections {
-  private readonly busy = new Map<Socket, number>();
   private readonly all = new Set<Socket>();
   private readonly sessions = new Set<ServerHttp2Session>();
   closing = false;
@@ -56,26 +59,10 @@ class Connections {
 
   track(socket: TLSSocket): void {
     this.all.add(socket);
-    socket.once('close', () => {
-      this.all.delete(socket);
-      this.busy.delete(socket);
-    });
-    if (socket.alpnProtocol !== 'h2') this.busy.set(socket, 0);
+    socket.once('close', () => this.all.delete(socket));
   }
 
-  begin(socket: Socket): void {
-    const n = this.busy.get(socket);
-    if (n !== undefined) this.busy.set(socket, n + 1);
-  }
-
-  end(socket: Socket): void {
-    const n = this.busy.get(socket);
-    if (n === undefined) return;
-    this.busy.set(socket, n - 1);
-  }
-
-  closeIdle(): void {
-    for (const [socket, n] of this.busy) if (n <= 0) socket.destroy();
+  closeSessions(): void {
     for (const session of this.sessions) session.close();
   }
 
@@ -88,19 +75,11 @@ function hookConnections(app: FastifyInstance, conns: Connections): void {
   const server = app.server as unknown as Http2SecureServer;
   server.on('secureConnection', (s: TLSSocket) => conns.track(s));
   server.on('session', (s: ServerHttp2Session) => conns.trackSession(s));
-  // Callback-style hooks: no promise per request on the hot path.
-  app.addHook('onRequest', (req, _reply, done) => {
-    if (req.raw.httpVersionMajor === 1) conns.begin(req.raw.socket);
-    done();
-  });
+  // One callback-style hook (no promise per request on the hot path). fastify itself only marks
+  // requests that arrive after close() began; this also covers those already in flight.
   app.addHook('onSend', (req, reply, payload, done) => {
-    // While closing, tell HTTP/1.1 clients not to reuse this connection.
     if (conns.closing && req.raw.httpVersionMajor === 1) reply.header('connection', 'close');
     done(null, payload);
-  });
-  app.addHook('onResponse', (req, _reply, done) => {
-    if (req.raw.httpVersionMajor === 1) conns.end(req.raw.socket);
-    done();
   });
 }
 
@@ -184,7 +163,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }, config.webhook.shutdownGraceMs);
       grace.unref();
       const done = app.close();
-      conns.closeIdle();
+      conns.closeSessions();
       await done;
       clearTimeout(grace);
       await metricsApp?.close();
