@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { validate } from 'dockerfile-utils';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runDockerfile, type DockerfileRun } from '../harness/dockerfile-steps.js';
+import { npmCacheDir, runDockerfile, type DockerfileRun } from '../harness/dockerfile-steps.js';
 
 const text = readFileSync('Dockerfile', 'utf8');
 
@@ -48,8 +48,14 @@ describe('Dockerfile', () => {
     let run: DockerfileRun;
     const steps: string[] = [];
 
+    // This machine's npm cache (the Dockerfile's deps stage runs `npm cache clean --force`).
+    const machineCache = join(npmCacheDir(), '_cacache');
+    const cacheEntries = (): number => (existsSync(machineCache) ? readdirSync(machineCache, { recursive: true }).length : 0);
+    let cachedBefore = 0;
+
     beforeAll(async () => {
       out = mkdtempSync(join(tmpdir(), 'docker-steps-'));
+      cachedBefore = cacheEntries();
       run = await runDockerfile('Dockerfile', '.', out, (s) => steps.push(s));
     }, 300_000);
     afterAll(() => {
@@ -64,6 +70,12 @@ describe('Dockerfile', () => {
           expect(ci).toContain(pkg);
         }
       }
+    });
+
+    it("leaves this machine's npm cache alone, though the steps clean theirs", () => {
+      expect(steps).toContainEqual(expect.stringMatching(/npm cache clean --force/));
+      expect(cachedBefore).toBeGreaterThan(0); // npm ci, which the tests need, fills it
+      expect(cacheEntries()).toBeGreaterThanOrEqual(cachedBefore);
     });
 
     it('builds the same dist/ and the same static CNI binary as CI', () => {

@@ -2,10 +2,11 @@
 // image build produces what CI builds (no Docker engine runs here). Parsing is dockerfile-ast's.
 // FROM starts an empty stage directory (the base image's own files are not reproduced); COPY
 // copies from the build context or another stage; WORKDIR and ENV apply; RUN runs with bash in the
-// stage's working directory. `apt-get` steps are not run: their packages must already be
+// stage's working directory, with an npm cache of its own (a Dockerfile may clean its cache, and
+// this machine's must survive). `apt-get` steps are not run: their packages must already be
 // installed on this machine, which is checked instead.
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DockerfileParser, type Copy, type From } from 'dockerfile-ast';
 
@@ -52,8 +53,35 @@ function sh(cmd: string, cwd: string, env: NodeJS.ProcessEnv): Promise<void> {
   });
 }
 
+/** This machine's npm cache directory (`npm config get cache`). */
+export function npmCacheDir(): string {
+  return execFileSync('npm', ['config', 'get', 'cache'], { encoding: 'utf8' }).trim();
+}
+
+/**
+ * A private npm cache for the steps, seeded from this machine's so `npm ci` stays offline-fast:
+ * cacache never rewrites a content file (new content is renamed into place), so content is
+ * hard-linked where the two directories share a filesystem (copied where not); the index is
+ * appended to, so it is copied.
+ */
+function privateNpmCache(out: string): string {
+  const dir = join(out, 'npm-cache', '_cacache');
+  const cache = join(npmCacheDir(), '_cacache');
+  mkdirSync(dir, { recursive: true });
+  if (existsSync(join(cache, 'content-v2'))) {
+    try {
+      execFileSync('cp', ['-al', join(cache, 'content-v2'), dir], { stdio: 'ignore' });
+    } catch {
+      cpSync(join(cache, 'content-v2'), join(dir, 'content-v2'), { recursive: true });
+    }
+  }
+  if (existsSync(join(cache, 'index-v5'))) cpSync(join(cache, 'index-v5'), join(dir, 'index-v5'), { recursive: true });
+  return join(out, 'npm-cache');
+}
+
 export async function runDockerfile(file: string, context: string, out: string, log: (s: string) => void = () => {}): Promise<DockerfileRun> {
   const text = readFileSync(file, 'utf8');
+  const npmCache = privateNpmCache(out);
   const df = DockerfileParser.parse(text);
   const args = argDefaults(text);
   const stages: StageResult[] = [];
@@ -111,7 +139,7 @@ export async function runDockerfile(file: string, context: string, out: string, 
           break;
         }
         log(`RUN ${argText}`);
-        await sh(argText, inStage('.'), { ...process.env, ...env });
+        await sh(argText, inStage('.'), { ...process.env, npm_config_cache: npmCache, ...env });
         break;
       }
       case 'USER':
