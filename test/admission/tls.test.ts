@@ -3,7 +3,7 @@
 import { Agent } from 'node:https';
 import { connect as tlsConnect } from 'node:tls';
 import { rmSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ensureLocalCerts } from '../../src/certs/local.js';
 import { SETTINGS_ANNOTATION } from '../../src/constants.js';
 import { applyResponse, smcrReview } from '../helpers/reviews.js';
@@ -115,9 +115,15 @@ describe('graceful shutdown', () => {
   it('finishes a request in flight, closes idle keep-alive connections at once, and stops accepting', async () => {
     const s = await startTestServer();
     const agent = new Agent({ keepAlive: true, maxSockets: 2 });
+    const h2 = h2Session(s.server.port, s.ca());
+    // Pass or fail: no server, connection or certificate directory is left behind.
+    onTestFinished(async () => {
+      agent.destroy();
+      h2.close();
+      await s.stop();
+    });
     // Two kept-alive connections: one idle, one carrying a request when close() starts.
     await Promise.all([postH1(s.server.port, s.ca(), '/mutate', body, agent), postH1(s.server.port, s.ca(), '/mutate', body, agent)]);
-    const h2 = h2Session(s.server.port, s.ca());
     await postH2(h2, '/mutate', body);
     // Both requests have sent half their body when close() starts, and the rest after.
     let closed: Promise<void> | undefined;
@@ -138,8 +144,5 @@ describe('graceful shutdown', () => {
     // The idle kept-alive connection did not hold the close up (keepAliveTimeout is 65 s).
     expect(Date.now() - started).toBeLessThan(3000);
     await expect(postH1(s.server.port, s.ca(), '/mutate', body)).rejects.toThrow(/ECONNREFUSED/);
-    agent.destroy();
-    h2.close();
-    rmSync(s.dir, { recursive: true, force: true });
   });
 });
