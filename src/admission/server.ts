@@ -40,8 +40,9 @@ export interface RunningServer {
  * Tracks connections so shutdown is quick and loses nothing.
  * - HTTP/1.1: `server.close()` closes idle keep-alive connections at once and leaves busy ones
  *   (for an HTTP/2 server with allowHTTP1 too since Node 20.12; package.json asks for 20.13,
- *   which stopped that change from checking connections on every event-loop tick). A response still being produced tells its
- *   client not to reuse the connection (Connection: close), so it closes after that response.
+ *   which stopped that change from checking connections on every event-loop tick). A response
+ *   still being produced tells its client not to reuse the connection (Connection: close), so it
+ *   closes after that response.
  * - HTTP/2: sessions get GOAWAY and finish their open streams. (fastify's own session tracking
  *   waits for a 'connect' event that server sessions never emit.)
  * - Every socket is kept for the end of the grace period.
