@@ -1,13 +1,17 @@
 // The webhook as a fastify application that never listens: routes, error mapping, logging and
 // metrics. src/admission/server.ts owns TLS, ports, reloads and signals; tests use app.inject().
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import secureJson from 'secure-json-parse';
 import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
 import { AppError, isAppError, type ErrorCode } from '../errors.js';
 import { isObject } from '../policy/locate.js';
-import { admit, type Endpoint } from './handler.js';
+import { BodyBudget, readBody } from './body.js';
+import { admit, kindLabel, type Endpoint } from './handler.js';
 import type { WebhookMetrics } from './metrics.js';
 import { decodeReview, encodeReview, type AdmissionRequest } from './review.js';
+
+const SAFE_PARSE = { protoAction: 'remove', constructorAction: 'remove' } as const;
 
 export interface Readiness {
   /** '' when ready, else why not. */
@@ -23,6 +27,8 @@ export interface AppDeps {
   readonly readiness?: Readiness;
   /** Serve /metrics on this app too (when there is no separate metrics port). */
   readonly serveMetrics?: boolean;
+  /** The budget of unfinished request bodies (server.ts shares it with its metrics). */
+  readonly bodyBudget?: BodyBudget;
 }
 
 /** Fastify error codes we translate into our catalogue. */
@@ -34,11 +40,16 @@ const FASTIFY_CODES: Readonly<Record<string, ErrorCode>> = {
   FST_ERR_CTP_INVALID_JSON_BODY: 'REVIEW_NOT_JSON',
 };
 
+const FASTIFY_MESSAGES: Partial<Record<ErrorCode, string>> = {
+  BODY_TOO_LARGE: 'request body is larger than the configured limit',
+  UNSUPPORTED_MEDIA_TYPE: 'the request body must be application/json (UTF-8), as the API server sends it',
+};
+
 function toAppError(err: unknown): AppError {
   if (isAppError(err)) return err;
   const e = err as { code?: string; statusCode?: number; message?: string };
   const code = e.code ? FASTIFY_CODES[e.code] : undefined;
-  if (code) return new AppError(code, code === 'BODY_TOO_LARGE' ? 'request body is larger than the configured limit' : `request body is not valid JSON: ${e.message ?? ''}`);
+  if (code) return new AppError(code, FASTIFY_MESSAGES[code] ?? `request body is not valid JSON: ${e.message ?? ''}`);
   if (err instanceof SyntaxError || (e.statusCode === 400 && typeof e.message === 'string')) {
     return new AppError('REVIEW_NOT_JSON', `request body is not valid JSON: ${e.message}`);
   }
@@ -46,17 +57,27 @@ function toAppError(err: unknown): AppError {
 }
 
 /**
- * Plain JSON.parse (the hot path: reviews are a few KiB) plus a refusal of `__proto__` keys,
- * the prototype-poisoning shape fastify's default parser also refuses.
+ * JSON.parse through secure-json-parse (fastify's own safe parser): `__proto__` keys, and
+ * `constructor` keys holding a `prototype`, are dropped from the result, so no such key reaches
+ * a prototype anywhere below. Refusing them instead would answer 400, and with
+ * `failurePolicy: Ignore` a 400 admits the pod unreviewed: one string would skip the policy.
+ * A `"__proto__"` value is only a string. The scan runs only when the text holds such a key.
  */
 export function parseJsonBody(text: string): unknown {
   if (text === '') throw new AppError('REVIEW_NOT_JSON', 'request body is empty');
-  if (text.includes('"__proto__"')) throw new AppError('REVIEW_NOT_JSON', 'request body holds a "__proto__" key');
   try {
-    return JSON.parse(text);
+    return secureJson.parse(text, undefined, SAFE_PARSE);
   } catch (err) {
     throw new AppError('REVIEW_NOT_JSON', `request body is not valid JSON: ${(err as Error).message}`);
   }
+}
+
+/** Longest string a log line carries from a request: a Kubernetes name is at most 253 bytes. */
+const LOG_FIELD_MAX = 253;
+
+/** Clips a caller-supplied string for the log, saying how long it was. */
+export function clip(s: string): string {
+  return s.length <= LOG_FIELD_MAX ? s : `${s.slice(0, LOG_FIELD_MAX)}...(${s.length} chars)`;
 }
 
 function objectName(req: AdmissionRequest): string {
@@ -89,18 +110,18 @@ function reviewRoute(app: FastifyInstance, deps: AppDeps, endpoint: Endpoint): v
     const decision = admit(req, endpoint, deps.views.current(), deps.config.policy);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const m = deps.metrics;
-    m.requests.inc({ endpoint, operation: req.operation, kind: req.kind.kind, verdict: decision.verdict, dry_run: String(req.dryRun) });
+    m.requests.inc({ endpoint, operation: req.operation, kind: kindLabel(req.kind.kind), verdict: decision.verdict, dry_run: String(req.dryRun) });
     m.duration.observe({ endpoint }, seconds);
     for (const rule of new Set(decision.rules)) m.denials.inc({ rule });
     if (decision.patchBytes > 0) m.patchBytes.observe(decision.patchBytes);
     request.log.info(
       {
-        uid: req.uid,
+        uid: clip(req.uid),
         endpoint,
         operation: req.operation,
-        kind: req.kind.kind,
-        namespace: req.namespace ?? '',
-        name: objectName(req),
+        kind: clip(req.kind.kind),
+        namespace: clip(req.namespace ?? ''),
+        name: clip(objectName(req)),
         dryRun: req.dryRun,
         verdict: decision.verdict,
         rules: decision.rules,
@@ -117,12 +138,17 @@ function reviewRoute(app: FastifyInstance, deps: AppDeps, endpoint: Endpoint): v
 export function registerWebhook(app: FastifyInstance, deps: AppDeps): void {
   // The API server always sends application/json; anything else is a client mistake (415).
   app.removeContentTypeParser(['text/plain', 'application/json']);
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    try {
-      done(null, parseJsonBody(body as string));
-    } catch (err) {
-      done(err as Error, undefined);
-    }
+  const { bodyLimit, pendingBodyBytes } = deps.config.webhook;
+  const budget = deps.bodyBudget ?? new BodyBudget(pendingBodyBytes);
+  app.addContentTypeParser('application/json', (req, _payload, done) => {
+    readBody(req.raw, bodyLimit, budget, (err, text) => {
+      if (err) return done(err, undefined);
+      try {
+        done(null, parseJsonBody(text ?? ''));
+      } catch (parseErr) {
+        done(parseErr as Error, undefined);
+      }
+    });
   });
   app.setErrorHandler((err, request, reply) => {
     const appErr = toAppError(err);

@@ -26,6 +26,13 @@ export const ENDPOINT_KINDS: Readonly<Record<Endpoint, ReadonlySet<string>>> = {
   validate: new Set(SUPPORTED_KINDS),
 };
 
+const KIND_LABELS: ReadonlySet<string> = new Set([...ENDPOINT_KINDS.mutate, ...ENDPOINT_KINDS.validate]);
+
+/** The metric label for a request's kind: one of the kinds we review, else "other" (a label set must stay fixed). */
+export function kindLabel(kind: string): string {
+  return KIND_LABELS.has(kind) ? kind : 'other';
+}
+
 /** The API server truncates longer warnings (and drops many): keep each short and the list bounded. */
 export const MAX_WARNING_LENGTH = 120;
 export const MAX_WARNINGS = 10;
@@ -77,6 +84,17 @@ function respond(uid: string, result: PolicyResult): Decision {
   return { response, verdict, rules, patchBytes, smcr: result.smcr };
 }
 
+function kindMismatch(obj: JsonObject, kind: string): PolicyResult | undefined {
+  if (obj.kind === undefined || obj.kind === kind) return undefined;
+  const got = typeof obj.kind === 'string' ? obj.kind.slice(0, 63) : typeof obj.kind;
+  const denial: Denial = {
+    rule: 'object-kind',
+    path: 'request.object.kind',
+    message: `the object is a ${got} but the review says ${kind}; an API server never sends this, so it is refused.`,
+  };
+  return { allowed: false, denials: [denial], warnings: [], patch: [], mutated: obj, smcr: false, untouched: false };
+}
+
 function ensureKind(obj: JsonObject, kind: string): JsonObject {
   return obj.kind === kind ? obj : { ...obj, kind };
 }
@@ -92,6 +110,10 @@ export function admit(req: AdmissionRequest, endpoint: Endpoint, view: ClusterVi
     );
   }
   if (!req.object) throw new AppError('REVIEW_INVALID', `request.object is missing for ${req.operation}`);
+  // The API server sends the object in the kind it names; anything else did not come from it, and
+  // reviewing it as request.kind would judge (and patch) one object as another: refuse it.
+  const mismatch = kindMismatch(req.object, kind) ?? (req.oldObject ? kindMismatch(req.oldObject, kind) : undefined);
+  if (mismatch) return respond(req.uid, mismatch);
   const object = ensureKind(req.object, kind);
   if (req.operation === 'UPDATE') {
     const old = req.oldObject ? ensureKind(req.oldObject, kind) : undefined;

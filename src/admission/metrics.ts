@@ -57,6 +57,29 @@ export class WebhookMetrics {
     registers: [this.registry],
   });
 
+  readonly pendingBodyBytes = new Gauge({
+    name: 'erdma_smcr_admission_pending_body_bytes',
+    help: 'Bytes held by request bodies still being received (bounded by webhook.pendingBodyBytes).',
+    registers: [this.registry],
+  });
+  readonly droppedBodies = new Counter({
+    name: 'erdma_smcr_admission_dropped_bodies_total',
+    help: 'Unfinished request bodies dropped, oldest first, to keep pending body bytes within their budget.',
+    registers: [this.registry],
+  });
+
+  /** Reads the body budget at scrape time (no work per request). */
+  trackBodies(budget: { readonly bytes: number; readonly dropped: number }): void {
+    // prom-client calls a metric's collect() before reading it; it is a constructor option, set late here.
+    Object.assign(this.pendingBodyBytes, { collect: (): void => this.pendingBodyBytes.set(budget.bytes) });
+    Object.assign(this.droppedBodies, {
+      collect: (): void => {
+        this.droppedBodies.reset();
+        this.droppedBodies.inc(budget.dropped);
+      },
+    });
+  }
+
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }

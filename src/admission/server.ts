@@ -1,13 +1,14 @@
 // The webhook process: TLS (HTTP/2 and HTTP/1.1, TLS 1.2+), certificate reload without a restart,
 // a plain-HTTP metrics/health port, and a graceful shutdown that fails no admission.
 import type { FSWatcher } from 'node:fs';
-import type { Http2SecureServer, ServerHttp2Session } from 'node:http2';
+import { constants as http2constants, type Http2SecureServer, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
 import { buildApp, metricsRoute, quietRequests } from './app.js';
+import { BodyBudget } from './body.js';
 import { checkKeyCert, loadKeyCert, watchDir, type KeyCert } from './certs-watch.js';
 import { WebhookMetrics } from './metrics.js';
 
@@ -84,6 +85,66 @@ function hookConnections(app: FastifyInstance, conns: Connections): void {
   });
 }
 
+/**
+ * TLS 1.2+ with forward-secret AEAD suites only: the ECDHE AES-GCM and ChaCha20-Poly1305 suites
+ * that the Kubernetes API server's recommended list keeps (no CBC, no SHA-1, no static RSA).
+ * The TLS 1.3 suites are named too: a list without them would cap Node at TLS 1.2.
+ */
+export const TLS_POLICY = {
+  minVersion: 'TLSv1.2',
+  ciphers: [
+    'TLS_AES_128_GCM_SHA256',
+    'TLS_AES_256_GCM_SHA384',
+    'TLS_CHACHA20_POLY1305_SHA256',
+    'ECDHE-ECDSA-AES128-GCM-SHA256',
+    'ECDHE-RSA-AES128-GCM-SHA256',
+    'ECDHE-ECDSA-AES256-GCM-SHA384',
+    'ECDHE-RSA-AES256-GCM-SHA384',
+    'ECDHE-ECDSA-CHACHA20-POLY1305',
+    'ECDHE-RSA-CHACHA20-POLY1305',
+  ].join(':'),
+  honorCipherOrder: true,
+} as const;
+
+/** The API server opens few streams per connection; nghttp2 would otherwise allow 2^32-1. */
+const MAX_STREAMS_PER_SESSION = 128;
+
+/** Node's HTTP/1.1 deadline fields, which Http2SecureServer with allowHTTP1 honours once set. */
+interface Http1Deadlines {
+  headersTimeout: number;
+  requestTimeout: number;
+  keepAliveTimeout: number;
+  connectionsCheckingInterval: number;
+}
+
+/**
+ * Deadlines on both protocols (fastify applies its timeouts to HTTP/1 servers only).
+ * - HTTP/1.1: Node's own headersTimeout/requestTimeout (408 and close) and keepAliveTimeout;
+ *   they must be set before listen(), when Node starts checking connections.
+ * - HTTP/2: a session must open its first stream within headersTimeoutMs; every stream, body
+ *   included, must end within requestTimeoutMs (a trickled body keeps the session busy, so the
+ *   session's idle timeout alone never fires); idle sessions close after idleTimeoutMs (fastify's
+ *   http2SessionTimeout).
+ */
+export function enforceDeadlines(server: Http2SecureServer, w: Config['webhook']): void {
+  const h1 = server as unknown as Http1Deadlines;
+  h1.headersTimeout = w.headersTimeoutMs;
+  h1.requestTimeout = w.requestTimeoutMs;
+  h1.keepAliveTimeout = w.idleTimeoutMs;
+  h1.connectionsCheckingInterval = Math.min(1000, w.headersTimeoutMs);
+  server.on('session', (session: ServerHttp2Session) => {
+    const first = setTimeout(() => session.destroy(), w.headersTimeoutMs);
+    first.unref();
+    session.once('stream', () => clearTimeout(first));
+    session.once('close', () => clearTimeout(first));
+  });
+  server.on('stream', (stream: ServerHttp2Stream) => {
+    const deadline = setTimeout(() => stream.close(http2constants.NGHTTP2_CANCEL), w.requestTimeoutMs);
+    deadline.unref();
+    stream.once('close', () => clearTimeout(deadline));
+  });
+}
+
 async function startMetricsServer(opts: ServerOptions, metrics: WebhookMetrics, ready: () => string): Promise<FastifyInstance | undefined> {
   const { metricsPort, metricsHost, metricsEnabled } = opts.config.webhook;
   if (!metricsEnabled) return undefined;
@@ -111,18 +172,27 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   metrics.certExpiry.set(pair.notAfter.getTime() / 1000);
   const conns = new Connections();
   const ready = (): string => (conns.closing ? 'shutting down' : opts.views.synced ? '' : 'cluster view not synced yet');
+  const w = config.webhook;
+  const bodyBudget = new BodyBudget(w.pendingBodyBytes);
+  metrics.trackBodies(bodyBudget);
   const app = buildApp(
-    { config, views: opts.views, metrics, logger, readiness: ready, serveMetrics: false },
+    { config, views: opts.views, metrics, logger, readiness: ready, serveMetrics: false, bodyBudget },
     {
       http2: true,
-      https: { allowHTTP1: true, key: pair.key, cert: pair.cert, minVersion: 'TLSv1.2' },
+      https: {
+        allowHTTP1: true,
+        key: pair.key,
+        cert: pair.cert,
+        ...TLS_POLICY,
+        handshakeTimeout: w.headersTimeoutMs,
+        settings: { maxConcurrentStreams: MAX_STREAMS_PER_SESSION },
+      },
       // A request that arrives on a kept-alive connection while we close is still served.
       return503OnClosing: false,
-      http2SessionTimeout: 120_000,
-      keepAliveTimeout: 65_000,
-      requestTimeout: 30_000,
+      http2SessionTimeout: w.idleTimeoutMs,
     } as object,
   );
+  enforceDeadlines(app.server as unknown as Http2SecureServer, w);
   hookConnections(app, conns);
   await app.listen({ host: config.webhook.host, port: config.webhook.port });
   const port = (app.server.address() as AddressInfo).port;
@@ -131,7 +201,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     try {
       const next = load();
       if (next.cert === pair.cert && next.key === pair.key) return true;
-      (app.server as unknown as Http2SecureServer).setSecureContext({ key: next.key, cert: next.cert, minVersion: 'TLSv1.2' });
+      (app.server as unknown as Http2SecureServer).setSecureContext({ key: next.key, cert: next.cert, ...TLS_POLICY });
       pair = next;
       metrics.certReloads.inc({ result: 'ok' });
       metrics.certExpiry.set(pair.notAfter.getTime() / 1000);

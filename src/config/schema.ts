@@ -64,8 +64,23 @@ export const webhookSchema = z
     /** Request body limit in bytes: at least 7 MiB, because an UPDATE carries two 3 MiB objects. */
     bodyLimit: z.number().int().min(1024).default(8 * 1024 * 1024),
     shutdownGraceMs: z.number().int().min(0).default(25_000),
+    /**
+     * Deadlines on both protocols. The API server gives a webhook call at most 30 s, so nothing
+     * slower is a real caller: a TLS handshake and an HTTP/1.1 request's headers (or an HTTP/2
+     * session's first stream) within headersTimeoutMs, a whole request body within
+     * requestTimeoutMs, an idle connection closed after idleTimeoutMs.
+     */
+    headersTimeoutMs: z.number().int().min(100).default(10_000),
+    requestTimeoutMs: z.number().int().min(100).default(30_000),
+    idleTimeoutMs: z.number().int().min(100).default(65_000),
+    /** Bytes that unfinished request bodies may hold in total; past it the oldest is dropped. */
+    pendingBodyBytes: z.number().int().min(1024).default(64 * 1024 * 1024),
   })
-  .strict();
+  .strict()
+  .refine((w) => w.pendingBodyBytes >= w.bodyLimit, {
+    message: 'webhook.pendingBodyBytes must be at least webhook.bodyLimit',
+    path: ['pendingBodyBytes'],
+  });
 
 export const clusterSchema = z
   .object({
