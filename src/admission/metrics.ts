@@ -68,6 +68,28 @@ export class WebhookMetrics {
     registers: [this.registry],
   });
 
+  readonly connections = new Gauge({
+    name: 'erdma_smcr_admission_connections',
+    help: 'Open client connections (bounded by webhook.maxConnections).',
+    registers: [this.registry],
+  });
+  readonly evictedConnections = new Counter({
+    name: 'erdma_smcr_admission_evicted_connections_total',
+    help: 'Connections closed, oldest first, because webhook.maxConnections were open and they had never received a full response.',
+    registers: [this.registry],
+  });
+
+  /** Reads the connection guard at scrape time. */
+  trackConnections(guard: { readonly connections: number; readonly evicted: number }): void {
+    Object.assign(this.connections, { collect: (): void => this.connections.set(guard.connections) });
+    Object.assign(this.evictedConnections, {
+      collect: (): void => {
+        this.evictedConnections.reset();
+        this.evictedConnections.inc(guard.evicted);
+      },
+    });
+  }
+
   /** Reads the body budget at scrape time (no work per request). */
   trackBodies(budget: { readonly bytes: number; readonly dropped: number }): void {
     // prom-client calls a metric's collect() before reading it; it is a constructor option, set late here.

@@ -9,6 +9,7 @@ import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
 import { buildApp, metricsRoute, quietRequests } from './app.js';
 import { BodyBudget } from './body.js';
+import { ConnectionGuard } from './guard.js';
 import { checkKeyCert, loadKeyCert, watchDir, type KeyCert } from './certs-watch.js';
 import { WebhookMetrics } from './metrics.js';
 
@@ -126,19 +127,29 @@ interface Http1Deadlines {
  *   session's idle timeout alone never fires); idle sessions close after idleTimeoutMs (fastify's
  *   http2SessionTimeout).
  */
-export function enforceDeadlines(server: Http2SecureServer, w: Config['webhook']): void {
+export function enforceDeadlines(server: Http2SecureServer, w: Config['webhook'], guard: ConnectionGuard): void {
   const h1 = server as unknown as Http1Deadlines;
   h1.headersTimeout = w.headersTimeoutMs;
   h1.requestTimeout = w.requestTimeoutMs;
   h1.keepAliveTimeout = w.idleTimeoutMs;
   h1.connectionsCheckingInterval = Math.min(1000, w.headersTimeoutMs);
-  server.on('session', (session: ServerHttp2Session) => {
-    const first = setTimeout(() => session.destroy(), w.headersTimeoutMs);
-    first.unref();
-    session.once('stream', () => clearTimeout(first));
-    session.once('close', () => clearTimeout(first));
+  // Node starts its header clock at a request's first byte, so a connection that sends nothing
+  // would stay open: the guard gives each one headersTimeoutMs for its first request (or HTTP/2
+  // stream), and caps open connections by evicting the oldest that never got a full response.
+  server.on('connection', (socket: Socket) => guard.accept(socket));
+  server.on('secureConnection', (socket: TLSSocket) => guard.secured(socket));
+  server.on('request', (req: { httpVersionMajor: number; socket: unknown }, res: { once(e: 'finish', f: () => void): void }) => {
+    if (req.httpVersionMajor !== 1 || guard.isProven(req.socket)) return;
+    guard.started(req.socket);
+    res.once('finish', () => guard.proved(req.socket));
   });
   server.on('stream', (stream: ServerHttp2Stream) => {
+    // The session's socket is a proxy that reads through to the TLS socket's own properties.
+    const socket = stream.session?.socket;
+    if (!guard.isProven(socket)) {
+      guard.started(socket);
+      stream.once('finish', () => guard.proved(socket));
+    }
     const deadline = setTimeout(() => stream.close(http2constants.NGHTTP2_CANCEL), w.requestTimeoutMs);
     deadline.unref();
     stream.once('close', () => clearTimeout(deadline));
@@ -192,7 +203,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       http2SessionTimeout: w.idleTimeoutMs,
     } as object,
   );
-  enforceDeadlines(app.server as unknown as Http2SecureServer, w);
+  const guard = new ConnectionGuard(w.maxConnections, w.headersTimeoutMs);
+  metrics.trackConnections(guard);
+  enforceDeadlines(app.server as unknown as Http2SecureServer, w, guard);
   hookConnections(app, conns);
   await app.listen({ host: config.webhook.host, port: config.webhook.port });
   const port = (app.server.address() as AddressInfo).port;

@@ -1,18 +1,16 @@
 // The webhook process behind `erdma-smcr serve`, loaded only when serving: it brings fastify,
-// prom-client, node-forge and @kubernetes/client-node, which the other subcommands never need
-// (the Kubernetes client alone takes most of a second to load).
+// prom-client and node-forge, which the other subcommands never need. @kubernetes/client-node
+// (most of a second to load, and ~70 MB of resident memory) is imported only when the mode needs
+// it: a live cluster view or certificates kept in a Secret. Offline serving never loads it.
 import { isAbsolute, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { WebhookMetrics } from '../admission/metrics.js';
 import { startServer, type RunningServer, type ServerOptions } from '../admission/server.js';
-import { KubeSecretStore, SecretCertManager, WebhookConfigTarget } from '../certs/bootstrap.js';
 import { certPaths, ensureLocalCerts } from '../certs/local.js';
 import { serviceNames } from '../certs/pki.js';
 import type { RotationPolicy } from '../certs/rotation.js';
-import { loadKubeConfig } from '../cluster/kube.js';
-import { LiveViewSource } from '../cluster/live.js';
 import { DEFAULT_PROFILE, loadProfileFile, type Profile } from '../cluster/profile.js';
 import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
@@ -26,10 +24,11 @@ function baseProfile(config: Readonly<Config>): Profile {
 }
 
 /** The policy's cluster view: offline (profile files) or live (informers). */
-async function viewSource(config: Readonly<Config>, kc: () => KubeConfig, logger: Logger, metrics: WebhookMetrics): Promise<ClusterViewSource> {
+async function viewSource(config: Readonly<Config>, kc: () => Promise<KubeConfig>, logger: Logger, metrics: WebhookMetrics): Promise<ClusterViewSource> {
   if (config.cluster.source === 'offline') return offlineView(config);
+  const { LiveViewSource } = await import('../cluster/live.js');
   const live = new LiveViewSource({
-    kubeConfig: kc(),
+    kubeConfig: await kc(),
     namespace: config.webhook.namespace,
     configMap: config.cluster.configMap,
     baseProfile: baseProfile(config),
@@ -67,6 +66,7 @@ function fileCertificates(config: Readonly<Config>, logger: Logger): Certificate
 
 async function secretCertificates(config: Readonly<Config>, kc: KubeConfig, logger: Logger, metrics: WebhookMetrics): Promise<Certificates> {
   const w = config.webhook;
+  const { KubeSecretStore, SecretCertManager, WebhookConfigTarget } = await import('../certs/bootstrap.js');
   let server: RunningServer | undefined;
   let pending: { key: string; cert: string } | undefined;
   const targets = [
@@ -129,8 +129,8 @@ export async function runServe(config: Readonly<Config>, io: CliIO): Promise<voi
   logger.info({ config }, 'effective configuration');
   const metrics = new WebhookMetrics();
   let kc: KubeConfig | undefined;
-  const kube = (): KubeConfig => (kc ??= loadKubeConfig(config.cluster.kubeconfig));
-  const certs = config.webhook.certSource === 'secret' ? await secretCertificates(config, kube(), logger, metrics) : fileCertificates(config, logger);
+  const kube = async (): Promise<KubeConfig> => (kc ??= (await import('../cluster/kube.js')).loadKubeConfig(config.cluster.kubeconfig));
+  const certs = config.webhook.certSource === 'secret' ? await secretCertificates(config, await kube(), logger, metrics) : fileCertificates(config, logger);
   const views = await viewSource(config, kube, logger, metrics);
   const server = await startServer({ config, views, logger, metrics, ...certs.start });
   certs.attach(server);

@@ -74,7 +74,9 @@ export const webhookSchema = z
     requestTimeoutMs: z.number().int().min(100).default(30_000),
     idleTimeoutMs: z.number().int().min(100).default(65_000),
     /** Bytes that unfinished request bodies may hold in total; past it the oldest is dropped. */
-    pendingBodyBytes: z.number().int().min(1024).default(64 * 1024 * 1024),
+    pendingBodyBytes: z.number().int().min(1024).default(16 * 1024 * 1024),
+    /** Open connections; past it the oldest connection that never got a full response is closed. */
+    maxConnections: z.number().int().min(1).default(500),
   })
   .strict()
   .refine((w) => w.pendingBodyBytes >= w.bodyLimit, {

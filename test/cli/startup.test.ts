@@ -51,7 +51,12 @@ describe('CLI start-up', () => {
     const heavy = HEAVY.filter((p) => packages.has(p)).map((p) => `${p} (imported by ${packages.get(p)})`);
     expect(heavy).toEqual([]);
     // The lazily loaded runtimes do carry them: the split is real, not a scanner blind spot.
-    expect([...closure('src/cli/serve-run.ts').packages.keys()]).toEqual(expect.arrayContaining(['@kubernetes/client-node', 'fastify', 'node-forge', 'prom-client']));
+    expect([...closure('src/cli/serve-run.ts').packages.keys()]).toEqual(expect.arrayContaining(['fastify', 'node-forge', 'prom-client']));
+    // Offline serving never loads the Kubernetes client (~70 MB resident): only the live view and
+    // the Secret-kept certificates bring it, imported when the configuration asks for them.
+    expect([...closure('src/cli/serve-run.ts').packages.keys()]).not.toContain('@kubernetes/client-node');
+    expect([...closure('src/cluster/live.ts').packages.keys()]).toContain('@kubernetes/client-node');
+    expect([...closure('src/certs/bootstrap.ts').packages.keys()]).toContain('@kubernetes/client-node');
     expect([...closure('src/cli/agent-run.ts').packages.keys()]).toEqual(expect.arrayContaining(['@grpc/grpc-js', 'fastify']));
   });
 });
