@@ -21,6 +21,7 @@ struct applied {
 	char before[MAX_SYSCTLS][SYSCTL_VALUE_MAX + 16];
 	int n;
 	int pnet_added;
+	int ipv6_only; /* IPv6 kept on: the pod has no IPv4 address */
 	cJSON *missing;  /* array of missing knobs */
 	cJSON *warnings; /* array of strings */
 };
@@ -199,7 +200,40 @@ static cJSON *state_doc(const struct cni_env *env, const struct netconf *c, cons
 	cJSON_AddStringToObject(pnet, "eth", env->ifname);
 	cJSON_AddBoolToObject(pnet, "added", a->pnet_added);
 	cJSON_AddItemToObject(doc, "warnings", cJSON_Duplicate(a->warnings, 1));
+	cJSON_AddBoolToObject(doc, "ipv6Only", a->ipv6_only);
 	return doc;
+}
+
+/* 1 when prevResult gives the pod addresses and all of them are IPv6 (an IPv6-only pod). */
+static int ipv6_only(const cJSON *prev)
+{
+	const cJSON *ip;
+	int v4 = 0, v6 = 0;
+	cJSON_ArrayForEach(ip, cJSON_GetObjectItemCaseSensitive(prev, "ips"))
+	{
+		const cJSON *addr = cJSON_GetObjectItemCaseSensitive(ip, "address");
+		if (!cJSON_IsString(addr))
+			continue;
+		if (strchr(addr->valuestring, ':'))
+			v6++;
+		else
+			v4++;
+	}
+	return v6 > 0 && v4 == 0;
+}
+
+/*
+ * SMC-R carries only IPv4, so an SMC-R pod normally gets IPv6 turned off. For a pod whose only
+ * addresses are IPv6 that would cut it off the network: keep IPv6 and say why (the agent turns
+ * the warning into the pod's Event). Its connections stay on TCP.
+ */
+static void keep_ipv6_if_only_family(struct applied *a, struct settings *s, const cJSON *prev, const struct logger *lg)
+{
+	if (!ipv6_only(prev))
+		return;
+	a->ipv6_only = 1;
+	if (settings_drop_ipv6(s) > 0)
+		warn(a, lg, "%s", "the pod has only IPv6 addresses: IPv6 kept so it stays reachable; SMC-R carries IPv4 only, so its connections use TCP");
 }
 
 static int apply_in_netns(const struct cni_env *env, struct netconf *c, struct applied *a, const struct logger *lg,
@@ -209,9 +243,14 @@ static int apply_in_netns(const struct cni_env *env, struct netconf *c, struct a
 	struct netns_guard g;
 	int rc = netns_enter(&g, env->netns);
 	if (rc)
-		return cni_fail(e, CNI_ERR_IO, "cannot enter netns %s: %s", env->netns, strerror(-rc));
-	settings_resolve(c->annotations, env->ifname, c->disable_ipv6, &s, lg);
-	if (apply_sysctls(a, &s, c, env->ifname, lg, e) || apply_pnet(a, c, env->ifname, lg, e))
+		return cni_fail(e, rc <= NETNS_ERR_SELF ? CNI_ERR_INVALID_ENV : CNI_ERR_IO, "cannot enter netns %s: %s", env->netns,
+				netns_strerror(rc));
+	if (settings_resolve(c->annotations, env->ifname, c->disable_ipv6, &s, lg))
+		cni_fail(e, CNI_ERR_INVALID_CONFIG, "%s holds more than %d sysctls: refusing it rather than dropping any",
+			 SETTINGS_ANNOTATION, MAX_SYSCTLS);
+	else
+		keep_ipv6_if_only_family(a, &s, c->prev_result, lg);
+	if (e->code || apply_sysctls(a, &s, c, env->ifname, lg, e) || apply_pnet(a, c, env->ifname, lg, e))
 		rollback(a, c, env->ifname);
 	if (netns_leave(&g) && !e->code)
 		return cni_fail(e, CNI_ERR_IO, "cannot return to the host netns");
@@ -316,7 +355,8 @@ static int cmd_check(const struct cni_env *env, struct netconf *c, const struct 
 	rc = netns_enter(&g, env->netns);
 	if (rc) {
 		cJSON_Delete(state);
-		return cni_fail(e, CNI_ERR_IO, "cannot enter netns %s: %s", env->netns, strerror(-rc));
+		return cni_fail(e, rc <= NETNS_ERR_SELF ? CNI_ERR_INVALID_ENV : CNI_ERR_IO, "cannot enter netns %s: %s", env->netns,
+				netns_strerror(rc));
 	}
 	check_drift(state, c, env->ifname, e);
 	netns_leave(&g);

@@ -2,6 +2,7 @@
  * defaults), every field type-checked, unknown versions refused. */
 #include "conf.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include "nl.h"
 
@@ -75,11 +76,38 @@ static int parse_runtime(struct netconf *c, struct cni_error *e)
 	return 0;
 }
 
+/*
+ * A copy of text where every \u0000 escape reads \ufffd. cJSON would end the decoded C string at
+ * the NUL, so "true\u0000x" would read as "true" here while the webhook (and Go) see a string
+ * that is not a boolean; with the replacement both read it the same way.
+ */
+static char *without_nul_escapes(const char *text)
+{
+	size_t i, n = strlen(text);
+	char *copy = malloc(n + 1);
+	if (!copy)
+		return NULL;
+	memcpy(copy, text, n + 1);
+	for (i = 0; i + 1 < n; i++) {
+		if (copy[i] != '\\')
+			continue;
+		if (copy[i + 1] == 'u' && i + 5 < n && !strncmp(copy + i + 2, "0000", 4))
+			memcpy(copy + i + 2, "fffd", 4);
+		i++; /* skip the escaped character: "\\u0000" is a backslash and text */
+	}
+	return copy;
+}
+
 int conf_parse(const char *text, struct netconf *c, struct cni_error *e)
 {
 	const cJSON *v;
+	char *clean;
 	memset(c, 0, sizeof(*c));
-	c->root = cJSON_Parse(text);
+	clean = without_nul_escapes(text);
+	if (!clean)
+		return cni_fail(e, CNI_ERR_IO, "out of memory");
+	c->root = cJSON_Parse(clean);
+	free(clean);
 	if (!c->root)
 		return cni_fail(e, CNI_ERR_DECODE, "network configuration is not valid JSON");
 	if (!cJSON_IsObject(c->root))

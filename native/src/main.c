@@ -165,11 +165,11 @@ static int subcommand(int argc, char **argv)
 		return usage();
 	if (o.netns) {
 		rc = netns_enter(&g, o.netns);
-		if (rc) {
-			fprintf(stderr, "erdma-smcr: cannot enter netns %s: %s\n", o.netns, strerror(-rc));
+		if (rc && rc != NETNS_ERR_SELF) { /* already in it: nothing to enter */
+			fprintf(stderr, "erdma-smcr: cannot enter netns %s: %s\n", o.netns, netns_strerror(rc));
 			return 1;
 		}
-		entered = 1;
+		entered = rc == 0;
 	}
 	/* getopt_long moved the operands (verb, ID) to the end: argv+1+optind. */
 	if (!strcmp(argv[1], "pnet"))

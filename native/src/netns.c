@@ -4,28 +4,57 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
 int netns_enter(struct netns_guard *g, const char *path)
 {
+	struct stat self_st, target_st;
 	g->self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (g->self < 0)
 		return -errno;
-	g->target = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO at the path must not block the runtime forever. */
+	g->target = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (g->target < 0) {
 		int err = -errno;
 		close(g->self);
 		return err;
 	}
-	if (setns(g->target, CLONE_NEWNET)) {
+	if (fstat(g->self, &self_st) || fstat(g->target, &target_st)) {
 		int err = -errno;
 		close(g->self);
 		close(g->target);
-		/* EINVAL: the path is not a network namespace. */
+		return err;
+	}
+	/* Namespace files (nsfs, bind mounts of them) are regular files; anything else is not a netns. */
+	if (!S_ISREG(target_st.st_mode)) {
+		close(g->self);
+		close(g->target);
+		return NETNS_ERR_NOT_NETNS;
+	}
+	/* The namespace we run in is the host's: acting there would switch the whole node. */
+	if (self_st.st_dev == target_st.st_dev && self_st.st_ino == target_st.st_ino) {
+		close(g->self);
+		close(g->target);
+		return NETNS_ERR_SELF;
+	}
+	if (setns(g->target, CLONE_NEWNET)) {
+		int err = errno == EINVAL ? NETNS_ERR_NOT_NETNS : -errno;
+		close(g->self);
+		close(g->target);
 		return err;
 	}
 	return 0;
+}
+
+const char *netns_strerror(int rc)
+{
+	if (rc == NETNS_ERR_SELF)
+		return "it is the plugin's own network namespace (the host's), which the plugin never changes";
+	if (rc == NETNS_ERR_NOT_NETNS)
+		return "not a network namespace";
+	return strerror(-rc);
 }
 
 int netns_leave(struct netns_guard *g)

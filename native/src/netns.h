@@ -9,8 +9,14 @@ struct netns_guard {
 	int target; /* the pod netns */
 };
 
-/* Opens both and enters the target; 0 or -errno (-ENOENT: netns gone). */
+/* Not errno values: the target is our own netns, or not a network namespace at all. */
+#define NETNS_ERR_SELF (-10001)
+#define NETNS_ERR_NOT_NETNS (-10002)
+
+/* Opens both and enters the target; 0, -errno (-ENOENT: netns gone) or NETNS_ERR_*. */
 int netns_enter(struct netns_guard *g, const char *path);
+/* A message for a netns_enter result. */
+const char *netns_strerror(int rc);
 /* Returns to the original netns and closes both; 0 or -errno. */
 int netns_leave(struct netns_guard *g);
 

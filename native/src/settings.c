@@ -156,8 +156,10 @@ static void add(struct settings *s, const char *key, const char *value)
 			copy_str(s->kv[i].value, sizeof(s->kv[i].value), value);
 			return;
 		}
-	if (s->n >= MAX_SYSCTLS)
+	if (s->n >= MAX_SYSCTLS) {
+		s->overflow = 1;
 		return;
+	}
 	copy_str(s->kv[s->n].key, sizeof(s->kv[s->n].key), key);
 	copy_str(s->kv[s->n].value, sizeof(s->kv[s->n].value), value);
 	s->n++;
@@ -174,8 +176,8 @@ static void defaults(const cJSON *annotations, int disable_ipv6_default, struct 
 	}
 }
 
-void settings_resolve(const cJSON *annotations, const char *ifname, int disable_ipv6_default, struct settings *out,
-		      const struct logger *lg)
+int settings_resolve(const cJSON *annotations, const char *ifname, int disable_ipv6_default, struct settings *out,
+		     const struct logger *lg)
 {
 	const cJSON *raw = cJSON_GetObjectItemCaseSensitive(annotations, SETTINGS_ANNOTATION);
 	cJSON *doc, *sysctls, *item;
@@ -184,7 +186,7 @@ void settings_resolve(const cJSON *annotations, const char *ifname, int disable_
 	if (!cJSON_IsString(raw)) {
 		log_msg(lg, "warning", "no %s annotation (was the webhook down?): applying safe defaults", SETTINGS_ANNOTATION);
 		defaults(annotations, disable_ipv6_default, out);
-		return;
+		return 0;
 	}
 	doc = cJSON_Parse(raw->valuestring);
 	sysctls = cJSON_GetObjectItemCaseSensitive(doc, "sysctls");
@@ -193,8 +195,9 @@ void settings_resolve(const cJSON *annotations, const char *ifname, int disable_
 		log_msg(lg, "warning", "%s is not a version 1 settings document: applying safe defaults", SETTINGS_ANNOTATION);
 		cJSON_Delete(doc);
 		defaults(annotations, disable_ipv6_default, out);
-		return;
+		return 0;
 	}
+	add(out, "net.smc.tcp2smc", "1");
 	cJSON_ArrayForEach(item, sysctls)
 	{
 		if (!item->string || !cJSON_IsString(item) || sysctl_allowed(item->string, item->valuestring, ifname, why, sizeof(why))) {
@@ -204,5 +207,21 @@ void settings_resolve(const cJSON *annotations, const char *ifname, int disable_
 		add(out, item->string, item->valuestring);
 	}
 	cJSON_Delete(doc);
-	add(out, "net.smc.tcp2smc", "1");
+	add(out, "net.smc.tcp2smc", "1"); /* the document may not switch it off */
+	return out->overflow ? -1 : 0;
+}
+
+int settings_drop_ipv6(struct settings *s)
+{
+	int i, kept = 0, dropped = 0;
+	for (i = 0; i < s->n; i++) {
+		size_t n = strlen(s->kv[i].key);
+		if (!strncmp(s->kv[i].key, "net.ipv6.conf.", 14) && n > 13 && !strcmp(s->kv[i].key + n - 13, ".disable_ipv6")) {
+			dropped++;
+			continue;
+		}
+		s->kv[kept++] = s->kv[i];
+	}
+	s->n = kept;
+	return dropped;
 }

@@ -9,7 +9,7 @@
 #define SMCR_ANNOTATION "network.alibabacloud.com/erdma-smcr"
 #define SETTINGS_ANNOTATION "smcr.erdma.io/settings"
 #define KEEP_IPV6_ANNOTATION "smcr.erdma.io/keep-ipv6"
-#define MAX_SYSCTLS 16
+#define MAX_SYSCTLS 32
 #define SYSCTL_KEY_MAX 64
 #define SYSCTL_VALUE_MAX 16
 
@@ -21,6 +21,7 @@ struct sysctl_kv {
 struct settings {
 	struct sysctl_kv kv[MAX_SYSCTLS];
 	int n;
+	int overflow; /* more distinct keys were asked for than fit */
 };
 
 /* Go strconv.ParseBool: 1 true, 0 false, -1 anything else. */
@@ -37,9 +38,14 @@ int sysctl_path(const char *key, const char *ifname, char *out, size_t size);
 
 /*
  * Resolves the settings of an SMC-R pod: the webhook-owned annotation when present and valid
- * (entries off the allow-list are dropped with a warning), else safe defaults.
+ * (entries off the allow-list are dropped with a warning), else safe defaults. net.smc.tcp2smc
+ * always comes first. Returns -1 when the document asks for more than MAX_SYSCTLS keys: no key
+ * is ever dropped silently.
  */
-void settings_resolve(const cJSON *annotations, const char *ifname, int disable_ipv6_default, struct settings *out,
-		      const struct logger *lg);
+int settings_resolve(const cJSON *annotations, const char *ifname, int disable_ipv6_default, struct settings *out,
+		     const struct logger *lg);
+
+/* Removes every net.ipv6.conf.*.disable_ipv6 entry; returns how many. */
+int settings_drop_ipv6(struct settings *s);
 
 #endif

@@ -18,6 +18,8 @@ export interface PluginRecord {
   readonly outcome: 'applied' | 'partial' | string;
   readonly missing: readonly string[];
   readonly pnet?: { readonly id?: string; readonly added?: boolean };
+  /** The pod had only IPv6 addresses: the plugin kept IPv6 on (SMC-R cannot serve it). */
+  readonly ipv6Only?: boolean;
   readonly mtimeMs: number;
 }
 
@@ -37,6 +39,7 @@ export function readRecords(stateDir: string): Map<string, PluginRecord> {
         outcome: String(doc.outcome ?? ''),
         missing: Array.isArray(doc.missing) ? doc.missing.map(String) : [],
         ...(doc.pnet ? { pnet: doc.pnet } : {}),
+        ...(doc.ipv6Only === true ? { ipv6Only: true } : {}),
         mtimeMs: statSync(path).mtimeMs,
       };
       const prev = out.get(rec.podUid);
@@ -130,6 +133,16 @@ function fromRecord(r: PluginRecord): Verdict {
 }
 
 function recordVerdict(r: PluginRecord): Verdict {
+  if (r.ipv6Only) {
+    return {
+      kind: 'tcp',
+      type: 'Warning',
+      reason: 'SMCRIPv6Only',
+      message:
+        'SMC-R cannot serve this pod, it uses TCP: its only addresses are IPv6 and SMC-R carries IPv4 only. ' +
+        'IPv6 was kept on so the pod stays reachable. Fix: give the pod an IPv4 address (IPv4 or dual-stack pod network).',
+    };
+  }
   if (r.outcome === 'applied') {
     return { kind: 'applied', type: 'Normal', reason: 'SMCREnabled', message: `SMC-R enabled in the pod network namespace (pnet ${r.pnet?.id || 'none'})` };
   }

@@ -42,6 +42,7 @@ describe('pod verdicts', () => {
     expect(judge(pod(on), rec({ outcome: 'partial', missing: ['net.smc.tcp2smc', 'SMC_PNETID'] }), 0, 0)).toMatchObject({ kind: 'tcp', reason: 'SMCRUnavailable' });
     expect(judge(pod(on), rec({ outcome: 'partial', missing: ['SMC_PNETID'] }), 0, 0)?.message).toMatch(/fall back to TCP/);
     expect(judge(pod(on), rec({ outcome: 'partial', missing: ['net.smc.autocorking_size'] }), 0, 0)?.message).toMatch(/still use SMC-R/);
+    expect(judge(pod(on), rec({ ipv6Only: true }), 0, 0)).toMatchObject({ kind: 'tcp', reason: 'SMCRIPv6Only', type: 'Warning', message: expect.stringMatching(/only addresses are IPv6/) });
     const late = judge(pod(on), rec({ containerId: 'late-u-1', mtimeMs: Date.UTC(2026, 10, 22, 12) }), 0, 0);
     expect(late).toMatchObject({ kind: 'late', reason: 'SMCRAppliedLate' });
     expect(late?.message).toMatch(/enabled at 2026-11-22T12:00:00.000Z, after the pod started.*Connections opened before stay on TCP/);
