@@ -57,6 +57,47 @@ function sockId(path: string): string {
   }
 }
 
+/** How long calls in flight may take to finish when the server closes (a client may never finish one). */
+const SHUTDOWN_GRACE_MS = 2000;
+/**
+ * Largest request the kubelet could need: every advertised ID (at most 1024 slots x a few
+ * devices, ~16 bytes each) fits many times over; bigger messages are refused before decoding.
+ */
+const MAX_REQUEST_BYTES = 1024 * 1024;
+/** Unknown IDs named in an error: the rest are counted (gRPC carries the message in a header). */
+const MAX_LISTED_IDS = 5;
+
+/** Graceful shutdown that cannot hang: calls still open after graceMs are cancelled. */
+async function shutdown(server: grpc.Server, graceMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const graceful = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+  await Promise.race([graceful, late]);
+  clearTimeout(timer);
+  server.forceShutdown();
+}
+
+/**
+ * Refuses ID lists the kubelet would never send: longer than the list we advertise (duplicates or
+ * a hostile client) or naming IDs we do not serve. Bounded work and a bounded message.
+ */
+function checkIds(lists: readonly (readonly string[] | undefined)[], known: ReadonlyMap<string, unknown>): grpc.ServiceError | undefined {
+  const invalid = (message: string): grpc.ServiceError => ({ code: grpc.status.INVALID_ARGUMENT, message }) as grpc.ServiceError;
+  const unknown: string[] = [];
+  let count = 0;
+  for (const ids of lists) {
+    if (!ids) continue;
+    if (ids.length > known.size) return invalid(`a request names ${ids.length} device IDs; this plugin serves ${known.size}`);
+    for (const id of ids) {
+      if (known.has(id)) continue;
+      count += 1;
+      if (unknown.length < MAX_LISTED_IDS) unknown.push(JSON.stringify(String(id).slice(0, 64)));
+    }
+  }
+  if (count === 0) return undefined;
+  return invalid(`unknown device IDs: ${unknown.join(', ')}${count > unknown.length ? ` and ${count - unknown.length} more` : ''}`);
+}
+
 export class ErdmaDevicePlugin {
   private server: grpc.Server | undefined;
   private streams = new Set<Stream>();
@@ -158,21 +199,22 @@ export class ErdmaDevicePlugin {
       call.on('error', drop);
       call.write(listResponse(this.devices));
     };
-    const numaOf = (id: string): number => this.devices.find((d) => d.id === id)?.device.numaNode ?? -1;
-    const preferred: Unary<{ container_requests: { available_deviceIDs: string[]; must_include_deviceIDs: string[]; allocation_size: number }[] }, unknown> = (call, cb) =>
+    const preferred: Unary<{ container_requests: { available_deviceIDs: string[]; must_include_deviceIDs: string[]; allocation_size: number }[] }, unknown> = (call, cb) => {
+      const numa = new Map(this.devices.map((d) => [d.id, d.device.numaNode]));
+      // The kubelet only offers IDs we advertised: anything else is refused before any sorting.
+      const bad = checkIds(call.request.container_requests.flatMap((r) => [r.available_deviceIDs, r.must_include_deviceIDs]), numa);
+      if (bad) return cb(bad);
+      const numaOf = (id: string): number => numa.get(id) ?? -1;
       cb(null, {
         container_responses: call.request.container_requests.map((r) => ({
           deviceIDs: preferredAllocation(r.available_deviceIDs, r.must_include_deviceIDs, r.allocation_size, numaOf),
         })),
       });
+    };
     const allocate: Unary<{ container_requests: { devicesIDs: string[] }[] }, unknown> = (call, cb) => {
       const all = [...new Map(this.devices.map((d) => [d.device.name, d.device])).values()];
-      const known = new Set(this.devices.map((d) => d.id));
-      const unknown = call.request.container_requests.flatMap((r) => r.devicesIDs).filter((id) => !known.has(id));
-      if (unknown.length > 0) {
-        cb({ code: grpc.status.INVALID_ARGUMENT, message: `unknown device IDs: ${unknown.join(', ')}` } as grpc.ServiceError);
-        return;
-      }
+      const bad = checkIds(call.request.container_requests.map((r) => r.devicesIDs), new Map(this.devices.map((d) => [d.id, 0])));
+      if (bad) return cb(bad);
       const responses = call.request.container_requests.map((r) => grant(r.devicesIDs, all, this.opts.allocation, this.opts.deviceRoot));
       this.opts.logger.info({ requests: call.request.container_requests.map((r) => r.devicesIDs) }, 'allocate');
       cb(null, { container_responses: responses });
@@ -190,7 +232,7 @@ export class ErdmaDevicePlugin {
   private async serve(): Promise<void> {
     mkdirSync(this.dir, { recursive: true });
     if (existsSync(this.socketPath)) unlinkSync(this.socketPath);
-    const server = new grpc.Server();
+    const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_REQUEST_BYTES });
     server.addService(devicePluginApi().DevicePlugin.service, this.handlers());
     await new Promise<void>((resolve, reject) =>
       server.bindAsync(`unix://${this.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
@@ -203,7 +245,7 @@ export class ErdmaDevicePlugin {
     this.streams.clear();
     const server = this.server;
     this.server = undefined;
-    if (server) await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+    if (server) await shutdown(server, SHUTDOWN_GRACE_MS);
     if (existsSync(this.socketPath)) unlinkSync(this.socketPath);
   }
 
