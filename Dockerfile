@@ -27,6 +27,9 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 # Runtime: no compiler, no dev dependencies, not root (the agent's DaemonSet sets uid 0 itself).
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
+# `docker run IMAGE` works as it is: the development certificates go where the non-root user may
+# write, and the webhook listens on the container's addresses (the manifests set both themselves).
+ENV ERDMA_SMCR_HOST=0.0.0.0 ERDMA_SMCR_CERT_DIR=/tmp/webhook-certs
 WORKDIR /app
 COPY package.json ./
 COPY bin ./bin

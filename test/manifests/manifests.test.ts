@@ -47,10 +47,12 @@ const find = (objs: Obj[], kind: string, name: string): Loose => {
 describe.skipIf(why !== '')('manifests', () => {
   const base = why ? [] : render('manifests/base');
   const certManager = why ? [] : render('manifests/overlays/cert-manager');
+  const matchConditions = why ? [] : render('manifests/overlays/match-conditions');
 
   it.each([
     ['base', () => base],
     ['cert-manager overlay', () => certManager],
+    ['match-conditions overlay', () => matchConditions],
   ])('%s: every object passes its Kubernetes OpenAPI schema', async (_name, objs) => {
     const list = objs();
     expect(list.length).toBeGreaterThan(10);
@@ -104,7 +106,11 @@ describe.skipIf(why !== '')('manifests', () => {
       expect(hook).toMatchObject({ sideEffects: 'None', admissionReviewVersions: ['v1'], failurePolicy: 'Ignore' });
       expect(hook.timeoutSeconds).toBeGreaterThan(0);
       expect(hook.namespaceSelector.matchExpressions[0].values).toEqual(['kube-system', config.webhook.namespace]);
-      expect(hook.matchConditions[0].expression).toContain(`'${SMCR_ANNOTATION}'`);
+      // The base must apply on API servers without matchConditions (before 1.27): no such field.
+      expect(hook.matchConditions).toBeUndefined();
+      const withConditions = find(matchConditions, cfg.kind, cfg.metadata.name).webhooks[0];
+      expect(withConditions.matchConditions[0].expression).toContain(`'${SMCR_ANNOTATION}'`);
+      expect({ ...withConditions, matchConditions: undefined }).toEqual({ ...hook, matchConditions: undefined });
     }
     expect(m.webhooks[0].reinvocationPolicy).toBe('IfNeeded');
     expect(m.webhooks[0].rules).toEqual([{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' }]);
@@ -141,11 +147,10 @@ describe.skipIf(why !== '')('manifests', () => {
     expect(hostPathOf(join(a.kubeletDir, 'device-plugins'))).toBe(join(a.kubeletDir, 'device-plugins'));
     expect(Number(env.ERDMA_SMCR_AGENT_METRICS_PORT)).toBe(c.readinessProbe.httpGet.port);
     expect(c.readinessProbe.httpGet.path).toBe('/readyz');
-    expect(spec).toMatchObject({ hostNetwork: true, hostPID: true, serviceAccountName: 'erdma-smcr-agent', priorityClassName: 'erdma-smcr-node-critical' });
+    expect(spec).toMatchObject({ hostNetwork: true, hostPID: true, serviceAccountName: 'erdma-smcr-agent', priorityClassName: 'system-node-critical' });
     expect(c.securityContext.capabilities).toEqual({ drop: ['ALL'], add: ['NET_ADMIN', 'SYS_ADMIN', 'SYS_PTRACE'] });
     // The agent cannot be scheduled by the labels it writes itself.
     for (const k of Object.keys(spec.nodeSelector)) expect(Object.values(NODE_LABELS)).not.toContain(k);
-    expect(find(base, 'PriorityClass', 'erdma-smcr-node-critical')).toBeDefined();
   });
 
   it('cert-manager overlay: files mode from the issued Secret, caBundle injected, same names', () => {
