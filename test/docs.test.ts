@@ -1,13 +1,14 @@
-// The README's troubleshooting tables name every denial rule, every Event reason the agent posts
+// The troubleshooting tables (docs/troubleshooting.md) name every denial rule, every Event reason the agent posts
 // and every node reason it writes, so no message a user sees goes unexplained.
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-const readme = readFileSync('README.md', 'utf8');
-const troubleshooting = readme.slice(readme.indexOf('## Troubleshooting'), readme.indexOf('## Annotations and labels'));
+// The tables live in docs/troubleshooting.md; the README links there.
+const troubleshooting = readFileSync('docs/troubleshooting.md', 'utf8');
 const rowKeys = new Set([...troubleshooting.matchAll(/^\| `([^`]+)`(?:, `([^`]+)`)? \|/gm)].flatMap((m) => [m[1], m[2]].filter(Boolean)));
 
-describe('README troubleshooting', () => {
+describe('docs/troubleshooting.md', () => {
   it('explains every denial rule', () => {
     const src = readFileSync('src/policy/rules.ts', 'utf8') + readFileSync('src/policy/evaluate.ts', 'utf8');
     const ids = [...new Set([...src.matchAll(/(?:deny\(|rule: )\s*'([a-z-]+)'/g)].map((m) => m[1]))];
@@ -29,3 +30,24 @@ describe('README troubleshooting', () => {
     for (const mode of ['compat', 'ofed']) expect(rowKeys).toContain(`driver-mode-${mode}`);
   });
 });
+
+describe('links in the README and docs/', () => {
+  const slug = (h: string): string =>
+    h.trim().toLowerCase().replace(/[^a-z0-9 _-]/g, '').replace(/ /g, '-');
+  const pages = ['README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+
+  it.each(pages)('%s links only to files and headings that exist', (page) => {
+    const text = readFileSync(page, 'utf8');
+    const links = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!).filter((l) => !/^[a-z]+:/.test(l));
+    for (const link of links) {
+      const [file = '', anchor] = link.split('#');
+      const target = file === '' ? page : join(dirname(page), file);
+      expect(existsSync(target), `${page}: ${link}`).toBe(true);
+      if (anchor) {
+        const headings = [...readFileSync(target, 'utf8').matchAll(/^#+ (.*)$/gm)].map((m) => slug(m[1]!));
+        expect(headings, `${page}: ${link}`).toContain(anchor);
+      }
+    }
+  });
+});
+
