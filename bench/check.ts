@@ -68,10 +68,10 @@ export async function benchCheck(): Promise<BenchRow[]> {
     const config = defaultConfig().policy;
     const parse = best(3, () => readInputs([dir], () => ''));
     const full = best(3, () => {
-      const { objects, profile } = splitProfiles(readInputs([dir], () => ''));
+      const { objects, profile } = splitProfiles(readInputs([dir], () => '').objects);
       return runCheck(objects, resolveView({}, profile), config);
     });
-    const { objects, profile } = splitProfiles(parse.value);
+    const { objects, profile } = splitProfiles(parse.value.objects);
     const view = resolveView({}, profile);
     const policyOnly = best(5, () => runCheck(objects, view, config));
     const t = performance.now();

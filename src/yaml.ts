@@ -95,8 +95,12 @@ export interface YamlDocument {
   readonly value: unknown;
 }
 
-/** Parses every document of a YAML (or JSON) text. Syntax errors name `name:line:column`. */
-export function parseYamlDocuments(text: string, name: string): YamlDocument[] {
+/**
+ * Parses every document of a YAML (or JSON) text. Syntax errors name `name:line:column`.
+ * `lastKeyWins`: a key repeated in one map keeps its last value, as kubectl reads manifests
+ * (go-yaml v2 under sigs.k8s.io/yaml); otherwise a repeated key is an error (configuration files).
+ */
+export function parseYamlDocuments(text: string, name: string, lastKeyWins = false): YamlDocument[] {
   const lines: number[] = [];
   let values: unknown[];
   try {
@@ -104,6 +108,7 @@ export function parseYamlDocuments(text: string, name: string): YamlDocument[] {
     jsyaml.loadAll(text, (doc) => values.push(doc), {
       filename: name,
       schema: KUBE_SCHEMA,
+      json: lastKeyWins,
       // The first node opened in each document tells where that document starts.
       listener(event, state) {
         const docs = (state as unknown as LoaderState).documents.length;

@@ -12,9 +12,10 @@ import {
 } from '../cluster/profile.js';
 import { AppError } from '../errors.js';
 import { evaluate } from '../policy/evaluate.js';
-import { isObject } from '../policy/locate.js';
+import { isObject, locatePod } from '../policy/locate.js';
+import { SMCR_ANNOTATION } from '../constants.js';
 import type { ClusterView, Denial } from '../policy/types.js';
-import type { SourcedObject } from './inputs.js';
+import type { InputError, SourcedObject } from './inputs.js';
 
 export interface CheckResult {
   readonly source: string;
@@ -29,7 +30,9 @@ export interface CheckResult {
 
 export interface CheckReport {
   readonly results: readonly CheckResult[];
-  readonly summary: { readonly objects: number; readonly allowed: number; readonly denied: number };
+  /** Inputs that could not be read or parsed (the exit code is then 2, after every other file was checked). */
+  readonly errors: readonly InputError[];
+  readonly summary: { readonly objects: number; readonly allowed: number; readonly denied: number; readonly errors: number };
 }
 
 export interface ProfileChoice {
@@ -66,11 +69,31 @@ export function resolveView(choice: ProfileChoice, inline?: SourcedObject): Clus
   return viewFromProfile(profile, nodes);
 }
 
-export function runCheck(objects: readonly SourcedObject[], view: ClusterView, config: PolicyConfig): CheckReport {
+/** Where the SMC-R annotation sits in an object we cannot read a pod from (bounded walk), if anywhere. */
+function strayAnnotation(v: unknown, path: string, depth = 0): string | undefined {
+  if (depth > 12 || v === null || typeof v !== 'object') return undefined;
+  for (const [k, child] of Object.entries(v)) {
+    if (k === 'annotations' && isObject(child) && SMCR_ANNOTATION in child) return `${path}.annotations`;
+    const found = strayAnnotation(child, Array.isArray(v) ? `${path}[${k}]` : `${path}.${k}`, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function strayWarning(object: Record<string, unknown>): string[] {
+  if (locatePod(object)) return [];
+  const at = strayAnnotation(object, '');
+  return at
+    ? [`${SMCR_ANNOTATION} is set at ${at.slice(1)}, where erdma-smcr cannot tell whether a pod template sits: not checked`]
+    : [];
+}
+
+export function runCheck(objects: readonly SourcedObject[], view: ClusterView, config: PolicyConfig, errors: readonly InputError[] = []): CheckReport {
   const results = objects.map(({ source, object }): CheckResult => {
     const r = evaluate(object, view, config);
-    return { source, ...describe(object), allowed: r.allowed, denials: r.denials, warnings: r.warnings, patch: r.patch };
+    const warnings = [...r.warnings, ...strayWarning(object)];
+    return { source, ...describe(object), allowed: r.allowed, denials: r.denials, warnings, patch: r.patch };
   });
   const denied = results.filter((r) => !r.allowed).length;
-  return { results, summary: { objects: results.length, allowed: results.length - denied, denied } };
+  return { results, errors, summary: { objects: results.length, allowed: results.length - denied, denied, errors: errors.length } };
 }

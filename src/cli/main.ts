@@ -49,12 +49,13 @@ function checkCommand(program: Command, io: CliIO, setCode: (c: number) => void)
     .option('--no-color', 'never colour the text output')
     .action((paths: string[], opts: CheckOpts) => {
       const config = configFrom(program.opts<GlobalOpts>(), io, { 'cluster.profile': opts.profile, 'cluster.nodes': opts.nodes });
-      const { objects, profile } = splitProfiles(readInputs(paths, () => io.stdin()));
+      const inputs = readInputs(paths, () => io.stdin());
+      const { objects, profile } = splitProfiles(inputs.objects);
       const view = resolveView(
         { ...(config.cluster.profile ? { profileFile: config.cluster.profile } : {}), ...(config.cluster.nodes ? { nodesFile: config.cluster.nodes } : {}) },
         profile,
       );
-      const report = runCheck(objects, view, config.policy);
+      const report = runCheck(objects, view, config.policy, inputs.errors);
       const color = opts.color !== false && io.stdoutIsTTY && io.env.NO_COLOR === undefined;
       const text =
         opts.output === 'json'
@@ -63,7 +64,10 @@ function checkCommand(program: Command, io: CliIO, setCode: (c: number) => void)
             ? formatJunit(report)
             : formatText(report, { color, showPatch: opts.showPatch === true });
       io.out(text);
-      setCode(report.summary.denied > 0 ? 1 : 0);
+      // Input errors also go to stderr, where a CI log shows them whatever the output format.
+      for (const e of report.errors) io.err(`erdma-smcr: ${e.message}\n`);
+      // 2 when an input could not be read (every other file was still checked and reported).
+      setCode(report.summary.errors > 0 ? 2 : report.summary.denied > 0 ? 1 : 0);
     });
 }
 

@@ -1,5 +1,6 @@
 // Output formats of `check`: text for people (coloured on a TTY), JSON for tools, JUnit XML for CI.
 import type { CheckReport, CheckResult } from './check.js';
+import type { InputError } from './inputs.js';
 
 export type OutputFormat = 'text' | 'json' | 'junit';
 
@@ -29,9 +30,11 @@ export function formatText(report: CheckReport, opts: { color: boolean; showPatc
       for (const op of r.patch) lines.push(`        ${JSON.stringify(op)}`);
     }
   }
+  for (const e of report.errors) lines.push(`${paint(c, 'red', 'ERROR')} ${paint(c, 'dim', e.source)}  ${e.message}`);
   const s = report.summary;
-  const summary = `${s.objects} object(s) checked: ${s.allowed} allowed, ${s.denied} denied`;
-  lines.push('', s.denied > 0 ? paint(c, 'red', summary) : paint(c, 'green', summary));
+  const errors = s.errors > 0 ? `, ${s.errors} input error(s)` : '';
+  const summary = `${s.objects} object(s) checked: ${s.allowed} allowed, ${s.denied} denied${errors}`;
+  lines.push('', s.denied > 0 || s.errors > 0 ? paint(c, 'red', summary) : paint(c, 'green', summary));
   return `${lines.join('\n')}\n`;
 }
 
@@ -66,25 +69,37 @@ function testcase(r: CheckResult): string {
   return parts.join('\n');
 }
 
-/** JUnit XML, one testsuite per input file, one testcase per object. */
+function errorcase(e: InputError): string {
+  return [
+    `    <testcase classname="${xml(fileOf(e.source))}" name="${xml(`read ${e.source}`)}">`,
+    `      <error type="${e.code}" message="${xml(e.message)}">${xml(e.message)}</error>`,
+    '    </testcase>',
+  ].join('\n');
+}
+
+/** JUnit XML, one testsuite per input file, one testcase per object (and per input error). */
 export function formatJunit(report: CheckReport): string {
-  const byFile = new Map<string, CheckResult[]>();
-  for (const r of report.results) {
-    const f = fileOf(r.source);
-    byFile.set(f, [...(byFile.get(f) ?? []), r]);
-  }
-  const suites = [...byFile].map(([file, rs]) => {
+  const byFile = new Map<string, { results: CheckResult[]; errors: InputError[] }>();
+  const entry = (f: string): { results: CheckResult[]; errors: InputError[] } => {
+    const e = byFile.get(f) ?? { results: [], errors: [] };
+    byFile.set(f, e);
+    return e;
+  };
+  for (const r of report.results) entry(fileOf(r.source)).results.push(r);
+  for (const e of report.errors) entry(fileOf(e.source)).errors.push(e);
+  const suites = [...byFile].map(([file, { results: rs, errors }]) => {
     const failures = rs.filter((r) => !r.allowed).length;
     return [
-      `  <testsuite name="${xml(file)}" tests="${rs.length}" failures="${failures}" errors="0" skipped="0">`,
+      `  <testsuite name="${xml(file)}" tests="${rs.length + errors.length}" failures="${failures}" errors="${errors.length}" skipped="0">`,
       ...rs.map(testcase),
+      ...errors.map(errorcase),
       '  </testsuite>',
     ].join('\n');
   });
   const s = report.summary;
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites name="erdma-smcr check" tests="${s.objects}" failures="${s.denied}" errors="0">`,
+    `<testsuites name="erdma-smcr check" tests="${s.objects + s.errors}" failures="${s.denied}" errors="${s.errors}">`,
     ...suites,
     '</testsuites>',
     '',

@@ -27,12 +27,24 @@ function objAt(root: JsonObject, keys: readonly string[]): JsonObject | undefine
   return isObject(node) ? node : undefined;
 }
 
-function templateKeys(kind: string): readonly string[] | undefined {
+/** Where kinds we do not know (an Argo Rollout, an OpenKruise CloneSet...) keep a pod template, if they do. */
+const WELL_KNOWN_TEMPLATES: readonly (readonly string[])[] = [
+  ['spec', 'template'],
+  ['spec', 'jobTemplate', 'spec', 'template'],
+];
+
+/** True when `keys` leads to a pod template: an object whose spec has a containers list. */
+function holdsPodTemplate(obj: JsonObject, keys: readonly string[]): boolean {
+  return Array.isArray(objAt(obj, [...keys, 'spec'])?.containers);
+}
+
+function templateKeys(kind: string, obj: JsonObject): readonly string[] | undefined {
   if (kind === 'Pod') return [];
   if (kind === 'CronJob') return ['spec', 'jobTemplate', 'spec', 'template'];
   if (kind === 'PodTemplate') return ['template'];
   if (TEMPLATE_KINDS.has(kind)) return ['spec', 'template'];
-  return undefined;
+  if (kind === '' || kind.endsWith('List')) return undefined;
+  return WELL_KNOWN_TEMPLATES.find((keys) => holdsPodTemplate(obj, keys));
 }
 
 /**
@@ -41,7 +53,7 @@ function templateKeys(kind: string): readonly string[] | undefined {
  */
 export function locatePod(obj: JsonObject): PodLocation | undefined {
   const kind = typeof obj.kind === 'string' ? obj.kind : '';
-  const keys = templateKeys(kind);
+  const keys = templateKeys(kind, obj);
   if (!keys) return undefined;
   const template = keys.length === 0 ? obj : objAt(obj, keys);
   const prefix = keys.length === 0 ? '' : `${keys.join('.')}.`;

@@ -62,7 +62,8 @@ describe('erdma-smcr check', () => {
     const r = await runCli(['check', '-o', 'json', file('one.yaml', POD('yes'))]);
     expect(r.code).toBe(1);
     const report = JSON.parse(r.stdout);
-    expect(report.summary).toEqual({ objects: 1, allowed: 0, denied: 1 });
+    expect(report.summary).toEqual({ objects: 1, allowed: 0, denied: 1, errors: 0 });
+    expect(report.errors).toEqual([]);
     expect(report.results[0]).toMatchObject({
       source: expect.stringMatching(/one\.yaml:1$/),
       kind: 'Pod',
@@ -108,7 +109,9 @@ describe('erdma-smcr check', () => {
     const r = await runCli(['check', f]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(new RegExp(`broken\\.yaml:\\d+:\\d+: invalid YAML`));
-    expect(r.stdout).toBe('');
+    // The report still comes, with the file as an error entry (the whole file: its documents are not split).
+    expect(r.stdout).toMatch(/ERROR .*broken\.yaml:\d+ /);
+    expect(r.stdout).toMatch(/0 object\(s\) checked: 0 allowed, 0 denied, 1 input error\(s\)/);
   });
 
   it('exits 2 when a path cannot be read', async () => {

@@ -1,0 +1,121 @@
+// What `check` reads, against what kubectl reads: symlinks (and a symlink cycle), dot-directories,
+// typed Lists, kinds we do not know that carry a pod template, and a bad file among good ones in
+// every output format. Each case is a DaemonSet-like object with the annotation and hostNetwork,
+// which must be denied: a manifest kubectl applies must never pass unchecked.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KUBECTL, kubectlMissing } from '../harness/k8s/control-plane.js';
+import { runCli } from '../helpers/cli.js';
+
+const template = {
+  metadata: { annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' }, labels: { app: 'agent' } },
+  spec: { hostNetwork: true, containers: [{ name: 'app', image: 'busybox' }] },
+};
+const daemonSet = (name: string): object => ({
+  apiVersion: 'apps/v1',
+  kind: 'DaemonSet',
+  metadata: { name, namespace: 'default' },
+  spec: { selector: { matchLabels: { app: 'agent' } }, template },
+});
+
+let root: string;
+let tree: string; // what kubectl can read too
+let hostile: string; // cases only we read: a cycle, a bad file, a kind kubectl does not know
+
+function write(path: string, content: unknown): void {
+  mkdirSync(join(path, '..'), { recursive: true });
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content, null, 2));
+}
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'check-reading-'));
+  tree = join(root, 'tree');
+  hostile = join(root, 'hostile');
+  write(join(root, 'real/ds.yaml'), daemonSet('linked'));
+  mkdirSync(tree, { recursive: true });
+  symlinkSync('../real/ds.yaml', join(tree, 'linked.yaml'));
+  write(join(tree, '.k8s/ds.yaml'), daemonSet('in-dot-dir'));
+  write(join(tree, '.hidden.yaml'), daemonSet('dot-file'));
+  write(join(tree, 'list.json'), { apiVersion: 'apps/v1', kind: 'DaemonSetList', items: [{ metadata: { name: 'from-list', namespace: 'default' }, spec: (daemonSet('from-list') as { spec: unknown }).spec }] });
+  write(join(tree, '.git/ds.yaml'), daemonSet('in-git'));
+
+  write(join(hostile, 'a/ds.yaml'), daemonSet('in-a'));
+  symlinkSync('..', join(hostile, 'a/loop'));
+  write(join(hostile, 'b/bad.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\n  labels: [unclosed\n');
+  write(join(hostile, 'c/rollout.yaml'), { apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', metadata: { name: 'rollout', namespace: 'default' }, spec: { template } });
+  write(join(hostile, 'c/odd.yaml'), { apiVersion: 'example.com/v1', kind: 'Odd', metadata: { name: 'odd', namespace: 'default' }, spec: { pods: [{ metadata: template.metadata }] } });
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+interface JsonReport {
+  results: { source: string; kind: string; name: string; allowed: boolean; denials: { rule: string }[]; warnings: string[] }[];
+  errors: { source: string; code: string; message: string }[];
+  summary: { objects: number; denied: number; errors: number };
+}
+
+async function check(dir: string, format = 'json') {
+  return runCli(['check', '-o', format, dir]);
+}
+
+describe('check reads what kubectl reads', () => {
+  it('follows symlinked files, reads dot-files and dot-directories, types List items, skips .git', async () => {
+    const r = await check(tree);
+    const report = JSON.parse(r.stdout) as JsonReport;
+    expect(report.results.map((x) => `${x.kind}/${x.name}`).sort()).toEqual(['DaemonSet/dot-file', 'DaemonSet/from-list', 'DaemonSet/in-dot-dir', 'DaemonSet/linked']);
+    expect(report.results.every((x) => !x.allowed && x.denials.some((d) => d.rule === 'host-network'))).toBe(true);
+    expect(r.code).toBe(1);
+  });
+
+  it.skipIf(kubectlMissing() !== '')("finds the same objects as Debian's kubectl -R in that tree", async () => {
+    const k = spawnSync(KUBECTL, ['annotate', '--local', '-R', '-f', tree, 'x=y', '-o', 'name'], { encoding: 'utf8' });
+    const kubectlNames = k.stdout.trim().split('\n').filter(Boolean).sort();
+    const ours = (JSON.parse((await check(tree)).stdout) as JsonReport).results.map((x) => `daemonset.apps/${x.name}`).sort();
+    // kubectl reads .git too; skipping it is our one documented difference.
+    expect(kubectlNames.filter((n) => n !== 'daemonset.apps/in-git')).toEqual(ours);
+  });
+});
+
+describe('check on a tree kubectl cannot fully read', () => {
+  it('ends a symlink cycle, reports the bad file with its line and still checks everything else (exit 2)', async () => {
+    const r = await check(hostile);
+    expect(r.code).toBe(2);
+    const report = JSON.parse(r.stdout) as JsonReport;
+    expect(report.results.map((x) => `${x.kind}/${x.name}`).sort()).toEqual(['DaemonSet/in-a', 'Odd/odd', 'Rollout/rollout']);
+    expect(report.errors).toEqual([{ source: expect.stringMatching(/b\/bad\.yaml:\d+$/), code: 'INPUT_PARSE', message: expect.stringMatching(/invalid YAML/) }]);
+    expect(report.summary).toMatchObject({ objects: 3, errors: 1 });
+  });
+
+  it('checks a kind it does not know as a template when it carries one at spec.template, and warns where it cannot tell', async () => {
+    const report = JSON.parse((await check(hostile)).stdout) as JsonReport;
+    const rollout = report.results.find((x) => x.kind === 'Rollout')!;
+    expect(rollout.allowed).toBe(false);
+    expect(rollout.denials.map((d) => d.rule)).toContain('host-network');
+    const odd = report.results.find((x) => x.kind === 'Odd')!;
+    expect(odd.warnings.join()).toMatch(/set at spec\.pods\[0\]\.metadata\.annotations.*not checked/);
+  });
+
+  it.each([
+    ['text', /ERROR .*bad\.yaml:\d+ .*invalid YAML[\s\S]*3 object\(s\) checked: 1 allowed, 2 denied, 1 input error\(s\)/],
+    ['junit', /<testsuite name="[^"]*bad\.yaml" tests="1" failures="0" errors="1"[\s\S]*<error type="INPUT_PARSE"/],
+  ])('reports the bad file in the %s output too', async (format, pattern) => {
+    const r = await check(hostile, format);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toMatch(pattern);
+  });
+
+  it('reads a repeated key as kubectl does: the last value wins', async () => {
+    const dir = join(root, 'dup');
+    write(join(dir, 'pod.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: dup\n  annotations:\n    network.alibabacloud.com/erdma-smcr: "true"\nspec:\n  hostNetwork: false\n  hostNetwork: true\n  containers: [{name: a, image: b}]\n');
+    const r = await check(dir);
+    const report = JSON.parse(r.stdout) as JsonReport;
+    expect(report.errors).toEqual([]);
+    expect(report.results[0]?.denials.map((d) => d.rule)).toContain('host-network');
+    if (kubectlMissing() === '') {
+      const k = spawnSync(KUBECTL, ['annotate', '--local', '-f', join(dir, 'pod.yaml'), 'x=y', '-o', 'json'], { encoding: 'utf8' });
+      expect((JSON.parse(k.stdout) as { spec: { hostNetwork: boolean } }).spec.hostNetwork).toBe(true);
+    }
+  });
+});
