@@ -5,13 +5,15 @@
 // never written: it is reported and retried. Watching the directory re-inserts our entry when
 // the primary CNI rewrites its file.
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { CNI_PLUGIN_TYPE } from '../constants.js';
 
 export const PLUGIN_TYPE = CNI_PLUGIN_TYPE;
 export const BINARY_NAME = 'erdma-smcr';
+/** In the plugin's state dir: written by `agent --uninstall`, removed by a starting agent. */
+export const UNINSTALL_MARKER = '.uninstalled';
 const CONF_EXT = /\.(conflist|conf|json)$/;
 
 export interface PluginEntryOptions {
@@ -112,6 +114,12 @@ export interface InstallerOptions extends PluginEntryOptions {
   /** Told the current problem ('' when the chain is in place). */
   readonly onStatus?: (problem: string) => void;
   readonly retryMs?: number;
+  /**
+   * A host file that `uninstall` writes first: an agent still running on the node (the README's
+   * uninstall execs into it before the DaemonSet is deleted) then stops putting our entry back.
+   * A starting agent removes it: starting means installing.
+   */
+  readonly uninstallMarker?: string;
 }
 
 export class CniInstaller {
@@ -136,6 +144,7 @@ export class CniInstaller {
 
   /** Puts our entry into the active config; reports and keeps the file when it cannot. */
   ensureChained(): string {
+    if (this.uninstalled()) return this.report('');
     const file = activeConfFile(this.opts.confDir);
     if (!file) return this.report(`no CNI configuration in ${this.opts.confDir} yet (waiting for the primary CNI)`);
     const path = join(this.opts.confDir, file);
@@ -161,6 +170,7 @@ export class CniInstaller {
 
   /** Installs, then watches the conf dir; retries while something is wrong. */
   start(): void {
+    if (this.opts.uninstallMarker) rmSync(this.opts.uninstallMarker, { force: true });
     this.installBinary();
     this.ensureSafely();
     this.watcher = watch(this.opts.confDir, { persistent: false }, () => this.later(150));
@@ -181,8 +191,16 @@ export class CniInstaller {
     this.timer.unref();
   }
 
+  private uninstalled(): boolean {
+    return this.opts.uninstallMarker !== undefined && existsSync(this.opts.uninstallMarker);
+  }
+
   /** Removes our entry from every config file and our binary; nothing else. */
   uninstall(): void {
+    if (this.opts.uninstallMarker) {
+      mkdirSync(dirname(this.opts.uninstallMarker), { recursive: true });
+      writeFileSync(this.opts.uninstallMarker, `uninstalled at ${new Date().toISOString()}; a starting agent installs again\n`);
+    }
     if (existsSync(this.opts.confDir)) {
       for (const f of readdirSync(this.opts.confDir).filter((n) => n.endsWith('.conflist'))) {
         const path = join(this.opts.confDir, f);

@@ -9,7 +9,7 @@ import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { apiReason, WatchedSet } from '../cluster/kube.js';
 import type { AgentConfig } from '../config/schema.js';
 import { capability, capabilityLabels, hostFacts, type Capability } from './capability.js';
-import { CniInstaller } from './cni-install.js';
+import { CniInstaller, UNINSTALL_MARKER } from './cni-install.js';
 import type { RdmaDevice } from './discovery.js';
 import { ensureHostPnet } from './host-pnet.js';
 import { NodeLabeler } from './labels.js';
@@ -106,6 +106,7 @@ export class NodeAgent {
       stateDir: this.a.cniStateDir,
       logFile: this.a.cniLogFile,
       logger: this.log,
+      uninstallMarker: join(hostPath(this.a, this.a.cniStateDir), UNINSTALL_MARKER),
       ...(onStatus ? { onStatus } : {}),
     });
   }

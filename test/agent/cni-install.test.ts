@@ -35,7 +35,7 @@ describe('CNI chaining', () => {
     for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 
-  function node(files: Record<string, string>): { conf: string; bin: string; installer: CniInstaller; problems: string[] } {
+  function node(files: Record<string, string>): { conf: string; bin: string; installer: CniInstaller; problems: string[]; make: () => CniInstaller } {
     const root = mkdtempSync(join(tmpdir(), 'cni-node-'));
     dirs.push(root);
     const conf = join(root, 'etc/cni/net.d');
@@ -46,12 +46,17 @@ describe('CNI chaining', () => {
     const src = join(root, 'erdma-smcr-image-binary');
     writeFileSync(src, '#!/bin/sh\necho plugin v1\n');
     const problems: string[] = [];
-    const installer = new CniInstaller({
-      confDir: conf, binDir: bin, binarySource: src, pnetIdFile: '/run/erdma-smcr/pnetid', stateDir: '/var/lib/cni/erdma-smcr',
-      logFile: '/var/log/erdma-smcr/cni.log', logger, retryMs: 100, onStatus: (p) => problems.push(p),
-    });
-    installers.push(installer);
-    return { conf, bin, installer, problems };
+    const marker = join(root, 'var/lib/cni/erdma-smcr/.uninstalled');
+    const make = (): CniInstaller => {
+      const i = new CniInstaller({
+        confDir: conf, binDir: bin, binarySource: src, pnetIdFile: '/run/erdma-smcr/pnetid', stateDir: '/var/lib/cni/erdma-smcr',
+        logFile: '/var/log/erdma-smcr/cni.log', logger, retryMs: 100, onStatus: (p) => problems.push(p), uninstallMarker: marker,
+      });
+      installers.push(i);
+      return i;
+    };
+    const installer = make();
+    return { conf, bin, installer, problems, make };
   }
 
   const json = (path: string): { plugins: { type: string }[]; [k: string]: unknown } => JSON.parse(readFileSync(path, 'utf8'));
@@ -131,6 +136,20 @@ describe('CNI chaining', () => {
     n.installer.uninstall();
     expect(json(join(n.conf, '10-terway.conflist'))).toEqual(terway);
     expect(readdirSync(n.bin)).toEqual(['bridge']);
+  });
+
+  it("uninstall from another process (the README's exec) is not undone by the agent still running, and a new agent installs again", async () => {
+    const n = node({ '10-terway.conflist': JSON.stringify(terway) });
+    n.installer.start(); // the running agent, watching the conf dir
+    expect(json(join(n.conf, '10-terway.conflist')).plugins.map((p) => p.type)).toContain(PLUGIN_TYPE);
+    n.make().uninstall(); // `kubectl exec ... agent --uninstall`
+    await new Promise((r) => setTimeout(r, 600)); // the watcher fired and had its chance to put the entry back
+    expect(json(join(n.conf, '10-terway.conflist'))).toEqual(terway);
+    expect(existsSync(join(n.bin, 'erdma-smcr'))).toBe(false);
+    // A new agent pod (a reinstall, a rolling update) installs and chains again.
+    n.make().start();
+    expect(json(join(n.conf, '10-terway.conflist')).plugins.map((p) => p.type)).toContain(PLUGIN_TYPE);
+    expect(existsSync(join(n.bin, 'erdma-smcr'))).toBe(true);
   });
 
   it('replaces the binary only when it changed', () => {
