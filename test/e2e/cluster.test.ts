@@ -58,12 +58,11 @@ describe.skipIf(why !== '')('a real single-node cluster: webhook â†’ scheduler â
     cp = await startControlPlane({ controllerManager: true, scheduler: true, netns: ns.path });
 
     // Our manifests' objects that a 1.20 API server serves (no policy/v1 PDB; Deployment and
-    // DaemonSet run as processes here). --validate=false: matchConditions are newer than 1.20,
-    // which drops the field.
+    // DaemonSet run as processes here), validated by kubectl as an admin's apply would be.
     const rendered = execFileSync(KUBECTL, ['kustomize', 'manifests/base'], { encoding: 'utf8' });
     const keep = ['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ConfigMap', 'Service', 'MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'];
     const objects = (yaml.loadAll(rendered) as Obj[]).filter((o) => keep.includes(o.kind));
-    const applied = await cp.kubectl(['apply', '--validate=false', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+    const applied = await cp.kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
     expect(applied.status, applied.stderr).toBe(0);
     await kubectl('create', 'namespace', 'apps');
     const clusterIP = (await getJson('service', '-n', 'erdma-smcr', 'erdma-smcr-webhook')).spec.clusterIP as string;

@@ -11,7 +11,7 @@ K8S=$CACHE_ROOT/k8s-v1.20.2
 BIN=$K8S/bin
 HERE=$(cd "$(dirname "$0")" && pwd)
 COMPONENTS=("$@")
-[ ${#COMPONENTS[@]} -gt 0 ] || COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
+[ ${#COMPONENTS[@]} -gt 0 ] || COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 # The recipe's identity: this script, the apt helper and the patches. A change rebuilds.
 shopt -s nullglob
 PATCHES=("$HERE"/patches/*.patch)

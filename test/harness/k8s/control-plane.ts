@@ -136,9 +136,10 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: n
   throw new Error(`timed out waiting for ${what}; logs in ${dir}`);
 }
 
-function writePki(dir: string): { caPem: string; token: string } {
+function writePki(dir: string, extraNames: readonly string[] = []): { caPem: string; token: string } {
   const ca = generateCA('erdma-smcr-test-cluster-ca', { validityDays: 2 });
-  const serving = generateServingCert(ca, ['localhost', '127.0.0.1', 'kubernetes', 'kubernetes.default.svc', '127.100.0.1'], { validityDays: 2 });
+  const names = ['localhost', '127.0.0.1', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', '127.100.0.1', ...extraNames];
+  const serving = generateServingCert(ca, names, { validityDays: 2 });
   writeFileSync(join(dir, 'ca.crt'), ca.certPem);
   writeFileSync(join(dir, 'ca.key'), ca.keyPem, { mode: 0o600 });
   // The API server's identity towards kubelets (logs, exec).
@@ -177,6 +178,19 @@ export interface ControlPlaneOptions {
   readonly scheduler?: boolean;
   /** Run everything inside this network namespace (path), e.g. with a kubelet on a veth there. */
   readonly netns?: string;
+  /**
+   * A cluster whose pods talk to the API server as in a real one (our manifests running as
+   * pods): Services from `serviceCidr` (routed by kube-proxy, inside the test netns), the API
+   * server reachable on `nodeIp` and advertised there (the `kubernetes` Service's endpoint, kept
+   * by the lease reconciler), ServiceAccount admission and the controllers behind tokens and
+   * Endpoints.
+   */
+  readonly inClusterPods?: { readonly nodeIp: string; readonly serviceCidr: string };
+}
+
+/** The first address of a /24 service range: the `kubernetes` Service's ClusterIP. */
+export function firstServiceIp(cidr: string): string {
+  return cidr.replace(/\.0\/\d+$/, '.1');
 }
 
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
@@ -187,7 +201,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     if (!process.env.ERDMA_SMCR_KEEP_K8S) rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const { caPem, token } = writePki(dir);
+    const pods = opts.inClusterPods;
+    const { caPem, token } = writePki(dir, pods ? [pods.nodeIp, firstServiceIp(pods.serviceCidr)] : []);
     const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
     procs.push(
       startProc(dir, 'etcd', [
@@ -204,8 +219,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     procs.push(
       startProc(dir, 'kube-apiserver', [
         `--etcd-servers=http://127.0.0.1:${etcdPort}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
+        ...(pods
+          ? ['--bind-address=0.0.0.0', `--advertise-address=${pods.nodeIp}`, '--endpoint-reconciler-type=lease']
+          : ['--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', '--endpoint-reconciler-type=none']),
         `--secure-port=${apiPort}`,
         '--insecure-port=0',
         `--tls-cert-file=${join(dir, 'apiserver.crt')}`,
@@ -216,10 +232,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         `--service-account-key-file=${join(dir, 'sa.pub')}`,
         `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
         '--service-account-issuer=https://kubernetes.default.svc',
-        `--service-cluster-ip-range=${SERVICE_CIDR}`,
-        '--endpoint-reconciler-type=none',
-        // Pods in tests carry no API tokens; the token controller is not always running.
-        '--disable-admission-plugins=ServiceAccount',
+        `--service-cluster-ip-range=${pods?.serviceCidr ?? SERVICE_CIDR}`,
+        // Pods in tests carry no API tokens unless they run our manifests (the token controller is not always running).
+        ...(pods ? [] : ['--disable-admission-plugins=ServiceAccount']),
         '--allow-privileged=true',
         `--kubelet-client-certificate=${join(dir, 'kubelet-client.crt')}`,
         `--kubelet-client-key=${join(dir, 'kubelet-client.key')}`,
@@ -261,7 +276,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
           '--use-service-account-credentials=false',
           `--service-account-private-key-file=${join(dir, 'sa.key')}`,
           `--root-ca-file=${join(dir, 'ca.crt')}`,
-          '--controllers=deployment,replicaset,daemonset,serviceaccount-token,namespace,garbagecollector,nodelifecycle',
+          `--controllers=deployment,replicaset,daemonset,serviceaccount-token,namespace,garbagecollector,nodelifecycle${pods ? ',serviceaccount,endpoint,endpointslice' : ''}`,
           '--v=1',
         ], opts.netns),
       );

@@ -1,0 +1,222 @@
+// erdma-smcr installed the way an admin installs it, running as pods: the image built from our
+// Dockerfile (test/harness/image/build.sh) imported into the node's containerd, our manifests
+// applied with kubectl 1.20 through test/e2e/in-cluster (the 1.20 overlay plus the test node's
+// host paths, each change listed there), on a single-node v1.20.2 cluster whose pods reach the
+// API server and Services as in a real one: kube-proxy (iptables, built from the same Debian
+// source) routes ClusterIPs inside the test netns. Then a workload, a denial, and the uninstall
+// exactly as the README says it.
+import { execFileSync, spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBusyboxImage, containerdAvailable } from '../harness/containerd.js';
+import { binariesPresent, ensureBinaries, K8S_BIN, startControlPlane, type ControlPlane } from '../harness/k8s/control-plane.js';
+import { startNode, type KubeNode } from '../harness/k8s/node.js';
+import { CNI_BIN_DIR, cleanupNetns, createNetns, hasDebianCniPlugins } from '../helpers/netns.js';
+import { until as poll } from '../helpers/wait.js';
+
+const why =
+  ensureBinaries() ||
+  (binariesPresent(['kube-proxy']).length > 0 ? 'kube-proxy not built (test/harness/k8s/build.sh)' : '') ||
+  containerdAvailable() ||
+  (hasDebianCniPlugins() ? '' : 'Debian CNI plugins missing') ||
+  (existsSync('/usr/sbin/iptables') ? '' : 'iptables missing');
+if (why && process.env.CI) throw new Error(`the in-cluster suite cannot run in CI: ${why}`);
+
+const NODE = 'ecs-erdma-2';
+const NODE_IP = '10.201.0.2';
+const SERVICE_CIDR = '10.96.0.0/24';
+const POD_CIDR = '10.244.0.0/24';
+/** Fixed: the overlay's hostPaths name it (kustomize v2.0.3 has no variables for them). */
+const HOST = '/tmp/erdma-smcr-in-cluster';
+const OVERLAY = 'test/e2e/in-cluster';
+const APP = 'erdma-smcr.test/app:1';
+const PAUSE = 'erdma-smcr.test/pause:1';
+const CONFLIST = join(HOST, 'etc/cni/net.d/10-k8s.conflist');
+
+type Obj = { kind: string; metadata: { name: string; namespace?: string; uid?: string; labels?: Record<string, string>; annotations?: Record<string, string> }; [k: string]: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+function buildImage(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const b = spawn('bash', ['test/harness/image/build.sh'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    b.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    b.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-20_000)));
+    b.once('exit', (code) => (code === 0 ? resolve(out.trim().split('\n').pop()!) : reject(new Error(`image build failed: ${err}`))));
+  });
+}
+
+/** The node's host tree: the fake sysfs, device nodes, os-release, /proc and the primary CNI. */
+function hostTree(ipamDir: string): void {
+  rmSync(HOST, { recursive: true, force: true });
+  cpSync('test/fixtures/sysfs/node-a', HOST, { recursive: true });
+  mkdirSync(join(HOST, 'dev/infiniband'), { recursive: true });
+  for (const d of ['uverbs0', 'uverbs1', 'uverbs2', 'rdma_cm']) execFileSync('mknod', ['-m', '0666', join(HOST, 'dev/infiniband', d), 'c', '1', '3']);
+  mkdirSync(join(HOST, 'etc/cni/net.d'), { recursive: true });
+  mkdirSync(join(HOST, 'opt/cni/bin'), { recursive: true });
+  for (const p of ['bridge', 'host-local', 'loopback']) symlinkSync(join(CNI_BIN_DIR, p), join(HOST, 'opt/cni/bin', p));
+  writeFileSync(join(HOST, 'etc/os-release'), 'PRETTY_NAME="Alibaba Cloud Linux 3.2104 U11 (OpenAnolis Edition)"\n');
+  // isGateway alone gives pods no default route: the IPAM route does.
+  writeFileSync(
+    CONFLIST,
+    `${JSON.stringify({
+      cniVersion: '0.4.0',
+      name: 'k8s-pod-network',
+      plugins: [{ type: 'bridge', bridge: 'cni0', isGateway: true, ipam: { type: 'host-local', subnet: POD_CIDR, routes: [{ dst: '0.0.0.0/0' }], dataDir: ipamDir } }],
+    }, null, 2)}\n`,
+  );
+  mkdirSync(join(HOST, 'proc/sys/kernel'), { recursive: true });
+  mkdirSync(join(HOST, 'proc/sys/net/smc'), { recursive: true });
+  writeFileSync(join(HOST, 'proc/sys/kernel/osrelease'), '5.10.134-17.3.al8.x86_64\n');
+  writeFileSync(join(HOST, 'proc/sys/net/smc/tcp2smc'), '0\n');
+}
+
+describe.skipIf(why !== '')('installed as shipped: our image and manifests running as pods in a real cluster', () => {
+  let dir: string;
+  let cp: ControlPlane;
+  let node: KubeNode;
+  let conflistBefore = '';
+
+  const kubectl = async (...args: string[]): Promise<string> => {
+    const r = await cp.kubectl(args);
+    if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+  const getJson = async (...args: string[]): Promise<Obj & { items: Obj[] }> => JSON.parse(await kubectl('get', '-o', 'json', ...args));
+  const diagnostics = async (): Promise<string> => {
+    const describe = await cp.kubectl(['describe', 'pods', '-A']);
+    const agent = await cp.kubectl(['logs', '-n', 'erdma-smcr', 'ds/erdma-smcr-agent', '--tail=40']);
+    return `--- pods ---\n${describe.stdout.slice(-6000)}\n--- agent ---\n${agent.stdout}${agent.stderr}\n--- kubelet ---\n${node?.logs('kubelet').slice(-3000)}\n--- kube-proxy ---\n${node?.logs('kube-proxy').slice(-1500)}`;
+  };
+  const until = <T>(what: string, f: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> =>
+    poll(what, f, { timeoutMs, intervalMs: 500, retryErrors: true }).catch(async (err: Error) => {
+      throw new Error(`${err.message}\n${await diagnostics()}`);
+    });
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'in-cluster-'));
+    const archive = await buildImage();
+    hostTree(join(dir, 'ipam'));
+    conflistBefore = readFileSync(CONFLIST, 'utf8');
+    const ns = createNetns('incluster');
+    cp = await startControlPlane({ controllerManager: true, scheduler: true, netns: ns.path, inClusterPods: { nodeIp: NODE_IP, serviceCidr: SERVICE_CIDR } });
+    buildBusyboxImage(PAUSE, join(dir, 'pause.tar'), ['/bin/sleep', '2147483647']);
+    buildBusyboxImage(APP, join(dir, 'app.tar'), ['/bin/sleep', '2147483647']);
+    node = await startNode({ cp, name: NODE, ip: NODE_IP, dir: join(dir, 'node'), hostRoot: HOST, sandboxImage: PAUSE, images: [join(dir, 'pause.tar'), join(dir, 'app.tar'), archive] });
+    // kube-proxy in the node's namespaces; conntrack sizing is the host's business, not ours.
+    node.spawnInNode(join(K8S_BIN, 'kube-proxy'), [
+      `--kubeconfig=${cp.kubeconfig}`, `--hostname-override=${NODE}`, '--proxy-mode=iptables', '--conntrack-max-per-core=0',
+      '--masquerade-all', `--cluster-cidr=${POD_CIDR}`, `--bind-address=${NODE_IP}`,
+      '--healthz-bind-address=127.0.0.1:10256', '--metrics-bind-address=127.0.0.1:10249', '--v=1',
+    ], 'kube-proxy');
+    await until('node Ready', async () => {
+      const n = await getJson('node', NODE);
+      return n.status.conditions?.find((c: { type: string; status: string }) => c.type === 'Ready')?.status === 'True' ? true : undefined;
+    });
+    // The README's install, step by step.
+    await kubectl('label', 'node', NODE, 'smcr.erdma.io/erdma-node=true');
+    const applied = await cp.kubectl(['apply', '-k', OVERLAY]);
+    expect(applied.status, applied.stderr).toBe(0);
+    await kubectl('create', 'namespace', 'apps');
+  }, 900_000);
+
+  afterAll(async () => {
+    await node?.stop();
+    await cp?.stop();
+    cleanupNetns();
+    rmSync(HOST, { recursive: true, force: true });
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('rolls out the webhook (Ready only with certificates and cluster view) and the agent', async () => {
+    await until('webhook Deployment 2/2 available', async () => {
+      const d = await getJson('deployment', '-n', 'erdma-smcr', 'erdma-smcr-webhook');
+      return d.status.availableReplicas === 2 ? true : undefined;
+    }, 300_000);
+    await until('agent DaemonSet ready', async () => {
+      const ds = await getJson('daemonset', '-n', 'erdma-smcr', 'erdma-smcr-agent');
+      return ds.status.numberReady === 1 ? true : undefined;
+    }, 180_000);
+    // The webhook bootstrapped its Secret and wrote the caBundle through the API, from its pod.
+    const secret = await getJson('secret', '-n', 'erdma-smcr', 'erdma-smcr-webhook-certs');
+    expect(Object.keys(secret.data)).toEqual(expect.arrayContaining(['tls.crt', 'tls.key']));
+    const mwc = await getJson('mutatingwebhookconfiguration', 'erdma-smcr');
+    expect(mwc.webhooks[0].clientConfig.caBundle?.length).toBeGreaterThan(100);
+  }, 600_000);
+
+  it('the agent pod chains our plugin into the node conflist, serves aliyun/erdma to the kubelet and labels the node', async () => {
+    await until('node labelled capable with aliyun/erdma capacity', async () => {
+      const n = await getJson('node', NODE);
+      return n.metadata.labels?.['smcr.erdma.io/capable'] === 'true' && Number(n.status.allocatable?.['aliyun/erdma'] ?? 0) > 0 ? true : undefined;
+    });
+    const conflist = JSON.parse(readFileSync(CONFLIST, 'utf8')) as { plugins: { type: string }[] };
+    expect(conflist.plugins.map((p) => p.type)).toEqual(['bridge', 'erdma-smcr']);
+    expect(existsSync(join(HOST, 'opt/cni/bin/erdma-smcr'))).toBe(true);
+  }, 300_000);
+
+  it('mutates an annotated Deployment through the Service (API server → kube-proxy → pod), which then runs with a device and our plugin', async () => {
+    const web = {
+      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: 'apps' },
+      spec: {
+        replicas: 2, selector: { matchLabels: { app: 'web' } },
+        template: {
+          metadata: { labels: { app: 'web' }, annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' } },
+          spec: { automountServiceAccountToken: false, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: APP, imagePullPolicy: 'Never' }] },
+        },
+      },
+    };
+    const r = await cp.kubectl(['apply', '-f', '-'], JSON.stringify(web));
+    expect(r.status, r.stderr).toBe(0);
+    const pods = await until('2 running web pods', async () => {
+      const items = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items;
+      return items.length === 2 && items.every((p) => p.status.phase === 'Running') ? items : undefined;
+    }, 180_000);
+    for (const pod of pods) {
+      expect(JSON.parse(pod.metadata.annotations?.['smcr.erdma.io/settings'] ?? '{}').sysctls['net.smc.tcp2smc']).toBe('1');
+      expect(pod.spec.containers[0].resources.limits['aliyun/erdma']).toBe('1');
+      const inPod = async (...cmd: string[]): Promise<string> => (await kubectl('exec', '-n', 'apps', pod.metadata.name, '--', ...cmd)).trim();
+      expect(await inPod('cat', '/proc/sys/net/ipv6/conf/all/disable_ipv6')).toBe('1');
+      expect((await inPod('ls', '/dev/infiniband')).split(/\s+/)).toEqual(expect.arrayContaining(['rdma_cm', 'uverbs0']));
+      await until('our Event on the pod', async () => {
+        const ev = (await getJson('events', '-n', 'apps', '--field-selector', `involvedObject.uid=${pod.metadata.uid}`)).items;
+        return ev.find((e) => e.reason === 'SMCRUnavailable') ? true : undefined;
+      });
+    }
+    // The decisions were made by the webhook pods (their log), not by anything in this process.
+    const logs = await kubectl('logs', '-n', 'erdma-smcr', '-l', 'app.kubernetes.io/component=webhook', '--tail=-1');
+    expect(logs).toMatch(/"verdict":"allowed".*"msg":"admission decision"/);
+  }, 300_000);
+
+  it('shows our denial to kubectl apply --dry-run=server', async () => {
+    const ds = {
+      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'hostnet', namespace: 'apps' },
+      spec: {
+        selector: { matchLabels: { app: 'hostnet' } },
+        template: {
+          metadata: { labels: { app: 'hostnet' }, annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' } },
+          spec: { hostNetwork: true, containers: [{ name: 'app', image: APP }] },
+        },
+      },
+    };
+    const r = await cp.kubectl(['apply', '--dry-run=server', '-f', '-'], JSON.stringify(ds));
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/denied the request: \[host-network\] spec\.template\.spec\.hostNetwork/);
+  });
+
+  it('uninstalls exactly as the README says: the conflist as it was, our binary and labels gone, running pods untouched', async () => {
+    const before = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items.map((p) => p.metadata.uid).sort();
+    const agents = (await kubectl('get', 'pods', '-n', 'erdma-smcr', '-l', 'app.kubernetes.io/component=agent', '-o', 'name')).trim().split('\n');
+    for (const p of agents) await kubectl('exec', '-n', 'erdma-smcr', p, '--', 'node', '/app/bin/erdma-smcr.js', 'agent', '--uninstall');
+    await kubectl('delete', '-k', OVERLAY);
+    await kubectl('label', 'nodes', '--all', 'smcr.erdma.io/capable-', 'smcr.erdma.io/driver-mode-', 'smcr.erdma.io/reason-');
+    expect(readFileSync(CONFLIST, 'utf8')).toBe(conflistBefore);
+    expect(existsSync(join(HOST, 'opt/cni/bin/erdma-smcr'))).toBe(false);
+    const labels = (await getJson('node', NODE)).metadata.labels ?? {};
+    expect(Object.keys(labels).filter((k) => k.startsWith('smcr.erdma.io/') && k !== 'smcr.erdma.io/erdma-node')).toEqual([]);
+    const after = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items;
+    expect(after.map((p) => p.metadata.uid).sort()).toEqual(before);
+    expect(after.every((p) => p.status.phase === 'Running')).toBe(true);
+  }, 180_000);
+});
