@@ -182,7 +182,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let pair: KeyCert = opts.certificate ? checkKeyCert(opts.certificate.key, opts.certificate.cert) : fromFiles();
   metrics.certExpiry.set(pair.notAfter.getTime() / 1000);
   const conns = new Connections();
-  const ready = (): string => (conns.closing ? 'shutting down' : opts.views.synced ? '' : 'cluster view not synced yet');
+  let stopping = false;
+  const ready = (): string => (stopping ? 'shutting down' : opts.views.synced ? '' : 'cluster view not synced yet');
   const w = config.webhook;
   const bodyBudget = new BodyBudget(w.pendingBodyBytes);
   metrics.trackBodies(bodyBudget);
@@ -239,6 +240,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
+      stopping = true; // /readyz fails from now on
+      if (config.webhook.shutdownDelayMs > 0) {
+        // Serve as usual (new connections too) until Endpoints and kube-proxy have let go of us.
+        logger.info({ ms: config.webhook.shutdownDelayMs }, 'not ready; still serving while endpoints drop this pod');
+        await new Promise((r) => setTimeout(r, config.webhook.shutdownDelayMs));
+      }
       conns.closing = true;
       for (const w of watchers) w.close();
       const grace = setTimeout(() => {

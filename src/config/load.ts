@@ -15,6 +15,7 @@ export const ENV_VARS: Readonly<Record<string, { path: string; type: 'string' | 
   ERDMA_SMCR_METRICS_PORT: { path: 'webhook.metricsPort', type: 'number' },
   ERDMA_SMCR_METRICS_HOST: { path: 'webhook.metricsHost', type: 'string' },
   ERDMA_SMCR_CERT_DIR: { path: 'webhook.certDir', type: 'string' },
+  ERDMA_SMCR_SHUTDOWN_DELAY_MS: { path: 'webhook.shutdownDelayMs', type: 'number' },
   ERDMA_SMCR_SERVICE_NAME: { path: 'webhook.serviceName', type: 'string' },
   ERDMA_SMCR_NAMESPACE: { path: 'webhook.namespace', type: 'string' },
   ERDMA_SMCR_CERT_SOURCE: { path: 'webhook.certSource', type: 'string' },

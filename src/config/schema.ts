@@ -65,6 +65,12 @@ export const webhookSchema = z
     bodyLimit: z.number().int().min(1024).default(8 * 1024 * 1024),
     shutdownGraceMs: z.number().int().min(0).default(25_000),
     /**
+     * On SIGTERM, keep accepting and serving this long while /readyz fails, before the graceful
+     * close: Endpoints and kube-proxy need a moment to stop sending new connections to a pod that
+     * is going away, and a refused connection admits the pod unmutated (failurePolicy: Ignore).
+     */
+    shutdownDelayMs: z.number().int().min(0).default(0),
+    /**
      * Deadlines on both protocols. The API server gives a webhook call at most 30 s, so nothing
      * slower is a real caller: a TLS handshake and an HTTP/1.1 request's headers (or an HTTP/2
      * session's first stream) within headersTimeoutMs, a whole request body within

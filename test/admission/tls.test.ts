@@ -146,3 +146,21 @@ describe('graceful shutdown', () => {
     await expect(postH1(s.server.port, s.ca(), '/mutate', body)).rejects.toThrow(/ECONNREFUSED/);
   });
 });
+
+describe('shutdown delay (webhook.shutdownDelayMs)', () => {
+  it('fails /readyz at once but keeps accepting and serving for the delay, then stops accepting', async () => {
+    const s = await startTestServer({ 'webhook.shutdownDelayMs': 1500 });
+    onTestFinished(() => s.stop());
+    const readyz = async (): Promise<number> => (await fetch(`http://127.0.0.1:${s.server.metricsPort}/readyz`)).status;
+    expect(await readyz()).toBe(200);
+    const closed = s.server.close();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await readyz()).toBe(503);
+    // A new connection during the delay (kube-proxy still sending us traffic) is served in full.
+    const during = await postH1(s.server.port, s.ca(), '/mutate', body);
+    expect(during.status).toBe(200);
+    expectMutated(during.body);
+    await closed;
+    await expect(postH1(s.server.port, s.ca(), '/mutate', body)).rejects.toThrow(/ECONNREFUSED/);
+  });
+});

@@ -205,6 +205,70 @@ describe.skipIf(why !== '')('installed as shipped: our image and manifests runni
     expect(r.stderr).toMatch(/denied the request: \[host-network\] spec\.template\.spec\.hostNetwork/);
   });
 
+  it('mutates every annotated pod created while the webhook rolls (kubectl rollout restart) under a steady 20 pods/s', async () => {
+    const stop = join(dir, 'stop-load');
+    const load = spawn('nsenter', [`--net=${cp.netns}`, process.execPath, 'test/harness/admission-load.mjs', cp.url, cp.token, join(cp.dir, 'ca.crt'), 'apps', '20', stop], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    load.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const finished = new Promise<void>((resolve) => load.once('exit', () => resolve()));
+    try {
+      await new Promise((r) => setTimeout(r, 3000)); // steady state first
+      const oldPods = (await getJson('pods', '-n', 'erdma-smcr', '-l', 'app.kubernetes.io/component=webhook')).items.map((p) => p.metadata.name);
+      await kubectl('rollout', 'restart', '-n', 'erdma-smcr', 'deploy/erdma-smcr-webhook');
+      await kubectl('rollout', 'status', '-n', 'erdma-smcr', 'deploy/erdma-smcr-webhook', '--timeout=300s');
+      await until('the old webhook pods gone', async () => {
+        const names = (await getJson('pods', '-n', 'erdma-smcr', '-l', 'app.kubernetes.io/component=webhook')).items.map((p) => p.metadata.name);
+        return names.every((n) => !oldPods.includes(n)) ? true : undefined;
+      });
+      await new Promise((r) => setTimeout(r, 3000));
+    } finally {
+      writeFileSync(stop, '');
+      await finished;
+    }
+    const result = JSON.parse(out) as { sent: number; mutated: number; missed: number; failed: number; seconds: number; missedNames: string[] };
+    console.log(`webhook rollout under load: ${result.sent} annotated pods in ${result.seconds.toFixed(1)} s (${(result.sent / result.seconds).toFixed(1)}/s): ${result.mutated} mutated, ${result.missed} missed, ${result.failed} failed`);
+    expect(result.sent).toBeGreaterThan(200);
+    expect(result.failed).toBe(0);
+    expect(result.missed).toBe(0);
+  }, 600_000);
+
+  it('gives our plugin to pods created during an agent rolling update', async () => {
+    await kubectl('patch', 'daemonset', '-n', 'erdma-smcr', 'erdma-smcr-agent', '-p', JSON.stringify({ spec: { template: { metadata: { annotations: { 'test.erdma-smcr/revision': '2' } } } } }));
+    const during = {
+      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'during', namespace: 'apps' },
+      spec: {
+        replicas: 2, selector: { matchLabels: { app: 'during' } },
+        template: {
+          metadata: { labels: { app: 'during' }, annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' } },
+          spec: { automountServiceAccountToken: false, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: APP, imagePullPolicy: 'Never' }] },
+        },
+      },
+    };
+    expect((await cp.kubectl(['apply', '-f', '-'], JSON.stringify(during))).status).toBe(0);
+    await kubectl('rollout', 'status', '-n', 'erdma-smcr', 'ds/erdma-smcr-agent', '--timeout=300s');
+    const all = await until('2 running pods created during the update', async () => {
+      const items = (await getJson('pods', '-n', 'apps', '-l', 'app=during')).items;
+      return items.filter((p) => p.status.phase === 'Running').length === 2 ? items : undefined;
+    }, 180_000);
+    const pods = all.filter((p) => p.status.phase === 'Running');
+    const refused = all.filter((p) => p.status.phase !== 'Running').map((p) => `${p.metadata.name}: ${p.status.phase} ${p.status.reason ?? ''} ${p.status.message ?? ''}`);
+    console.log(`agent rolling update: ${all.length} pods created for 2 replicas; not run: ${refused.length ? refused.join('; ') : 'none'}`);
+    // A pod the kubelet admits while the new agent has not registered yet fails admission and is
+    // replaced by its controller (the kubelet's device-manager gap); none may fail for another reason.
+    for (const r of refused) expect(r).toMatch(/UnexpectedAdmissionError/);
+    for (const pod of pods) {
+      // SMCRUnavailable comes from our plugin's record (this kernel has no SMC); SMCRNotApplied would mean it did not run.
+      await until(`our plugin's Event on ${pod.metadata.name}`, async () => {
+        const ev = (await getJson('events', '-n', 'apps', '--field-selector', `involvedObject.uid=${pod.metadata.uid}`)).items;
+        return ev.find((e) => e.reason === 'SMCRUnavailable') ? true : undefined;
+      });
+    }
+    const conflist = JSON.parse(readFileSync(CONFLIST, 'utf8')) as { plugins: { type: string }[] };
+    expect(conflist.plugins.map((p) => p.type)).toEqual(['bridge', 'erdma-smcr']);
+  }, 600_000);
+
   it('uninstalls exactly as the README says: the conflist as it was, our binary and labels gone, running pods untouched', async () => {
     const before = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items.map((p) => p.metadata.uid).sort();
     const agents = (await kubectl('get', 'pods', '-n', 'erdma-smcr', '-l', 'app.kubernetes.io/component=agent', '-o', 'name')).trim().split('\n');
