@@ -81,28 +81,33 @@ export class WebhookMetrics {
 
   /** Reads the connection guard at scrape time. */
   trackConnections(guard: { readonly connections: number; readonly evicted: number }): void {
-    Object.assign(this.connections, { collect: (): void => this.connections.set(guard.connections) });
-    Object.assign(this.evictedConnections, {
-      collect: (): void => {
-        this.evictedConnections.reset();
-        this.evictedConnections.inc(guard.evicted);
-      },
-    });
+    readAtScrape(this.connections, () => guard.connections);
+    readAtScrape(this.evictedConnections, () => guard.evicted);
   }
 
   /** Reads the body budget at scrape time (no work per request). */
   trackBodies(budget: { readonly bytes: number; readonly dropped: number }): void {
-    // prom-client calls a metric's collect() before reading it; it is a constructor option, set late here.
-    Object.assign(this.pendingBodyBytes, { collect: (): void => this.pendingBodyBytes.set(budget.bytes) });
-    Object.assign(this.droppedBodies, {
-      collect: (): void => {
-        this.droppedBodies.reset();
-        this.droppedBodies.inc(budget.dropped);
-      },
-    });
+    readAtScrape(this.pendingBodyBytes, () => budget.bytes);
+    readAtScrape(this.droppedBodies, () => budget.dropped);
   }
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 }
+
+/**
+ * Sets a metric from `read()` whenever it is scraped. prom-client calls a metric's collect()
+ * before reading it; collect is a constructor option, set late here because the source comes later.
+ */
+function readAtScrape(metric: Gauge | Counter, read: () => number): void {
+  const collect =
+    metric instanceof Gauge
+      ? (): void => metric.set(read())
+      : (): void => {
+          metric.reset();
+          metric.inc(read());
+        };
+  Object.assign(metric, { collect });
+}
+

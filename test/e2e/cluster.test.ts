@@ -6,7 +6,7 @@
 // containerd runs our CNI plugin with the annotations. Everything runs in a network namespace and
 // the node in a private mount namespace (test/harness/k8s/node.ts).
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
@@ -15,7 +15,8 @@ import { buildBusyboxImage, containerdAvailable } from '../harness/containerd.js
 import { ensureBinaries, KUBECTL, startControlPlane, type ControlPlane } from '../harness/k8s/control-plane.js';
 import { startNode, type KubeNode } from '../harness/k8s/node.js';
 import { startWebhookProc, type WebhookProc } from '../harness/webhook-proc.js';
-import { CNI_BIN_DIR, cleanupNetns, createNetns, hasDebianCniPlugins } from '../helpers/netns.js';
+import { writeFakeProc, writeHostTree } from '../harness/k8s/host-tree.js';
+import { cleanupNetns, createNetns, hasDebianCniPlugins } from '../helpers/netns.js';
 import { until as poll } from '../helpers/wait.js';
 
 const why = ensureBinaries() || containerdAvailable() || (hasDebianCniPlugins() ? '' : 'Debian CNI plugins missing');
@@ -74,25 +75,11 @@ describe.skipIf(why !== '')('a real single-node cluster: webhook â†’ scheduler â
       ns.path,
     );
 
-    // The node's host tree as the agent sees it: sysfs with eRDMA devices, their device nodes (a
-    // harmless 1:3, since the runtime wants real character devices), the primary CNI's conflist.
+    // The node's host tree as the agent sees it (test/harness/k8s/host-tree.ts).
     hostRoot = join(dir, 'host');
-    cpSync('test/fixtures/sysfs/node-a', hostRoot, { recursive: true });
-    mkdirSync(join(hostRoot, 'dev/infiniband'), { recursive: true });
-    for (const d of ['uverbs0', 'uverbs1', 'uverbs2', 'rdma_cm']) execFileSync('mknod', ['-m', '0666', join(hostRoot, 'dev/infiniband', d), 'c', '1', '3']);
-    mkdirSync(join(hostRoot, 'etc/cni/net.d'), { recursive: true });
-    mkdirSync(join(hostRoot, 'opt/cni/bin'), { recursive: true });
-    for (const p of ['bridge', 'host-local', 'loopback']) symlinkSync(join(CNI_BIN_DIR, p), join(hostRoot, 'opt/cni/bin', p));
-    writeFileSync(join(hostRoot, 'etc/os-release'), 'PRETTY_NAME="Alibaba Cloud Linux 3.2104 U11 (OpenAnolis Edition)"\n');
-    writeFileSync(
-      join(hostRoot, 'etc/cni/net.d/10-k8s.conflist'),
-      JSON.stringify({ cniVersion: '0.4.0', name: 'k8s-pod-network', plugins: [{ type: 'bridge', bridge: 'cni0', isGateway: true, ipam: { type: 'host-local', subnet: '10.244.0.0/24', dataDir: join(dir, 'ipam') } }] }),
-    );
+    writeHostTree(hostRoot, { ipamDir: join(dir, 'ipam'), podCidr: '10.244.0.0/24' });
     const proc = join(dir, 'proc');
-    mkdirSync(join(proc, 'sys/kernel'), { recursive: true });
-    mkdirSync(join(proc, 'sys/net/smc'), { recursive: true });
-    writeFileSync(join(proc, 'sys/kernel/osrelease'), '5.10.134-17.3.al8.x86_64\n');
-    writeFileSync(join(proc, 'sys/net/smc/tcp2smc'), '0\n');
+    writeFakeProc(proc);
 
     buildBusyboxImage(PAUSE, join(dir, 'pause.tar'), ['/bin/sleep', '2147483647']);
     buildBusyboxImage(APP, join(dir, 'app.tar'), ['/bin/sleep', '2147483647']);

@@ -5,15 +5,16 @@
 // API server and Services as in a real one: kube-proxy (iptables, built from the same Debian
 // source) routes ClusterIPs inside the test netns. Then a workload, a denial, and the uninstall
 // exactly as the README says it.
-import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBusyboxImage, containerdAvailable } from '../harness/containerd.js';
 import { binariesPresent, ensureBinaries, K8S_BIN, startControlPlane, type ControlPlane } from '../harness/k8s/control-plane.js';
 import { startNode, type KubeNode } from '../harness/k8s/node.js';
-import { CNI_BIN_DIR, cleanupNetns, createNetns, hasDebianCniPlugins } from '../helpers/netns.js';
+import { writeFakeProc, writeHostTree } from '../harness/k8s/host-tree.js';
+import { cleanupNetns, createNetns, hasDebianCniPlugins } from '../helpers/netns.js';
 import { until as poll } from '../helpers/wait.js';
 
 const why =
@@ -48,31 +49,6 @@ function buildImage(): Promise<string> {
   });
 }
 
-/** The node's host tree: the fake sysfs, device nodes, os-release, /proc and the primary CNI. */
-function hostTree(ipamDir: string): void {
-  rmSync(HOST, { recursive: true, force: true });
-  cpSync('test/fixtures/sysfs/node-a', HOST, { recursive: true });
-  mkdirSync(join(HOST, 'dev/infiniband'), { recursive: true });
-  for (const d of ['uverbs0', 'uverbs1', 'uverbs2', 'rdma_cm']) execFileSync('mknod', ['-m', '0666', join(HOST, 'dev/infiniband', d), 'c', '1', '3']);
-  mkdirSync(join(HOST, 'etc/cni/net.d'), { recursive: true });
-  mkdirSync(join(HOST, 'opt/cni/bin'), { recursive: true });
-  for (const p of ['bridge', 'host-local', 'loopback']) symlinkSync(join(CNI_BIN_DIR, p), join(HOST, 'opt/cni/bin', p));
-  writeFileSync(join(HOST, 'etc/os-release'), 'PRETTY_NAME="Alibaba Cloud Linux 3.2104 U11 (OpenAnolis Edition)"\n');
-  // isGateway alone gives pods no default route: the IPAM route does.
-  writeFileSync(
-    CONFLIST,
-    `${JSON.stringify({
-      cniVersion: '0.4.0',
-      name: 'k8s-pod-network',
-      plugins: [{ type: 'bridge', bridge: 'cni0', isGateway: true, ipam: { type: 'host-local', subnet: POD_CIDR, routes: [{ dst: '0.0.0.0/0' }], dataDir: ipamDir } }],
-    }, null, 2)}\n`,
-  );
-  mkdirSync(join(HOST, 'proc/sys/kernel'), { recursive: true });
-  mkdirSync(join(HOST, 'proc/sys/net/smc'), { recursive: true });
-  writeFileSync(join(HOST, 'proc/sys/kernel/osrelease'), '5.10.134-17.3.al8.x86_64\n');
-  writeFileSync(join(HOST, 'proc/sys/net/smc/tcp2smc'), '0\n');
-}
-
 describe.skipIf(why !== '')('installed as shipped: our image and manifests running as pods in a real cluster', () => {
   let dir: string;
   let cp: ControlPlane;
@@ -98,7 +74,9 @@ describe.skipIf(why !== '')('installed as shipped: our image and manifests runni
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'in-cluster-'));
     const archive = await buildImage();
-    hostTree(join(dir, 'ipam'));
+    rmSync(HOST, { recursive: true, force: true });
+    writeHostTree(HOST, { ipamDir: join(dir, 'ipam'), podCidr: POD_CIDR, defaultRoute: true });
+    writeFakeProc(join(HOST, 'proc'));
     conflistBefore = readFileSync(CONFLIST, 'utf8');
     const ns = createNetns('incluster');
     cp = await startControlPlane({ controllerManager: true, scheduler: true, netns: ns.path, inClusterPods: { nodeIp: NODE_IP, serviceCidr: SERVICE_CIDR } });
