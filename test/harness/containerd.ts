@@ -108,6 +108,21 @@ function loadCri(): grpc.ServiceClientConstructor {
   return (grpc.loadPackageDefinition(def).runtime as { v1alpha2: { RuntimeService: grpc.ServiceClientConstructor } }).v1alpha2.RuntimeService;
 }
 
+/** PIDs of containerd-shim processes whose arguments include `dir` (read from /proc). */
+function shimPids(dir: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (argv[0]?.includes('containerd-shim') && argv.some((a) => a.includes(dir))) pids.push(Number(entry));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return pids;
+}
+
 export async function startContainerd(opts: ContainerdOptions): Promise<Containerd> {
   const dir = mkdtempSync(join(tmpdir(), 'containerd-'));
   const socket = join(dir, 'containerd.sock');
@@ -174,8 +189,10 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
         child.kill('SIGTERM');
       });
     }
-    // Shim processes and mounts containerd may leave behind when a test fails midway.
-    spawnSync('pkill', ['-KILL', '-f', `containerd-shim.*${dir}`]);
+    // Shim processes and mounts containerd may leave behind when a test fails midway: only the
+    // shims whose command line names this containerd's own directory, by PID (never a pattern
+    // match over the machine's processes, which could reach another containerd).
+    for (const pid of shimPids(dir)) spawnSync('kill', ['-KILL', String(pid)]);
     const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
       .split('\n')
       .map((l) => l.split(' ')[4] ?? '')
