@@ -105,7 +105,8 @@ export function readBody(raw: RawRequest, limit: number, budget: BodyBudget, don
     }
     finish(null, Buffer.concat(chunks, received).toString('utf8'));
   };
-  const onError = (err: Error): void => finish(err);
+  // A client that goes away mid-body ('aborted', ECONNRESET) is not our failure: no 5xx, no error log.
+  const onError = (): void => finish(new AppError('REVIEW_NOT_JSON', 'connection closed before the body was complete'));
   const onClose = (): void => finish(new AppError('REVIEW_NOT_JSON', 'connection closed before the body was complete'));
   const pending = budget.open(() => {
     chunks.length = 0;

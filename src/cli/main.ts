@@ -8,6 +8,7 @@ import { resolveView, runCheck, splitProfiles } from './check.js';
 import { readInputs } from './inputs.js';
 import { processIO, type CliIO } from './io.js';
 import { formatJson, formatJunit, formatText, type OutputFormat } from './report.js';
+import { formatSarif } from './sarif.js';
 import { certsCommand, reviewCommand, serveCommand } from './webhook.js';
 import { agentCommand, devicesCommand } from './agent.js';
 
@@ -44,7 +45,7 @@ function checkCommand(program: Command, io: CliIO, setCode: (c: number) => void)
     .argument('[paths...]', 'files, directories (recursive) or - for stdin', ['.'])
     .option('--profile <file>', 'cluster profile (YAML): driverMode, ipFamilies, nodes')
     .option('--nodes <file>', 'NodeList (kubectl get nodes -o yaml) for node checks')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json', 'junit']).default('text'))
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json', 'junit', 'sarif']).default('text'))
     .option('--show-patch', 'print the JSON Patch the webhook would apply to each pod')
     .option('--no-color', 'never colour the text output')
     .action((paths: string[], opts: CheckOpts) => {
@@ -57,13 +58,13 @@ function checkCommand(program: Command, io: CliIO, setCode: (c: number) => void)
       );
       const report = runCheck(objects, view, config.policy, inputs.errors);
       const color = opts.color !== false && io.stdoutIsTTY && io.env.NO_COLOR === undefined;
-      const text =
-        opts.output === 'json'
-          ? formatJson(report)
-          : opts.output === 'junit'
-            ? formatJunit(report)
-            : formatText(report, { color, showPatch: opts.showPatch === true });
-      io.out(text);
+      const formats: Record<OutputFormat, () => string> = {
+        text: () => formatText(report, { color, showPatch: opts.showPatch === true }),
+        json: () => formatJson(report),
+        junit: () => formatJunit(report),
+        sarif: () => formatSarif(report, packageVersion()),
+      };
+      io.out(formats[opts.output]());
       // Input errors also go to stderr, where a CI log shows them whatever the output format.
       for (const e of report.errors) io.err(`erdma-smcr: ${e.message}\n`);
       // 2 when an input could not be read (every other file was still checked and reported).

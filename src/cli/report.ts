@@ -1,8 +1,9 @@
-// Output formats of `check`: text for people (coloured on a TTY), JSON for tools, JUnit XML for CI.
+// Output formats of `check`: text for people (coloured on a TTY), JSON for tools, JUnit XML for CI
+// (SARIF for code scanning is in sarif.ts).
 import type { CheckReport, CheckResult } from './check.js';
 import type { InputError } from './inputs.js';
 
-export type OutputFormat = 'text' | 'json' | 'junit';
+export type OutputFormat = 'text' | 'json' | 'junit' | 'sarif';
 
 const ANSI = { red: '\x1b[31m', green: '\x1b[32m', yellow: '\x1b[33m', dim: '\x1b[2m', bold: '\x1b[1m', reset: '\x1b[0m' };
 

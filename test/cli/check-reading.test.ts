@@ -3,9 +3,12 @@
 // every output format. Each case is a DaemonSet-like object with the annotation and hostNetwork,
 // which must be denied: a manifest kubectl applies must never pass unchecked.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import Ajv04 from 'ajv-draft-04';
+import formats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KUBECTL, kubectlMissing } from '../harness/k8s/control-plane.js';
 import { runCli } from '../helpers/cli.js';
@@ -119,3 +122,41 @@ describe('check on a tree kubectl cannot fully read', () => {
     }
   });
 });
+
+describe('SARIF output', () => {
+  /** The published SARIF 2.1.0 schema (rtm.5, JSON Schema draft-04), as Microsoft ships it with its SARIF test matchers. */
+  const schema = JSON.parse(readFileSync(join(dirname(createRequire(import.meta.url).resolve('@microsoft/jest-sarif/package.json')), 'lib/schemas/sarif-2.1.0-rtm.5.json'), 'utf8')) as object;
+  // unicodeRegExp off: the schema's language pattern is valid only without the u flag. CommonJS default, as ajv-formats below.
+  const ajv = new Ajv04.default({ allErrors: true, strict: false, unicodeRegExp: false });
+  formats.default(ajv);
+  const validate = ajv.compile(schema);
+
+  it('is a valid SARIF 2.1.0 log with each denial, warning and bad file on its manifest line', async () => {
+    const r = await check(hostile, 'sarif');
+    expect(r.code).toBe(2);
+    const log = JSON.parse(r.stdout) as { runs: { results: { ruleId: string; level: string; locations: { physicalLocation: { artifactLocation: { uri: string }; region?: { startLine: number } } }[] }[]; invocations: { executionSuccessful: boolean }[]; tool: { driver: { rules: { id: string }[] } } }[] };
+    expect(validate(log), JSON.stringify(validate.errors)).toBe(true);
+    const run = log.runs[0]!;
+    const byRule = (id: string) => run.results.filter((x) => x.ruleId === id);
+    expect(byRule('host-network').map((x) => x.locations[0]!.physicalLocation.artifactLocation.uri).sort()).toEqual([join(hostile, 'a/ds.yaml'), join(hostile, 'c/rollout.yaml')].sort());
+    expect(byRule('host-network').every((x) => x.level === 'error' && (x.locations[0]!.physicalLocation.region?.startLine ?? 0) >= 1)).toBe(true);
+    expect(byRule('input-error')).toHaveLength(1);
+    expect(byRule('input-error')[0]!.locations[0]!.physicalLocation.region?.startLine).toBeGreaterThan(1);
+    expect(byRule('policy-warning')[0]!.level).toBe('warning');
+    expect(run.invocations[0]!.executionSuccessful).toBe(false);
+    expect(run.tool.driver.rules.map((x) => x.id)).toEqual(expect.arrayContaining(['host-network', 'input-error', 'policy-warning']));
+  });
+
+  it('a clean tree gives a valid log with no results', async () => {
+    const clean = join(root, 'clean');
+    write(join(clean, 'cm.yaml'), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: 'b' } });
+    const r = await check(clean, 'sarif');
+    expect(r.code).toBe(0);
+    const log = JSON.parse(r.stdout) as { runs: { results: unknown[] }[] };
+    expect(validate(log), JSON.stringify(validate.errors)).toBe(true);
+    expect(log.runs[0]!.results).toEqual([]);
+    // The validator does refuse what the schema refuses (a level SARIF does not define).
+    expect(validate({ ...log, runs: [{ ...log.runs[0], results: [{ message: { text: 'x' }, level: 'fatal' }] }] })).toBe(false);
+  });
+});
+

@@ -71,6 +71,18 @@ describe.skipIf(why !== '')('installed as shipped: our image and manifests runni
       throw new Error(`${err.message}\n${await diagnostics()}`);
     });
 
+  /** `kubectl rollout status`, polled (a kubectl call is cut at 60 s, and a loaded machine takes longer). */
+  const rolledOut = (kind: 'deployment' | 'daemonset', name: string): Promise<true> =>
+    until(`${kind}/${name} rolled out`, async () => {
+      const o = await getJson(kind, '-n', 'erdma-smcr', name);
+      if ((o.status.observedGeneration ?? 0) < (o.metadata as { generation?: number }).generation!) return undefined;
+      const done =
+        kind === 'deployment'
+          ? o.status.updatedReplicas === o.spec.replicas && o.status.availableReplicas === o.spec.replicas && o.status.replicas === o.spec.replicas
+          : o.status.updatedNumberScheduled === o.status.desiredNumberScheduled && o.status.numberReady === o.status.desiredNumberScheduled;
+      return done ? true : undefined;
+    }, 300_000);
+
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'in-cluster-'));
     const archive = await buildImage();
@@ -195,7 +207,7 @@ describe.skipIf(why !== '')('installed as shipped: our image and manifests runni
       await new Promise((r) => setTimeout(r, 3000)); // steady state first
       const oldPods = (await getJson('pods', '-n', 'erdma-smcr', '-l', 'app.kubernetes.io/component=webhook')).items.map((p) => p.metadata.name);
       await kubectl('rollout', 'restart', '-n', 'erdma-smcr', 'deploy/erdma-smcr-webhook');
-      await kubectl('rollout', 'status', '-n', 'erdma-smcr', 'deploy/erdma-smcr-webhook', '--timeout=300s');
+      await rolledOut('deployment', 'erdma-smcr-webhook');
       await until('the old webhook pods gone', async () => {
         const names = (await getJson('pods', '-n', 'erdma-smcr', '-l', 'app.kubernetes.io/component=webhook')).items.map((p) => p.metadata.name);
         return names.every((n) => !oldPods.includes(n)) ? true : undefined;
@@ -225,7 +237,7 @@ describe.skipIf(why !== '')('installed as shipped: our image and manifests runni
       },
     };
     expect((await cp.kubectl(['apply', '-f', '-'], JSON.stringify(during))).status).toBe(0);
-    await kubectl('rollout', 'status', '-n', 'erdma-smcr', 'ds/erdma-smcr-agent', '--timeout=300s');
+    await rolledOut('daemonset', 'erdma-smcr-agent');
     const all = await until('2 running pods created during the update', async () => {
       const items = (await getJson('pods', '-n', 'apps', '-l', 'app=during')).items;
       return items.filter((p) => p.status.phase === 'Running').length === 2 ? items : undefined;
@@ -248,6 +260,7 @@ describe.skipIf(why !== '')('installed as shipped: our image and manifests runni
   }, 600_000);
 
   it('uninstalls exactly as the README says: the conflist as it was, our binary and labels gone, running pods untouched', async () => {
+    await rolledOut('daemonset', 'erdma-smcr-agent'); // an agent pod to exec into
     const before = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items.map((p) => p.metadata.uid).sort();
     const agents = (await kubectl('get', 'pods', '-n', 'erdma-smcr', '-l', 'app.kubernetes.io/component=agent', '-o', 'name')).trim().split('\n');
     for (const p of agents) await kubectl('exec', '-n', 'erdma-smcr', p, '--', 'node', '/app/bin/erdma-smcr.js', 'agent', '--uninstall');
