@@ -1,6 +1,6 @@
 // Benchmark: `erdma-smcr check` throughput on a generated corpus of mixed objects.
 // Baseline in the same run: reading and parsing the same corpus without the policy.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -57,6 +57,50 @@ function best<T>(runs: number, fn: () => T): { ms: number; value: T } {
   return { ms, value };
 }
 
+const BIG = 100_000;
+
+/** Peak RSS (MiB) of a command, from the --import'ed bench/maxrss.mjs (exit 1 = some objects denied, as designed). */
+function peakMiB(args: string[]): { mib: number; ms: number } {
+  const t = performance.now();
+  const r = spawnSync(process.execPath, ['--import', './bench/maxrss.mjs', ...args], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', maxBuffer: 1 << 30 });
+  const ms = performance.now() - t;
+  if (r.status !== 0 && r.status !== 1) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr.slice(-2000)}`);
+  return { mib: Number(/maxrss_kib=(\d+)/.exec(r.stderr)?.[1]) / 1024, ms };
+}
+
+/** Memory of `check` on 100,000 objects (1,000 files), against #22's target of 150 MB. */
+function peakMemoryRows(small: string): BenchRow[] {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-check-big-'));
+  try {
+    writeFileSync(join(dir, '000-profile.yaml'), jsyaml.dump(PROFILE));
+    for (let f = 0; f < BIG / PER_FILE; f++) {
+      const docs = Array.from({ length: PER_FILE }, (_, k) => jsyaml.dump(makeObject(f * PER_FILE + k)));
+      writeFileSync(join(dir, `f${String(f).padStart(4, '0')}.yaml`), docs.join('---\n'));
+    }
+    const bare = peakMiB(['-e', '0']);
+    const smallText = peakMiB(['bin/erdma-smcr.js', 'check', '-o', 'text', small]);
+    const bigText = peakMiB(['bin/erdma-smcr.js', 'check', '-o', 'text', dir]);
+    const bigJson = peakMiB(['bin/erdma-smcr.js', 'check', '-o', 'json', dir]);
+    const row = (c: string, m: { mib: number; ms: number }, objects: number, target?: string): BenchRow => ({
+      bench: 'check',
+      case: c,
+      value: m.mib,
+      unit: 'MiB peak RSS',
+      ratio: m.mib / bare.mib,
+      ...(target ? { target } : {}),
+      ...(objects > 0 ? { extra: `${Math.round((objects / m.ms) * 1000)} objects/s end to end` } : {}),
+    });
+    return [
+      row('bare `node -e 0` (memory baseline)', bare, 0),
+      row(`CLI text output, ${OBJECTS} objects`, smallText, OBJECTS),
+      row(`CLI text output, ${BIG} objects`, bigText, BIG, 'at most 150 MB'),
+      row(`CLI JSON output (every patch kept), ${BIG} objects`, bigJson, BIG),
+    ];
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export async function benchCheck(): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-check-'));
   try {
@@ -86,6 +130,7 @@ export async function benchCheck(): Promise<BenchRow[]> {
     const nodeMs = timed(['-e', '0']);
     const startMs = timed(['bin/erdma-smcr.js', '--version']);
     const n = full.value.summary.objects;
+    const memory = peakMemoryRows(dir);
     return [
       { bench: 'check', case: `read+parse only (baseline), ${n} objects`, value: (n / parse.ms) * 1000, unit: 'objects/s', ms: parse.ms, ratio: 1 },
       { bench: 'check', case: 'policy only (in memory)', value: (n / policyOnly.ms) * 1000, unit: 'objects/s', ms: policyOnly.ms, ratio: parse.ms / policyOnly.ms },
@@ -93,6 +138,7 @@ export async function benchCheck(): Promise<BenchRow[]> {
       { bench: 'check', case: 'bare `node -e 0` (start-up baseline)', value: nodeMs, unit: 'ms', ratio: 1 },
       { bench: 'check', case: 'CLI start-up (`erdma-smcr --version`)', value: startMs, unit: 'ms', ratio: startMs / nodeMs },
       { bench: 'check', case: 'CLI end to end (node startup, JSON output)', value: (n / cliMs) * 1000, unit: 'objects/s', ms: cliMs, ratio: parse.ms / cliMs, target: 'under 2000 ms' },
+      ...memory,
     ];
   } finally {
     rmSync(dir, { recursive: true, force: true });

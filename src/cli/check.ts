@@ -15,7 +15,7 @@ import { evaluate } from '../policy/evaluate.js';
 import { isObject, locatePod } from '../policy/locate.js';
 import { SMCR_ANNOTATION } from '../constants.js';
 import type { ClusterView, Denial } from '../policy/types.js';
-import type { InputError, SourcedObject } from './inputs.js';
+import { expandPaths, visitInputs, type InputError, type SourcedObject } from './inputs.js';
 
 export interface CheckResult {
   readonly source: string;
@@ -88,12 +88,49 @@ function strayWarning(object: Record<string, unknown>): string[] {
     : [];
 }
 
-export function runCheck(objects: readonly SourcedObject[], view: ClusterView, config: PolicyConfig, errors: readonly InputError[] = []): CheckReport {
-  const results = objects.map(({ source, object }): CheckResult => {
-    const r = evaluate(object, view, config);
-    const warnings = [...r.warnings, ...strayWarning(object)];
-    return { source, ...describe(object), allowed: r.allowed, denials: r.denials, warnings, patch: r.patch };
-  });
+/** One object's result; its patch is kept only when the output shows patches. */
+function checkOne({ source, object }: SourcedObject, view: ClusterView, config: PolicyConfig, keepPatch: boolean): CheckResult {
+  const r = evaluate(object, view, config);
+  const warnings = [...r.warnings, ...strayWarning(object)];
+  return { source, ...describe(object), allowed: r.allowed, denials: r.denials, warnings, patch: keepPatch ? r.patch : [] };
+}
+
+function summarize(results: CheckResult[], errors: readonly InputError[]): CheckReport {
   const denied = results.filter((r) => !r.allowed).length;
   return { results, errors, summary: { objects: results.length, allowed: results.length - denied, denied, errors: errors.length } };
+}
+
+/** A text that may hold a ClusterProfile document (files without one are not parsed for it). */
+const MAY_HOLD_PROFILE = new RegExp(PROFILE_KIND);
+
+/**
+ * `check` over paths, file by file: memory holds one file's objects and the (small) results, not
+ * the whole tree. A ClusterProfile among the inputs is found first, in the files that mention it.
+ */
+export function checkPaths(paths: readonly string[], stdin: () => string, choice: ProfileChoice, config: PolicyConfig, keepPatch: boolean): CheckReport {
+  const errors: InputError[] = [];
+  const files = expandPaths(paths, errors);
+  let stdinText: string | undefined;
+  const readStdin = (): string => (stdinText ??= stdin());
+  const profiles: SourcedObject[] = [];
+  if (!choice.profileFile) {
+    const seen: InputError[] = []; // reported by the main pass below
+    visitInputs(files, readStdin, (objs) => profiles.push(...objs.filter((o) => o.object.kind === PROFILE_KIND)), seen, MAY_HOLD_PROFILE);
+  }
+  const { profile } = splitProfiles(profiles);
+  const view = resolveView(choice, profile);
+  const results: CheckResult[] = [];
+  visitInputs(
+    files,
+    readStdin,
+    (objs) => {
+      for (const o of objs) if (o.object.kind !== PROFILE_KIND) results.push(checkOne(o, view, config, keepPatch));
+    },
+    errors,
+  );
+  return summarize(results, errors);
+}
+
+export function runCheck(objects: readonly SourcedObject[], view: ClusterView, config: PolicyConfig, errors: readonly InputError[] = []): CheckReport {
+  return summarize(objects.map((o) => checkOne(o, view, config, true)), errors);
 }

@@ -109,11 +109,20 @@ function parseError(name: string, err: unknown): InputError {
   return { source: line ? `${name}:${line}` : name, code: 'INPUT_PARSE', message };
 }
 
-/** Reads every input; `stdin` is called at most once, for `-`. A bad file is an error entry; the rest are read. */
-export function readInputs(paths: readonly string[], stdin: () => string): Inputs {
-  const errors: InputError[] = [];
-  const objects: SourcedObject[] = [];
-  for (const p of expandPaths(paths, errors)) {
+/**
+ * Visits the inputs file by file: `visit` gets each file's objects and may drop them, so memory
+ * holds one file at a time whatever the size of the tree. `stdin` is called at most once, for
+ * `-`; `only` skips files whose text does not match (cheap pre-filter, e.g. for ClusterProfile).
+ * A file that cannot be read or parsed becomes an error entry; the rest are still visited.
+ */
+export function visitInputs(
+  files: readonly string[],
+  stdin: () => string,
+  visit: (objects: SourcedObject[]) => void,
+  errors: InputError[],
+  only?: RegExp,
+): void {
+  for (const p of files) {
     const name = p === '-' ? '<stdin>' : p;
     let text: string;
     try {
@@ -122,11 +131,22 @@ export function readInputs(paths: readonly string[], stdin: () => string): Input
       errors.push(unreadable(p, err));
       continue;
     }
+    if (only && !only.test(text)) continue;
+    let objects: SourcedObject[];
     try {
-      objects.push(...parseManifests(text, name));
+      objects = parseManifests(text, name);
     } catch (err) {
       errors.push(parseError(name, err));
+      continue;
     }
+    visit(objects);
   }
+}
+
+/** Reads every input into memory (tools and tests; `check` visits file by file instead). */
+export function readInputs(paths: readonly string[], stdin: () => string): Inputs {
+  const errors: InputError[] = [];
+  const objects: SourcedObject[] = [];
+  visitInputs(expandPaths(paths, errors), stdin, (objs) => objects.push(...objs), errors);
   return { objects, errors };
 }

@@ -4,8 +4,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { AppError, isAppError } from '../errors.js';
-import { resolveView, runCheck, splitProfiles } from './check.js';
-import { readInputs } from './inputs.js';
+import { checkPaths } from './check.js';
 import { processIO, type CliIO } from './io.js';
 import { formatJson, formatJunit, formatText, type OutputFormat } from './report.js';
 import { formatSarif } from './sarif.js';
@@ -50,13 +49,10 @@ function checkCommand(program: Command, io: CliIO, setCode: (c: number) => void)
     .option('--no-color', 'never colour the text output')
     .action((paths: string[], opts: CheckOpts) => {
       const config = configFrom(program.opts<GlobalOpts>(), io, { 'cluster.profile': opts.profile, 'cluster.nodes': opts.nodes });
-      const inputs = readInputs(paths, () => io.stdin());
-      const { objects, profile } = splitProfiles(inputs.objects);
-      const view = resolveView(
-        { ...(config.cluster.profile ? { profileFile: config.cluster.profile } : {}), ...(config.cluster.nodes ? { nodesFile: config.cluster.nodes } : {}) },
-        profile,
-      );
-      const report = runCheck(objects, view, config.policy, inputs.errors);
+      const choice = { ...(config.cluster.profile ? { profileFile: config.cluster.profile } : {}), ...(config.cluster.nodes ? { nodesFile: config.cluster.nodes } : {}) };
+      // Patches are kept only where they are shown: memory stays flat in the size of the tree.
+      const keepPatch = opts.output === 'json' || opts.showPatch === true;
+      const report = checkPaths(paths, () => io.stdin(), choice, config.policy, keepPatch);
       const color = opts.color !== false && io.stdoutIsTTY && io.env.NO_COLOR === undefined;
       const formats: Record<OutputFormat, () => string> = {
         text: () => formatText(report, { color, showPatch: opts.showPatch === true }),
