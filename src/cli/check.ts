@@ -107,7 +107,15 @@ const MAY_HOLD_PROFILE = new RegExp(PROFILE_KIND);
  * `check` over paths, file by file: memory holds one file's objects and the (small) results, not
  * the whole tree. A ClusterProfile among the inputs is found first, in the files that mention it.
  */
-export function checkPaths(paths: readonly string[], stdin: () => string, choice: ProfileChoice, config: PolicyConfig, keepPatch: boolean): CheckReport {
+export function checkPaths(
+  paths: readonly string[],
+  stdin: () => string,
+  choice: ProfileChoice,
+  config: PolicyConfig,
+  keepPatch: boolean,
+  /** Given: each result goes here as soon as it is known and is not kept (the report's results stay empty). */
+  onResult?: (r: CheckResult) => void,
+): CheckReport {
   const errors: InputError[] = [];
   const files = expandPaths(paths, errors);
   let stdinText: string | undefined;
@@ -120,15 +128,24 @@ export function checkPaths(paths: readonly string[], stdin: () => string, choice
   const { profile } = splitProfiles(profiles);
   const view = resolveView(choice, profile);
   const results: CheckResult[] = [];
+  let objects = 0;
+  let denied = 0;
   visitInputs(
     files,
     readStdin,
     (objs) => {
-      for (const o of objs) if (o.object.kind !== PROFILE_KIND) results.push(checkOne(o, view, config, keepPatch));
+      for (const o of objs) {
+        if (o.object.kind === PROFILE_KIND) continue;
+        const r = checkOne(o, view, config, keepPatch);
+        objects += 1;
+        if (!r.allowed) denied += 1;
+        if (onResult) onResult(r);
+        else results.push(r);
+      }
     },
     errors,
   );
-  return summarize(results, errors);
+  return { results, errors, summary: { objects, allowed: objects - denied, denied, errors: errors.length } };
 }
 
 export function runCheck(objects: readonly SourcedObject[], view: ClusterView, config: PolicyConfig, errors: readonly InputError[] = []): CheckReport {

@@ -4,9 +4,9 @@ import { Command, CommanderError, Option } from 'commander';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { AppError, isAppError } from '../errors.js';
-import { checkPaths } from './check.js';
+import { checkPaths, type CheckResult } from './check.js';
 import { processIO, type CliIO } from './io.js';
-import { formatJson, formatJunit, formatText, type OutputFormat } from './report.js';
+import { formatJson, formatJunit, formatTextFooter, formatTextResult, type OutputFormat } from './report.js';
 import { formatSarif } from './sarif.js';
 import { certsCommand, reviewCommand, serveCommand } from './webhook.js';
 import { agentCommand, devicesCommand } from './agent.js';
@@ -52,10 +52,12 @@ function checkCommand(program: Command, io: CliIO, setCode: (c: number) => void)
       const choice = { ...(config.cluster.profile ? { profileFile: config.cluster.profile } : {}), ...(config.cluster.nodes ? { nodesFile: config.cluster.nodes } : {}) };
       // Patches are kept only where they are shown: memory stays flat in the size of the tree.
       const keepPatch = opts.output === 'json' || opts.showPatch === true;
-      const report = checkPaths(paths, () => io.stdin(), choice, config.policy, keepPatch);
-      const color = opts.color !== false && io.stdoutIsTTY && io.env.NO_COLOR === undefined;
+      const text = { color: opts.color !== false && io.stdoutIsTTY && io.env.NO_COLOR === undefined, showPatch: opts.showPatch === true };
+      // Text goes out result by result (nothing kept); the structured formats need the whole report.
+      const stream = opts.output === 'text' ? (r: CheckResult): void => io.out(formatTextResult(r, text)) : undefined;
+      const report = checkPaths(paths, () => io.stdin(), choice, config.policy, keepPatch, stream);
       const formats: Record<OutputFormat, () => string> = {
-        text: () => formatText(report, { color, showPatch: opts.showPatch === true }),
+        text: () => formatTextFooter(report, text),
         json: () => formatJson(report),
         junit: () => formatJunit(report),
         sarif: () => formatSarif(report, packageVersion()),

@@ -15,23 +15,32 @@ function title(r: CheckResult): string {
   return `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`;
 }
 
-export function formatText(report: CheckReport, opts: { color: boolean; showPatch: boolean }): string {
+export interface TextOptions {
+  readonly color: boolean;
+  readonly showPatch: boolean;
+}
+
+/** The text lines of one result (printed as soon as it is known: `check` streams text output). */
+export function formatTextResult(r: CheckResult, opts: TextOptions): string {
   const c = opts.color;
-  const lines: string[] = [];
-  for (const r of report.results) {
-    const tag = r.allowed ? paint(c, 'green', 'PASS') : paint(c, 'red', 'DENY');
-    lines.push(`${tag}  ${paint(c, 'bold', title(r))}  ${paint(c, 'dim', r.source)}`);
-    for (const d of r.denials) {
-      lines.push(`      ${paint(c, 'red', `✘ [${d.rule}]`)} ${d.message}`);
-      lines.push(`        ${paint(c, 'dim', `at ${d.path}`)}`);
-    }
-    for (const w of r.warnings) lines.push(`      ${paint(c, 'yellow', '! warning:')} ${w}`);
-    if (opts.showPatch && r.patch.length > 0) {
-      lines.push(`      ${paint(c, 'dim', 'patch:')}`);
-      for (const op of r.patch) lines.push(`        ${JSON.stringify(op)}`);
-    }
+  const tag = r.allowed ? paint(c, 'green', 'PASS') : paint(c, 'red', 'DENY');
+  const lines = [`${tag}  ${paint(c, 'bold', title(r))}  ${paint(c, 'dim', r.source)}`];
+  for (const d of r.denials) {
+    lines.push(`      ${paint(c, 'red', `✘ [${d.rule}]`)} ${d.message}`);
+    lines.push(`        ${paint(c, 'dim', `at ${d.path}`)}`);
   }
-  for (const e of report.errors) lines.push(`${paint(c, 'red', 'ERROR')} ${paint(c, 'dim', e.source)}  ${e.message}`);
+  for (const w of r.warnings) lines.push(`      ${paint(c, 'yellow', '! warning:')} ${w}`);
+  if (opts.showPatch && r.patch.length > 0) {
+    lines.push(`      ${paint(c, 'dim', 'patch:')}`);
+    for (const op of r.patch) lines.push(`        ${JSON.stringify(op)}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** The input errors and the summary line that end the text output. */
+export function formatTextFooter(report: Pick<CheckReport, 'errors' | 'summary'>, opts: TextOptions): string {
+  const c = opts.color;
+  const lines = report.errors.map((e) => `${paint(c, 'red', 'ERROR')} ${paint(c, 'dim', e.source)}  ${e.message}`);
   const s = report.summary;
   const errors = s.errors > 0 ? `, ${s.errors} input error(s)` : '';
   const summary = `${s.objects} object(s) checked: ${s.allowed} allowed, ${s.denied} denied${errors}`;
