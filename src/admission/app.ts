@@ -6,7 +6,7 @@ import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
 import { AppError, isAppError, type ErrorCode } from '../errors.js';
 import { isObject } from '../policy/locate.js';
-import { BodyBudget, readBody } from './body.js';
+import { BODY_TOO_LARGE_MESSAGE, BodyBudget, readBody } from './body.js';
 import { admit, kindLabel, type Endpoint } from './handler.js';
 import type { WebhookMetrics } from './metrics.js';
 import { decodeReview, encodeReview, type AdmissionRequest } from './review.js';
@@ -41,7 +41,7 @@ const FASTIFY_CODES: Readonly<Record<string, ErrorCode>> = {
 };
 
 const FASTIFY_MESSAGES: Partial<Record<ErrorCode, string>> = {
-  BODY_TOO_LARGE: 'request body is larger than the configured limit',
+  BODY_TOO_LARGE: BODY_TOO_LARGE_MESSAGE,
   UNSUPPORTED_MEDIA_TYPE: 'the request body must be application/json (UTF-8), as the API server sends it',
 };
 

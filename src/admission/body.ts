@@ -69,8 +69,10 @@ function declaredLength(raw: RawRequest): number | undefined {
   return n;
 }
 
+export const BODY_TOO_LARGE_MESSAGE = 'request body is larger than the configured limit';
+
 function tooLarge(): AppError {
-  return new AppError('BODY_TOO_LARGE', 'request body is larger than the configured limit');
+  return new AppError('BODY_TOO_LARGE', BODY_TOO_LARGE_MESSAGE);
 }
 
 /** Reads the body of raw as UTF-8 text within limit and the budget; calls done once. */
@@ -82,8 +84,8 @@ export function readBody(raw: RawRequest, limit: number, budget: BodyBudget, don
     budget.release(pending);
     raw.removeListener('data', onData);
     raw.removeListener('end', onEnd);
-    raw.removeListener('error', onError);
-    raw.removeListener('close', onClose);
+    raw.removeListener('error', onGone);
+    raw.removeListener('close', onGone);
     done(err, text);
   };
   const chunks: Buffer[] = [];
@@ -105,9 +107,9 @@ export function readBody(raw: RawRequest, limit: number, budget: BodyBudget, don
     }
     finish(null, Buffer.concat(chunks, received).toString('utf8'));
   };
-  // A client that goes away mid-body ('aborted', ECONNRESET) is not our failure: no 5xx, no error log.
-  const onError = (): void => finish(new AppError('REVIEW_NOT_JSON', 'connection closed before the body was complete'));
-  const onClose = (): void => finish(new AppError('REVIEW_NOT_JSON', 'connection closed before the body was complete'));
+  // A client that goes away mid-body ('close', or 'error' with 'aborted'/ECONNRESET) is not our
+  // failure: a 4xx, no 5xx and no error log.
+  const onGone = (): void => finish(new AppError('REVIEW_NOT_JSON', 'connection closed before the body was complete'));
   const pending = budget.open(() => {
     chunks.length = 0;
     finish(new AppError('BODY_TOO_LARGE', 'dropped: unfinished request bodies hold too much memory'));
@@ -124,6 +126,6 @@ export function readBody(raw: RawRequest, limit: number, budget: BodyBudget, don
   }
   raw.on('data', onData);
   raw.on('end', onEnd);
-  raw.on('error', onError);
-  raw.on('close', onClose);
+  raw.on('error', onGone);
+  raw.on('close', onGone);
 }

@@ -95,9 +95,8 @@ function checkOne({ source, object }: SourcedObject, view: ClusterView, config: 
   return { source, ...describe(object), allowed: r.allowed, denials: r.denials, warnings, patch: keepPatch ? r.patch : [] };
 }
 
-function summarize(results: CheckResult[], errors: readonly InputError[]): CheckReport {
-  const denied = results.filter((r) => !r.allowed).length;
-  return { results, errors, summary: { objects: results.length, allowed: results.length - denied, denied, errors: errors.length } };
+function report(results: CheckResult[], errors: readonly InputError[], objects: number, denied: number): CheckReport {
+  return { results, errors, summary: { objects, allowed: objects - denied, denied, errors: errors.length } };
 }
 
 /** A text that may hold a ClusterProfile document (files without one are not parsed for it). */
@@ -145,9 +144,10 @@ export function checkPaths(
     },
     errors,
   );
-  return { results, errors, summary: { objects, allowed: objects - denied, denied, errors: errors.length } };
+  return report(results, errors, objects, denied);
 }
 
 export function runCheck(objects: readonly SourcedObject[], view: ClusterView, config: PolicyConfig, errors: readonly InputError[] = []): CheckReport {
-  return summarize(objects.map((o) => checkOne(o, view, config, true)), errors);
+  const results = objects.map((o) => checkOne(o, view, config, true));
+  return report(results, errors, results.length, results.filter((r) => !r.allowed).length);
 }
