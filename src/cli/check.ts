@@ -19,9 +19,12 @@ import { expandPaths, visitInputs, type InputError, type SourcedObject } from '.
 
 export interface CheckResult {
   readonly source: string;
+  readonly apiVersion: string;
   readonly kind: string;
   readonly namespace: string;
   readonly name: string;
+  /** The object's pod carries the SMC-R annotation, so the policy applied (false: passed untouched). */
+  readonly annotated: boolean;
   readonly allowed: boolean;
   readonly denials: readonly Denial[];
   readonly warnings: readonly string[];
@@ -40,11 +43,12 @@ export interface ProfileChoice {
   readonly nodesFile?: string;
 }
 
-function describe(obj: Record<string, unknown>): { kind: string; namespace: string; name: string } {
+function describe(obj: Record<string, unknown>): { apiVersion: string; kind: string; namespace: string; name: string } {
   const md = isObject(obj.metadata) ? obj.metadata : {};
   const name =
     typeof md.name === 'string' ? md.name : typeof md.generateName === 'string' ? `${md.generateName}*` : '(unnamed)';
   return {
+    apiVersion: typeof obj.apiVersion === 'string' ? obj.apiVersion : '',
     kind: typeof obj.kind === 'string' ? obj.kind : '(no kind)',
     namespace: typeof md.namespace === 'string' ? md.namespace : '',
     name,
@@ -92,7 +96,7 @@ function strayWarning(object: Record<string, unknown>): string[] {
 function checkOne({ source, object }: SourcedObject, view: ClusterView, config: PolicyConfig, keepPatch: boolean): CheckResult {
   const r = evaluate(object, view, config);
   const warnings = [...r.warnings, ...strayWarning(object)];
-  return { source, ...describe(object), allowed: r.allowed, denials: r.denials, warnings, patch: keepPatch ? r.patch : [] };
+  return { source, ...describe(object), annotated: !r.untouched, allowed: r.allowed, denials: r.denials, warnings, patch: keepPatch ? r.patch : [] };
 }
 
 function report(results: CheckResult[], errors: readonly InputError[], objects: number, denied: number): CheckReport {

@@ -4,10 +4,9 @@ import { Command, CommanderError, Option } from 'commander';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { AppError, isAppError } from '../errors.js';
-import { checkPaths, type CheckResult } from './check.js';
+import { checkPaths } from './check.js';
 import { processIO, type CliIO } from './io.js';
-import { formatJson, formatJunit, formatTextFooter, formatTextResult, type OutputFormat } from './report.js';
-import { formatSarif } from './sarif.js';
+import { OUTPUT_FORMATS, reportWriter, type OutputFormat } from './report.js';
 import { certsCommand, reviewCommand, serveCommand } from './webhook.js';
 import { agentCommand, devicesCommand } from './agent.js';
 
@@ -37,6 +36,25 @@ interface CheckOpts {
   color?: boolean;
 }
 
+/** Many small writes gathered into a few large ones (each `process.stdout.write` is a system call). */
+function coalesced(write: (text: string) => void, limit = 64 << 10): { write: (text: string) => void; flush: () => void } {
+  let parts: string[] = [];
+  let size = 0;
+  const flush = (): void => {
+    if (parts.length > 0) write(parts.join(''));
+    parts = [];
+    size = 0;
+  };
+  return {
+    write(text) {
+      parts.push(text);
+      size += text.length;
+      if (size >= limit) flush();
+    },
+    flush,
+  };
+}
+
 function checkCommand(program: Command, io: CliIO, setCode: (c: number) => void): void {
   program
     .command('check')
@@ -44,7 +62,7 @@ function checkCommand(program: Command, io: CliIO, setCode: (c: number) => void)
     .argument('[paths...]', 'files, directories (recursive) or - for stdin', ['.'])
     .option('--profile <file>', 'cluster profile (YAML): driverMode, ipFamilies, nodes')
     .option('--nodes <file>', 'NodeList (kubectl get nodes -o yaml) for node checks')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json', 'junit', 'sarif']).default('text'))
+    .addOption(new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS).default('text'))
     .option('--show-patch', 'print the JSON Patch the webhook would apply to each pod')
     .option('--no-color', 'never colour the text output')
     .action((paths: string[], opts: CheckOpts) => {
@@ -53,16 +71,17 @@ function checkCommand(program: Command, io: CliIO, setCode: (c: number) => void)
       // Patches are kept only where they are shown: memory stays flat in the size of the tree.
       const keepPatch = opts.output === 'json' || opts.showPatch === true;
       const text = { color: opts.color !== false && io.stdoutIsTTY && io.env.NO_COLOR === undefined, showPatch: opts.showPatch === true };
-      // Text goes out result by result (nothing kept); the structured formats need the whole report.
-      const stream = opts.output === 'text' ? (r: CheckResult): void => io.out(formatTextResult(r, text)) : undefined;
-      const report = checkPaths(paths, () => io.stdin(), choice, config.policy, keepPatch, stream);
-      const formats: Record<OutputFormat, () => string> = {
-        text: () => formatTextFooter(report, text),
-        json: () => formatJson(report),
-        junit: () => formatJunit(report),
-        sarif: () => formatSarif(report, packageVersion()),
-      };
-      io.out(formats[opts.output]());
+      // Every format is written as results arrive; no result is kept.
+      const out = coalesced(io.out);
+      const writer = reportWriter(opts.output, out.write, { text, version: packageVersion(), now: new Date() });
+      let report;
+      try {
+        report = checkPaths(paths, () => io.stdin(), choice, config.policy, keepPatch, (r) => writer.result(r));
+        writer.end(report);
+      } finally {
+        out.flush();
+        writer.close?.();
+      }
       // Input errors also go to stderr, where a CI log shows them whatever the output format.
       for (const e of report.errors) io.err(`erdma-smcr: ${e.message}\n`);
       // 2 when an input could not be read (every other file was still checked and reported).

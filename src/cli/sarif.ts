@@ -1,7 +1,10 @@
 // SARIF 2.1.0 output of `check`, for code-scanning UIs that annotate the manifest line: one result
 // per denial (error) and per warning, one per input that could not be read; the rules are the
 // policy's rule ids. https://docs.oasis-open.org/sarif/sarif/v2.1.0/sarif-v2.1.0.html
-import type { CheckReport } from './check.js';
+// Written as results arrive: the run's `results` come first and its `tool` (whose rule list is
+// known only at the end) after them; SARIF, being JSON, gives property order no meaning.
+import type { InputError } from './inputs.js';
+import { headed, nested, title, type ReportWriter } from './report.js';
 
 const SCHEMA = 'https://json.schemastore.org/sarif-2.1.0.json';
 const INFO_URI = 'https://github.com/erdma-smcr/erdma-smcr';
@@ -22,40 +25,38 @@ function location(source: string): Location {
   return { physicalLocation: { artifactLocation: { uri }, ...(m ? { region: { startLine: Math.max(1, Number(m[2])) } } : {}) } };
 }
 
-export function formatSarif(report: CheckReport, version: string): string {
-  const results: Record<string, unknown>[] = [];
+function ruleText(id: string): string {
+  if (id === WARNING_RULE) return 'SMC-R policy warning';
+  if (id === INPUT_RULE) return 'input could not be read or parsed';
+  return `SMC-R admission rule ${id}`;
+}
+
+export function sarifWriter(write: (text: string) => void, version: string): ReportWriter {
+  const out = headed(write, `{\n  "$schema": ${JSON.stringify(SCHEMA)},\n  "version": "2.1.0",\n  "runs": [\n    {\n      "results": [`);
   const ruleIds = new Set<string>();
-  for (const r of report.results) {
-    const where = [location(r.source)];
-    const what = `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`;
-    for (const d of r.denials) {
-      ruleIds.add(d.rule);
-      results.push({ ruleId: d.rule, level: 'error', message: { text: `${what}: ${d.path}: ${d.message}` }, locations: where });
-    }
-    for (const w of r.warnings) {
-      ruleIds.add(WARNING_RULE);
-      results.push({ ruleId: WARNING_RULE, level: 'warning', message: { text: `${what}: ${w}` }, locations: where });
-    }
-  }
-  for (const e of report.errors) {
-    ruleIds.add(INPUT_RULE);
-    results.push({ ruleId: INPUT_RULE, level: 'error', message: { text: e.message }, locations: [location(e.source)] });
-  }
-  const rules = [...ruleIds].sort().map((id) => ({
-    id,
-    shortDescription: { text: id === WARNING_RULE ? 'SMC-R policy warning' : id === INPUT_RULE ? 'input could not be read or parsed' : `SMC-R admission rule ${id}` },
-    helpUri: `${INFO_URI}/blob/main/docs/troubleshooting.md`,
-  }));
-  const log = {
-    $schema: SCHEMA,
-    version: '2.1.0',
-    runs: [
-      {
-        tool: { driver: { name: 'erdma-smcr', version, informationUri: INFO_URI, rules } },
-        invocations: [{ executionSuccessful: report.errors.length === 0 }],
-        results,
-      },
-    ],
+  let count = 0;
+  const emit = (result: Record<string, unknown>): void => {
+    ruleIds.add(result.ruleId as string);
+    out(`${count === 0 ? '\n' : ',\n'}        ${nested(result, 8)}`);
+    count += 1;
   };
-  return `${JSON.stringify(log, null, 2)}\n`;
+  return {
+    result(r) {
+      const where = [location(r.source)];
+      const what = title(r);
+      for (const d of r.denials) emit({ ruleId: d.rule, level: 'error', message: { text: `${what}: ${d.path}: ${d.message}` }, locations: where });
+      for (const w of r.warnings) emit({ ruleId: WARNING_RULE, level: 'warning', message: { text: `${what}: ${w}` }, locations: where });
+    },
+    end(report) {
+      for (const e of report.errors) emit(inputResult(e));
+      const rules = [...ruleIds].sort().map((id) => ({ id, shortDescription: { text: ruleText(id) }, helpUri: `${INFO_URI}/blob/main/docs/troubleshooting.md` }));
+      const tool = { driver: { name: 'erdma-smcr', version, informationUri: INFO_URI, rules } };
+      const invocations = [{ executionSuccessful: report.errors.length === 0 }];
+      out(`${count === 0 ? ']' : '\n      ]'},\n      "tool": ${nested(tool, 6)},\n      "invocations": ${nested(invocations, 6)}\n    }\n  ]\n}\n`);
+    },
+  };
+}
+
+function inputResult(e: InputError): Record<string, unknown> {
+  return { ruleId: INPUT_RULE, level: 'error', message: { text: e.message }, locations: [location(e.source)] };
 }

@@ -103,10 +103,23 @@ describe('check on a tree kubectl cannot fully read', () => {
   it.each([
     ['text', /ERROR .*bad\.yaml:\d+ .*invalid YAML[\s\S]*3 object\(s\) checked: 1 allowed, 2 denied, 1 input error\(s\)/],
     ['junit', /<testsuite name="[^"]*bad\.yaml" tests="1" failures="0" errors="1"[\s\S]*<error type="INPUT_PARSE"/],
+    ['policyreport', /"kind": "ClusterPolicyReport"[\s\S]*"result": "error"[\s\S]*"manifest": "[^"]*bad\.yaml:\d+"/],
   ])('reports the bad file in the %s output too', async (format, pattern) => {
     const r = await check(hostile, format);
     expect(r.code).toBe(2);
     expect(r.stdout).toMatch(pattern);
+  });
+
+  it.each(['json', 'sarif', 'policyreport'])('writes %s result by result, as one well-formed document', async (format) => {
+    const r = await check(hostile, format);
+    expect(r.stdout).toBe(`${JSON.stringify(JSON.parse(r.stdout), null, 2)}\n`);
+  });
+
+  it.each(['json', 'sarif', 'junit', 'policyreport'])('writes no half %s document when the run fails before its first result', async (format) => {
+    const r = await runCli(['check', '-o', format, '--profile', join(root, 'no-such-profile.yaml'), hostile]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/no-such-profile\.yaml/);
   });
 
   it('reads a repeated key as kubectl does: the last value wins', async () => {
