@@ -7,6 +7,7 @@
 #include <string.h>
 #include <linux/smc.h>
 #include "cni.h"
+#include "net.h"
 #include "netns.h"
 #include "nl.h"
 #include "util.h"
@@ -21,7 +22,10 @@ static int usage(void)
 	      "  erdma-smcr pnet del --id ID [--netns PATH]\n"
 	      "  erdma-smcr pnet list [--json] [--netns PATH]\n"
 	      "  erdma-smcr pnet flush [--netns PATH]\n"
-	      "  erdma-smcr ueid add|del ID | list [--json] | flush\n",
+	      "  erdma-smcr ueid add|del ID | list [--json] | flush\n"
+	      "  erdma-smcr net show [--netns PATH]\n"
+	      "  erdma-smcr net configure --dev IF --addr A.B.C.D/LEN --cidr NET/LEN --gateway A.B.C.D\n"
+	      "                           --metric-subnet N --metric-default N [--mtu N] [--netns PATH]\n",
 	      stderr);
 	return 2;
 }
@@ -181,6 +185,79 @@ static int subcommand(int argc, char **argv)
 	return rc;
 }
 
+static int parse_u32(const char *s, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || end == s || s[0] == '-' || v > UINT32_MAX)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* `net show` / `net configure` (rtnetlink; see net.h). */
+static int net_cmd(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"dev", required_argument, 0, 'd'}, {"addr", required_argument, 0, 'a'},
+		{"cidr", required_argument, 0, 'c'}, {"gateway", required_argument, 0, 'g'},
+		{"metric-subnet", required_argument, 0, 's'}, {"metric-default", required_argument, 0, 'f'},
+		{"mtu", required_argument, 0, 'm'}, {"netns", required_argument, 0, 'n'},
+		{0, 0, 0, 0},
+	};
+	struct net_conf c;
+	struct netns_guard g;
+	const char *netns = NULL, *verb;
+	int ch, rc, bad = 0, have = 0, entered = 0;
+	memset(&c, 0, sizeof(c));
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'd': c.dev = optarg; have |= 1; break;
+		case 'a': bad |= parse_ipv4(optarg, &c.addr, &c.prefix, 1); have |= 2; break;
+		case 'c': bad |= parse_ipv4(optarg, &c.cidr, &c.cidr_len, 1); have |= 4; break;
+		case 'g': bad |= parse_ipv4(optarg, &c.gateway, NULL, 0); have |= 8; break;
+		case 's': bad |= parse_u32(optarg, &c.metric_subnet); have |= 16; break;
+		case 'f': bad |= parse_u32(optarg, &c.metric_default); have |= 32; break;
+		case 'm': bad |= parse_u32(optarg, &c.mtu) || c.mtu < 68; break;
+		case 'n': netns = optarg; break;
+		default: return usage();
+		}
+	}
+	if (optind != argc - 1)
+		return usage();
+	verb = argv[optind];
+	if (strcmp(verb, "show") && strcmp(verb, "configure"))
+		return usage();
+	if (!strcmp(verb, "configure") && (bad || have != 63 || strlen(c.dev) >= 16)) {
+		fputs("erdma-smcr: net configure: --dev, --addr A.B.C.D/LEN, --cidr NET/LEN, --gateway A.B.C.D, --metric-subnet and "
+		      "--metric-default are required and must be valid (--mtu at least 68)\n",
+		      stderr);
+		return 2;
+	}
+	if (netns) {
+		rc = netns_enter(&g, netns);
+		if (rc && rc != NETNS_ERR_SELF) {
+			fprintf(stderr, "erdma-smcr: cannot enter netns %s: %s\n", netns, netns_strerror(rc));
+			return 1;
+		}
+		entered = rc == 0;
+	}
+	if (!strcmp(verb, "show")) {
+		rc = net_show(stdout);
+		if (rc)
+			fprintf(stderr, "erdma-smcr: net show: %s\n", strerror(-rc));
+		rc = rc ? 1 : 0;
+	} else {
+		rc = net_configure(&c, stdout, stderr);
+	}
+	if (entered)
+		netns_leave(&g);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct cni_env env;
@@ -189,6 +266,8 @@ int main(int argc, char **argv)
 	int rc;
 	if (argc > 1 && (!strcmp(argv[1], "pnet") || !strcmp(argv[1], "ueid")))
 		return subcommand(argc, argv);
+	if (argc > 1 && !strcmp(argv[1], "net"))
+		return net_cmd(argc - 1, argv + 1);
 	if (argc > 1)
 		return usage();
 	env.command = getenv("CNI_COMMAND");

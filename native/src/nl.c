@@ -220,8 +220,13 @@ int ueid_parse(const struct nlmsghdr *h, char *out, size_t size)
 
 int nl_open(void)
 {
+	return nl_open_proto(NETLINK_GENERIC);
+}
+
+int nl_open_proto(int protocol)
+{
 	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
-	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
 	if (fd < 0)
 		return -errno;
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {

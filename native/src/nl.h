@@ -46,6 +46,7 @@ int ueid_normalize(const char *in, char out[EID_LEN + 1]);
 /* Socket side. Functions return 0 or a negative errno; -ENOENT for a missing family. */
 typedef int (*nl_reply_fn)(const struct nlmsghdr *h, void *ctx);
 int nl_open(void);
+int nl_open_proto(int protocol); /* NETLINK_GENERIC, NETLINK_ROUTE, ... */
 int genl_family(int fd, const char *name, uint16_t *id);
 int nl_transact(int fd, struct nl_msg *m, nl_reply_fn fn, void *ctx);
 

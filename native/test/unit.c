@@ -1,11 +1,16 @@
-/* C unit tests of the plugin's pure parts: netlink message bytes (encode and decode), the sysctl
- * allow-list, Go's ParseBool. Built with ASan and UBSan by `make check`. */
+/* C unit tests of the plugin's pure parts: netlink message bytes (encode and decode, generic and
+ * rtnetlink), the sysctl allow-list, Go's ParseBool, IPv4 argument parsing. Built with ASan and UBSan by `make check`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/genetlink.h>
 #include <linux/smc.h>
+#include <arpa/inet.h>
+#include <linux/if_addr.h>
+#include <linux/rtnetlink.h>
+#include "net.h"
 #include "nl.h"
+#include "rtnl.h"
 #include "settings.h"
 
 static int failures, checks;
@@ -155,8 +160,86 @@ static void test_parse_bool(void)
 	EXPECT(parse_go_bool("yes") == -1 && parse_go_bool("") == -1 && parse_go_bool("tRUE") == -1);
 }
 
+/* Finds attribute `type` after a family header of hdrlen bytes; NULL when absent. */
+static const struct rtattr *rta_find(const struct nl_msg *m, size_t hdrlen, unsigned short type)
+{
+	size_t off = NLMSG_HDRLEN + NLMSG_ALIGN(hdrlen);
+	while (off + sizeof(struct rtattr) <= m->len) {
+		const struct rtattr *a = (const struct rtattr *)(m->buf + off);
+		if (a->rta_len < sizeof(*a))
+			return NULL;
+		if (a->rta_type == type)
+			return a;
+		off += RTA_ALIGN(a->rta_len);
+	}
+	return NULL;
+}
+
+static uint32_t rta_u32(const struct rtattr *a)
+{
+	uint32_t v;
+	memcpy(&v, RTA_DATA(a), sizeof(v));
+	return v;
+}
+
+static void test_rtnl_builders(void)
+{
+	struct nl_msg m;
+	struct rt_route r, back;
+	struct rt_addr a;
+	const struct rtattr *at;
+	uint32_t ip;
+	inet_pton(AF_INET, "192.168.1.10", &ip);
+	/* An address without its prefix route: RTM_NEWADDR, create+excl, IFA_F_NOPREFIXROUTE. */
+	EXPECT(rt_build_addr(&m, 1, 7, ip, 24, 1) == 0);
+	EXPECT(((const struct nlmsghdr *)m.buf)->nlmsg_type == RTM_NEWADDR);
+	EXPECT((((const struct nlmsghdr *)m.buf)->nlmsg_flags & (NLM_F_CREATE | NLM_F_EXCL)) == (NLM_F_CREATE | NLM_F_EXCL));
+	at = rta_find(&m, sizeof(struct ifaddrmsg), IFA_FLAGS);
+	EXPECT(at && rta_u32(at) == IFA_F_NOPREFIXROUTE);
+	EXPECT(rt_build_addr(&m, 1, 7, ip, 33, 1) == -1);
+	/* A default route: gateway, oif and metric; universe scope. */
+	memset(&r, 0, sizeof(r));
+	inet_pton(AF_INET, "192.168.1.253", &r.gateway);
+	r.oif = 7;
+	r.metric = 201;
+	EXPECT(rt_build_route(&m, 1, &r) == 0);
+	EXPECT(((const struct rtmsg *)(m.buf + NLMSG_HDRLEN))->rtm_scope == RT_SCOPE_UNIVERSE);
+	at = rta_find(&m, sizeof(struct rtmsg), RTA_PRIORITY);
+	EXPECT(at && rta_u32(at) == 201);
+	EXPECT(rta_find(&m, sizeof(struct rtmsg), RTA_DST) == NULL);
+	/* The same bytes read back as the kernel's dump reply would be. */
+	((struct nlmsghdr *)m.buf)->nlmsg_type = RTM_NEWROUTE;
+	EXPECT(rt_route_parse((const struct nlmsghdr *)m.buf, &back) == 0);
+	EXPECT(back.metric == 201 && back.oif == 7 && back.gateway == r.gateway && back.dst_len == 0);
+	/* An address reply that claims more than it holds is refused. */
+	EXPECT(rt_build_addr(&m, 1, 7, ip, 24, 0) == 0);
+	((struct rtattr *)(m.buf + NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(struct ifaddrmsg))))->rta_len = 400;
+	EXPECT(rt_addr_parse((const struct nlmsghdr *)m.buf, &a) == -1);
+	/* Link up with an MTU. */
+	EXPECT(rt_build_link_set(&m, 7, 8500, 1) == 0);
+	EXPECT(((const struct ifinfomsg *)(m.buf + NLMSG_HDRLEN))->ifi_change == IFF_UP);
+	at = rta_find(&m, sizeof(struct ifinfomsg), IFLA_MTU);
+	EXPECT(at && rta_u32(at) == 8500);
+}
+
+static void test_parse_ipv4(void)
+{
+	uint32_t a;
+	uint8_t len = 0;
+	EXPECT(parse_ipv4("10.1.2.3/24", &a, &len, 1) == 0 && len == 24);
+	EXPECT(parse_ipv4("10.1.2.3", &a, &len, 1) == -1);
+	EXPECT(parse_ipv4("10.1.2.3/24", &a, NULL, 0) == -1);
+	EXPECT(parse_ipv4("10.1.2.3/33", &a, &len, 1) == -1);
+	EXPECT(parse_ipv4("10.1.2.3/", &a, &len, 1) == -1);
+	EXPECT(parse_ipv4("10.1.2.300", &a, NULL, 0) == -1);
+	EXPECT(parse_ipv4("10.1.2.3/24/1", &a, &len, 1) == -1);
+	EXPECT(parse_ipv4("1111111111111111111111111111", &a, NULL, 0) == -1);
+}
+
 int main(void)
 {
+	test_rtnl_builders();
+	test_parse_ipv4();
 	test_pnet_add_eth();
 	test_pnet_add_ib();
 	test_pnet_invalid_ids();

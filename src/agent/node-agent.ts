@@ -11,6 +11,7 @@ import type { AgentConfig } from '../config/schema.js';
 import { capability, capabilityLabels, hostFacts, type Capability } from './capability.js';
 import { CniInstaller, UNINSTALL_MARKER } from './cni-install.js';
 import type { RdmaDevice } from './discovery.js';
+import { eniProblem, MetadataClient, reconcileEnis, type EniResult } from './eni.js';
 import { ensureHostPnet } from './host-pnet.js';
 import { NodeLabeler } from './labels.js';
 import { findPodNetns, judge, lateApply, readRecords, removeLateRecords, type OutcomeKind, type Verdict } from './pods.js';
@@ -30,6 +31,12 @@ export class AgentMetrics {
     registers: [this.registry],
   });
   readonly events = new Counter({ name: 'erdma_smcr_agent_events_total', help: 'Events posted on pods, by reason.', labelNames: ['reason'] as const, registers: [this.registry] });
+  readonly enis = new Gauge({
+    name: 'erdma_smcr_agent_enis',
+    help: 'eRDMA ENIs by the last pass of agent.manageEni: primary, configured, already-configured, foreign (up with an address that is not the metadata\'s), failed.',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -60,6 +67,9 @@ export class NodeAgent {
   private timer: NodeJS.Timeout | undefined;
   private podTimer: NodeJS.Timeout | undefined;
   private readonly told = new Map<string, string>();
+  /** Foreign ENIs already reported on the Node (dev → detail). */
+  private readonly toldEni = new Map<string, string>();
+  private metadata: MetadataClient | undefined;
   private readonly lateTried = new Set<string>();
   private podPass: Promise<void> | undefined;
   private closed = false;
@@ -125,7 +135,8 @@ export class NodeAgent {
   async refresh(): Promise<Capability> {
     clearTimeout(this.timer);
     const devices = this.opts.discover();
-    const cap = capability(hostFacts(this.a.procRoot, this.a.hostRoot), devices);
+    const enis = this.a.manageEni ? await this.enisPass(devices) : [];
+    const cap = capability(hostFacts(this.a.procRoot, this.a.hostRoot), devices, eniProblem(enis));
     if (this.last?.capable !== cap.capable || this.last?.reason !== cap.reason) {
       this.log.info({ capable: cap.capable, driverMode: cap.driverMode, reason: cap.detail }, 'node SMC-R capability');
     }
@@ -155,11 +166,57 @@ export class NodeAgent {
     return cap;
   }
 
+  /** agent.manageEni: configures the secondary eRDMA ENIs; reports foreign ones on the Node once. */
+  private async enisPass(devices: readonly RdmaDevice[]): Promise<EniResult[]> {
+    this.metadata ??= new MetadataClient({ baseUrl: this.a.metadataUrl, timeoutMs: this.a.metadataTimeoutMs, retries: this.a.metadataRetries });
+    const results = await reconcileEnis(devices, { binary: this.binary, metadata: this.metadata, mtu: this.a.eniMtu, logger: this.log });
+    for (const status of ['primary', 'configured', 'already-configured', 'foreign', 'failed'] as const) {
+      this.opts.metrics.enis.set({ status }, results.filter((r) => r.status === status).length);
+    }
+    this.setProblem('eni', eniProblem(results));
+    for (const r of results) {
+      if (r.status !== 'foreign' || this.toldEni.get(r.dev) === r.detail) continue;
+      if (await this.nodeEvent('ERDMAENIAddressMismatch', `${r.device}: ${r.detail}`)) this.toldEni.set(r.dev, r.detail);
+    }
+    return results;
+  }
+
+  /** Posts a Warning Event on this Node; false when it could not (no API, or the call failed). */
+  private async nodeEvent(reason: string, message: string): Promise<boolean> {
+    if (this.needNode('node events') || !this.opts.kubeConfig) return false;
+    this.core ??= this.opts.kubeConfig.makeApiClient(CoreV1Api);
+    const node = this.a.nodeName as string;
+    const now = new Date((this.opts.now ?? Date.now)());
+    try {
+      await this.core.createNamespacedEvent({
+        namespace: 'default',
+        body: {
+          metadata: { generateName: `${node}.` },
+          involvedObject: { apiVersion: 'v1', kind: 'Node', name: node, uid: node },
+          reason,
+          message,
+          type: 'Warning',
+          source: { component: 'erdma-smcr-agent', host: node },
+          reportingComponent: 'erdma-smcr-agent',
+          reportingInstance: node,
+          firstTimestamp: now,
+          lastTimestamp: now,
+          count: 1,
+        },
+      });
+      this.opts.metrics.events.inc({ reason });
+      return true;
+    } catch (err) {
+      this.log.warn({ reason: apiReason(err) }, 'cannot post a Node event; will retry');
+      return false;
+    }
+  }
+
   private async startPodWatch(): Promise<void> {
     const why = this.needNode('pod events');
     if (why) return void this.problems.set('pods', why);
     const kc = this.opts.kubeConfig as KubeConfig;
-    const core = (this.core = kc.makeApiClient(CoreV1Api));
+    const core = (this.core ??= kc.makeApiClient(CoreV1Api));
     const fieldSelector = `spec.nodeName=${this.a.nodeName}`;
     this.pods = new WatchedSet<V1Pod>(kc, {
       path: '/api/v1/pods',

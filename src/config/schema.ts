@@ -143,6 +143,19 @@ export const agentSchema = z
     podEvents: z.boolean().default(true),
     /** Apply SMC-R to running pods the plugin missed (needs hostPID). */
     lateApply: z.boolean().default(true),
+    /**
+     * Configure secondary eRDMA ENIs from the ECS instance metadata (address, routes at metric
+     * 200+, MTU), as the platform's eRDMA controller does. Off by default: on ACK that controller
+     * (or Terway) owns the ENIs; turn it on for self-managed clusters.
+     */
+    manageEni: z.boolean().default(false),
+    /** The ECS instance metadata service. */
+    metadataUrl: z.url().default('http://100.100.100.200'),
+    /** Each metadata request's time limit, and how many times a failed one is tried again (with doubling back-off). */
+    metadataTimeoutMs: z.number().int().min(50).default(2000),
+    metadataRetries: z.number().int().min(0).max(10).default(3),
+    /** MTU for configured ENIs: auto copies the primary ENI's when it is a jumbo MTU (the instance has jumbo frames), else leaves it. */
+    eniMtu: z.union([z.literal('auto'), z.number().int().min(68).max(65535)]).default('auto'),
     /** How often capability, labels and host pnet are re-checked. */
     refreshMs: z.number().int().min(100).default(30_000),
     /** How long a started SMC-R pod may lack a plugin record before it counts as missed. */

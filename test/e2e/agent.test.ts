@@ -5,6 +5,9 @@
 // smc module). There is no kubelet here: pods are bound by spec.nodeName and their status (podIP)
 // is written as kubelet would. The host is a temp tree (sysfs fixture, CNI dirs); the pod process
 // the agent finds for a late apply is a /proc entry whose ns/net links to a real netns.
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -184,5 +187,63 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
     await agent.podsPass();
     expect(await eventsOf(plain)).toEqual([]);
     expect(await eventsOf(elsewhere)).toEqual([]);
+  });
+
+  it('agent.manageEni: a foreign ENI becomes one Node Event, unreachable metadata makes the node not capable', async () => {
+    // The ENI lives in a test netns: the agent's native binary is a wrapper that runs it there.
+    // The metadata service is our stand-in on loopback.
+    const devices = discover({ hostRoot: host }).filter((d) => d.mac !== '' && d.smcrCapable);
+    const eni = devices[devices.length - 1]!;
+    const ns = createNetns('agent-eni');
+    const wrapper = join(dir, 'native-in-netns');
+    writeFileSync(wrapper, `#!/bin/sh\nexec ip netns exec ${ns.name} ${join(process.cwd(), PLUGIN)} "$@"\n`, { mode: 0o755 });
+    spawnSync('ip', ['-n', ns.name, 'link', 'add', 'eni0', 'address', eni.mac, 'type', 'veth', 'peer', 'name', 'eni0p'], { stdio: 'inherit' });
+    spawnSync('ip', ['-n', ns.name, 'addr', 'add', '10.9.9.9/24', 'dev', 'eni0']);
+    spawnSync('ip', ['-n', ns.name, 'link', 'set', 'eni0', 'up']);
+    const cfg = { port: 0, host: '127.0.0.1', primaryMac: '00:16:3e:99:99:99', enis: Object.fromEntries(devices.map((d) => [d.mac, { address: '192.168.3.10', cidr: '192.168.3.0/24', gateway: '192.168.3.253' }])) };
+    const server = spawn(process.execPath, ['test/harness/metadata-server.mjs', JSON.stringify(cfg)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const port = await new Promise<string>((resolve) => server.stdout.once('data', (d: Buffer) => resolve(String(d).split(' ')[1]!.trim())));
+      const make = (metadataUrl: string): { a: NodeAgent; m: AgentMetrics } => {
+        const config = loadConfig({
+          flags: {
+            'agent.hostRoot': host, 'agent.procRoot': proc, 'agent.nodeName': NODE, 'agent.nativeBinary': wrapper,
+            'agent.refreshMs': 600_000, 'agent.manageEni': true, 'agent.metadataUrl': metadataUrl, 'agent.metadataRetries': 0, 'agent.metadataTimeoutMs': 500,
+            'agent.cniInstall': false, 'agent.hostPnet': false, 'agent.podEvents': false,
+          },
+        });
+        const m = new AgentMetrics({ defaultMetrics: false });
+        return { a: new NodeAgent({ config: config.agent, logger: pino({ level: 'silent' }), metrics: m, kubeConfig: kc, discover: () => devices.filter((d) => d.mac === eni.mac) }), m };
+      };
+      const { a, m } = make(`http://127.0.0.1:${port}`);
+      await a.start();
+      await a.refresh(); // a second pass: still one Event
+      await a.close();
+      const events = (await admin.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.kind=Node,involvedObject.name=${NODE},reason=ERDMAENIAddressMismatch` })).items;
+      expect(events).toHaveLength(1);
+      expect(events[0]!.message).toMatch(/eni0 is up with 10\.9\.9\.9\/24, not the metadata's 192\.168\.3\.10/);
+      expect(await m.registry.getSingleMetricAsString('erdma_smcr_agent_enis')).toMatch(/status="foreign"} 1/);
+      // The address stayed as it was.
+      expect(spawnSync('ip', ['-n', ns.name, '-br', 'addr', 'show', 'eni0'], { encoding: 'utf8' }).stdout).toMatch(/10\.9\.9\.9\/24/);
+
+      spawnSync('ip', ['-n', ns.name, 'addr', 'flush', 'dev', 'eni0']);
+      spawnSync('ip', ['-n', ns.name, 'link', 'set', 'eni0', 'down']);
+      // A port nothing listens on (fetch refuses "bad ports" such as 9 outright, so take a freed one).
+      const probe = createServer().listen(0, '127.0.0.1');
+      await once(probe, 'listening');
+      const freed = (probe.address() as AddressInfo).port;
+      await new Promise((r) => probe.close(r));
+      const down = make(`http://127.0.0.1:${freed}`);
+      await down.a.start();
+      const cap = down.a.last!;
+      await down.a.close();
+      expect(cap).toMatchObject({ capable: false, reason: 'eni-not-configured' });
+      expect(cap.detail).toMatch(new RegExp(`instance metadata http://127\\.0\\.0\\.1:${freed}/latest/\\S+: ECONNREFUSED \\(tried once\\)`));
+      expect(down.a.readiness()).toMatch(/^eni: /);
+      const node = await admin.readNode({ name: NODE });
+      expect(node.metadata?.labels).toMatchObject({ 'smcr.erdma.io/capable': 'false', 'smcr.erdma.io/reason': 'eni-not-configured' });
+    } finally {
+      server.kill('SIGKILL');
+    }
   });
 });

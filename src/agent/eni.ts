@@ -1,0 +1,331 @@
+// Secondary eRDMA ENIs, configured from the ECS instance metadata as the platform's eRDMA
+// controller does: link up, the ENI's primary address without the kernel's prefix route, a route
+// to the vSwitch CIDR and a default route through the vSwitch gateway, each at metric 200 or one
+// above the highest metric already present for that destination (so a second ENI gets 201), and
+// the jumbo MTU when the instance uses one. A link that is up with an address is never touched
+// (that would cut live traffic); when its address is not the metadata's, that is reported: another
+// network agent may own it. The netlink work is the native binary's (`net show|configure`), which
+// undoes its own steps when one fails.
+//
+// Metadata items (ECS "Instance metadata" reference, alibabacloud.com/help/doc-detail/49122.htm,
+// version 2016-01-01 and latest): `mac` (the primary NIC's MAC), and per NIC under
+// `network/interfaces/macs/[mac]/`: `primary-ip-address`, `vswitch-cidr-block`, `gateway`. The
+// hardened mode's token (`PUT /latest/api/token` with `X-aliyun-ecs-metadata-token-ttl-seconds`,
+// then `X-aliyun-ecs-metadata-token` on each GET; ECS "Access mode of instance metadata") is used
+// when the service hands one out.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { Logger } from 'pino';
+import type { RdmaDevice } from './discovery.js';
+
+const run = promisify(execFile);
+
+/** Metric the platform gives eRDMA ENI routes, below NICs in the same CIDR (platform docs). */
+export const ENI_BASE_METRIC = 200;
+/** The MTU of Alibaba Cloud's jumbo frames. */
+export const JUMBO_MTU = 8500;
+const TOKEN_TTL_SECONDS = 21_600;
+
+export class MetadataError extends Error {}
+
+export interface MetadataOptions {
+  readonly baseUrl: string;
+  readonly timeoutMs: number;
+  /** Further tries after a failed one (network error, time-out, 5xx), with doubling back-off. */
+  readonly retries: number;
+  readonly backoffMs?: number;
+}
+
+export interface EniMeta {
+  readonly address: string;
+  readonly cidr: string;
+  readonly gateway: string;
+}
+
+/** fetch says only "fetch failed": the system's reason (ECONNREFUSED, EHOSTUNREACH, ...) is in its cause. */
+function networkReason(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string; errors?: { code?: string }[] } }).cause;
+  return cause?.code ?? cause?.errors?.find((e) => e.code)?.code ?? cause?.message ?? (err as Error).message;
+}
+
+/** A small client of the ECS metadata service: bounded time per request, bounded retries. */
+export class MetadataClient {
+  private token: Promise<string | undefined> | undefined;
+
+  constructor(private readonly o: MetadataOptions) {}
+
+  private async once(method: 'GET' | 'PUT', path: string, headers: Record<string, string>): Promise<Response> {
+    return fetch(new URL(path, this.o.baseUrl), { method, headers, signal: AbortSignal.timeout(this.o.timeoutMs) });
+  }
+
+  /** A request with retries: 404 and other 4xx are answers, not failures. */
+  private async request(method: 'GET' | 'PUT', path: string, headers: Record<string, string> = {}): Promise<Response> {
+    let wait = this.o.backoffMs ?? 200;
+    let last = '';
+    for (let attempt = 0; attempt <= this.o.retries; attempt++) {
+      if (attempt > 0) {
+        await new Promise((r) => setTimeout(r, wait));
+        wait *= 2;
+      }
+      try {
+        const res = await this.once(method, path, headers);
+        if (res.status < 500) return res;
+        last = `HTTP ${res.status}`;
+        await res.body?.cancel();
+      } catch (err) {
+        last = (err as Error).name === 'TimeoutError' ? `no answer within ${this.o.timeoutMs} ms` : networkReason(err);
+      }
+    }
+    const tries = this.o.retries === 0 ? 'tried once' : `tried ${this.o.retries + 1} times`;
+    throw new MetadataError(`instance metadata ${this.o.baseUrl}${path}: ${last} (${tries})`);
+  }
+
+  /** The hardened mode's token, when the service gives one (asked once). */
+  private tokenHeader(): Promise<Record<string, string>> {
+    this.token ??= this.request('PUT', '/latest/api/token', { 'X-aliyun-ecs-metadata-token-ttl-seconds': String(TOKEN_TTL_SECONDS) }).then(
+      async (res) => (res.ok ? (await res.text()).trim() || undefined : undefined),
+      (err: unknown) => {
+        this.token = undefined; // try again next time
+        throw err;
+      },
+    );
+    return this.token.then((t): Record<string, string> => (t ? { 'X-aliyun-ecs-metadata-token': t } : {}));
+  }
+
+  /** One item under /latest/meta-data/; undefined when the service says 404. */
+  async item(path: string): Promise<string | undefined> {
+    const res = await this.request('GET', `/latest/meta-data/${path}`, await this.tokenHeader());
+    if (res.status === 404) {
+      await res.body?.cancel();
+      return undefined;
+    }
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw new MetadataError(`instance metadata ${path}: HTTP ${res.status}`);
+    }
+    return (await res.text()).trim();
+  }
+
+  async primaryMac(): Promise<string> {
+    const mac = await this.item('mac');
+    if (!mac) throw new MetadataError('instance metadata has no primary MAC (mac)');
+    return mac.toLowerCase();
+  }
+
+  /** The ENI's address, vSwitch CIDR and gateway; undefined when the service does not know the MAC. */
+  async eni(mac: string): Promise<EniMeta | undefined> {
+    const base = `network/interfaces/macs/${mac.toLowerCase()}/`;
+    const [address, cidr, gateway] = await Promise.all(['primary-ip-address', 'vswitch-cidr-block', 'gateway'].map((k) => this.item(base + k)));
+    if (address === undefined || cidr === undefined || gateway === undefined) return undefined;
+    return { address, cidr, gateway };
+  }
+}
+
+// ---- the node's network as `erdma-smcr net show` prints it ----
+
+export interface NetLink {
+  readonly index: number;
+  readonly name: string;
+  readonly mac?: string;
+  readonly mtu: number;
+  readonly up: boolean;
+}
+export interface NetAddr {
+  readonly index: number;
+  readonly addr: string;
+  readonly prefix: number;
+  readonly scope: number;
+}
+export interface NetRoute {
+  readonly dst: string;
+  readonly oif: number;
+  readonly metric: number;
+  readonly gateway?: string;
+}
+export interface NetState {
+  readonly links: readonly NetLink[];
+  readonly addrs: readonly NetAddr[];
+  readonly routes: readonly NetRoute[];
+}
+
+// ---- IPv4 helpers ----
+
+function ipToInt(ip: string): number | undefined {
+  const parts = ip.split('.');
+  if (parts.length !== 4 || !parts.every((p) => /^\d{1,3}$/.test(p) && Number(p) <= 255)) return undefined;
+  return parts.reduce((acc, p) => acc * 256 + Number(p), 0);
+}
+
+/** `a.b.c.d/len` → its network (normalised) and length; undefined when invalid. */
+export function parseCidr(cidr: string): { network: string; prefix: number } | undefined {
+  const m = /^(\d+\.\d+\.\d+\.\d+)\/(\d{1,2})$/.exec(cidr.trim());
+  const base = m ? ipToInt(m[1] ?? '') : undefined;
+  const prefix = Number(m?.[2]);
+  if (base === undefined || !(prefix >= 0 && prefix <= 32)) return undefined;
+  const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;
+  const net = (base & mask) >>> 0;
+  return { network: [24, 16, 8, 0].map((s) => (net >>> s) & 255).join('.'), prefix };
+}
+
+function inCidr(ip: string, cidr: { network: string; prefix: number }): boolean {
+  const a = ipToInt(ip);
+  const n = ipToInt(cidr.network);
+  if (a === undefined || n === undefined) return false;
+  const mask = cidr.prefix === 0 ? 0 : (0xffffffff << (32 - cidr.prefix)) >>> 0;
+  return ((a & mask) >>> 0) === n;
+}
+
+const isLinkLocal = (ip: string): boolean => ip.startsWith('169.254.');
+
+// ---- planning (pure) ----
+
+export type EniStatus = 'primary' | 'configured' | 'already-configured' | 'foreign' | 'failed';
+
+export interface EniConfigure {
+  readonly dev: string;
+  readonly address: string;
+  readonly prefix: number;
+  readonly cidr: string;
+  readonly gateway: string;
+  readonly metricSubnet: number;
+  readonly metricDefault: number;
+  /** 0: leave the MTU. */
+  readonly mtu: number;
+}
+
+export type EniPlan =
+  | { readonly status: 'primary' | 'already-configured'; readonly dev: string; readonly detail: string }
+  | { readonly status: 'foreign' | 'failed'; readonly dev: string; readonly detail: string }
+  | { readonly status: 'configure'; readonly dev: string; readonly detail: string; readonly conf: EniConfigure };
+
+/** Metric for a new route to `dst`: the base, or one above the highest already there. */
+export function metricFor(routes: readonly NetRoute[], dst: string): number {
+  const highest = routes.filter((r) => r.dst === dst).reduce((m, r) => Math.max(m, r.metric), -1);
+  return Math.max(ENI_BASE_METRIC, highest + 1);
+}
+
+/** The MTU to give an ENI: `auto` follows the primary ENI when it runs jumbo frames. */
+export function mtuFor(policy: 'auto' | number, primary: NetLink | undefined): number {
+  if (policy !== 'auto') return policy;
+  return primary && primary.mtu >= JUMBO_MTU ? JUMBO_MTU : 0;
+}
+
+export function planEni(state: NetState, mac: string, primaryMac: string, meta: EniMeta | undefined, mtuPolicy: 'auto' | number): EniPlan {
+  const link = state.links.find((l) => l.mac?.toLowerCase() === mac.toLowerCase());
+  if (!link) return { status: 'failed', dev: '', detail: `no network interface with MAC ${mac} in the node's network namespace` };
+  const dev = link.name;
+  if (mac.toLowerCase() === primaryMac) return { status: 'primary', dev, detail: 'the primary ENI: configured by the instance itself' };
+  const own = state.addrs.filter((a) => a.index === link.index && a.scope === 0 && !isLinkLocal(a.addr));
+  if (link.up && own.length > 0) {
+    if (meta && !own.some((a) => a.addr === meta.address)) {
+      const has = own.map((a) => `${a.addr}/${a.prefix}`).join(', ');
+      return { status: 'foreign', dev, detail: `${dev} is up with ${has}, not the metadata's ${meta.address}: another network agent may own it; left alone` };
+    }
+    return { status: 'already-configured', dev, detail: `${dev} is up with ${own.map((a) => a.addr).join(', ')}` };
+  }
+  if (!meta) return { status: 'failed', dev, detail: `the instance metadata does not know MAC ${mac}` };
+  const cidr = parseCidr(meta.cidr);
+  if (!cidr || ipToInt(meta.address) === undefined || !inCidr(meta.address, cidr) || !inCidr(meta.gateway, cidr)) {
+    return { status: 'failed', dev, detail: `the instance metadata for ${mac} is inconsistent: address ${meta.address}, vSwitch ${meta.cidr}, gateway ${meta.gateway}` };
+  }
+  const primary = state.links.find((l) => l.mac?.toLowerCase() === primaryMac);
+  const conf: EniConfigure = {
+    dev,
+    address: meta.address,
+    prefix: cidr.prefix,
+    cidr: `${cidr.network}/${cidr.prefix}`,
+    gateway: meta.gateway,
+    metricSubnet: metricFor(state.routes, `${cidr.network}/${cidr.prefix}`),
+    metricDefault: metricFor(state.routes, '0.0.0.0/0'),
+    mtu: mtuFor(mtuPolicy, primary),
+  };
+  return { status: 'configure', dev, detail: `configure ${dev} as ${meta.address}/${cidr.prefix}`, conf };
+}
+
+// ---- the pass ----
+
+export interface EniResult {
+  readonly device: string;
+  readonly mac: string;
+  readonly dev: string;
+  readonly status: EniStatus;
+  readonly detail: string;
+}
+
+export interface EniPassOptions {
+  readonly binary: string;
+  readonly metadata: MetadataClient;
+  readonly mtu: 'auto' | number;
+  readonly logger: Logger;
+}
+
+async function netShow(binary: string): Promise<NetState> {
+  const { stdout } = await run(binary, ['net', 'show'], { timeout: 10_000, maxBuffer: 16 << 20 });
+  return JSON.parse(stdout) as NetState;
+}
+
+async function netConfigure(binary: string, c: EniConfigure): Promise<{ code: number; stderr: string }> {
+  const args = ['net', 'configure', '--dev', c.dev, '--addr', `${c.address}/${c.prefix}`, '--cidr', c.cidr, '--gateway', c.gateway];
+  args.push('--metric-subnet', String(c.metricSubnet), '--metric-default', String(c.metricDefault));
+  if (c.mtu) args.push('--mtu', String(c.mtu));
+  try {
+    await run(binary, args, { timeout: 10_000 });
+    return { code: 0, stderr: '' };
+  } catch (err) {
+    const e = err as { code?: number; stderr?: string; message: string };
+    return { code: typeof e.code === 'number' ? e.code : 1, stderr: (e.stderr ?? e.message).trim() };
+  }
+}
+
+/**
+ * One pass over the node's eRDMA devices: each secondary ENI is configured once and left alone
+ * after. ENIs are done one at a time, each planned on the network as the previous left it (so the
+ * second gets metric 201). A metadata service that does not answer fails the pass for every ENI
+ * that still needs it, and changes nothing.
+ */
+export async function reconcileEnis(devices: readonly RdmaDevice[], o: EniPassOptions): Promise<EniResult[]> {
+  const withMac = devices.filter((d) => d.mac !== '');
+  if (withMac.length === 0) return [];
+  const results: EniResult[] = [];
+  const fail = (d: RdmaDevice, dev: string, detail: string): void => void results.push({ device: d.name, mac: d.mac, dev, status: 'failed', detail });
+  let primaryMac: string;
+  try {
+    primaryMac = await o.metadata.primaryMac();
+  } catch (err) {
+    for (const d of withMac) fail(d, d.netdev, (err as Error).message);
+    return results;
+  }
+  for (const d of withMac) {
+    try {
+      const before = await netShow(o.binary);
+      const needsMeta = d.mac.toLowerCase() !== primaryMac;
+      const meta = needsMeta ? await o.metadata.eni(d.mac) : undefined;
+      const plan = planEni(before, d.mac, primaryMac, meta, o.mtu);
+      if (plan.status !== 'configure') {
+        results.push({ device: d.name, mac: d.mac, dev: plan.dev, status: plan.status, detail: plan.detail });
+        continue;
+      }
+      const r = await netConfigure(o.binary, plan.conf);
+      if (r.code === 0) {
+        o.logger.info({ device: d.name, ...plan.conf }, 'eRDMA ENI configured');
+        results.push({ device: d.name, mac: d.mac, dev: plan.dev, status: 'configured', detail: `${plan.conf.address}/${plan.conf.prefix}, metrics ${plan.conf.metricSubnet}/${plan.conf.metricDefault}` });
+      } else if (r.code === 3) {
+        results.push({ device: d.name, mac: d.mac, dev: plan.dev, status: 'already-configured', detail: `${plan.dev} was configured meanwhile by someone else` });
+      } else {
+        fail(d, plan.dev, r.stderr || `net configure exited ${r.code}`);
+      }
+    } catch (err) {
+      fail(d, d.netdev, (err as Error).message);
+    }
+  }
+  for (const r of results) if (r.status === 'failed' || r.status === 'foreign') o.logger.warn({ device: r.device, dev: r.dev, status: r.status }, r.detail);
+  return results;
+}
+
+/** Why the node cannot use its eRDMA ENIs, or '' when every one is usable. */
+export function eniProblem(results: readonly EniResult[]): string {
+  return results
+    .filter((r) => r.status === 'failed')
+    .map((r) => `${r.device}${r.dev ? ` (${r.dev})` : ''}: ${r.detail}`)
+    .join('; ');
+}
