@@ -11,6 +11,7 @@ import type { AgentConfig } from '../config/schema.js';
 import { capability, capabilityLabels, hostFacts, type Capability } from './capability.js';
 import { CniInstaller, UNINSTALL_MARKER } from './cni-install.js';
 import type { RdmaDevice } from './discovery.js';
+import { defaultModprobe, reconcileDriver } from './driver.js';
 import { eniProblem, MetadataClient, reconcileEnis, type EniResult } from './eni.js';
 import { ensureHostPnet } from './host-pnet.js';
 import { NodeLabeler } from './labels.js';
@@ -31,6 +32,12 @@ export class AgentMetrics {
     registers: [this.registry],
   });
   readonly events = new Counter({ name: 'erdma_smcr_agent_events_total', help: 'Events posted on pods, by reason.', labelNames: ['reason'] as const, registers: [this.registry] });
+  readonly driverActions = new Counter({
+    name: 'erdma_smcr_agent_driver_actions_total',
+    help: 'modprobe runs of agent.manageDriver, by module arguments and result (ok, failed).',
+    labelNames: ['modprobe', 'result'] as const,
+    registers: [this.registry],
+  });
   readonly enis = new Gauge({
     name: 'erdma_smcr_agent_enis',
     help: 'eRDMA ENIs by the last pass of agent.manageEni: primary, configured, already-configured, foreign (up with an address that is not the metadata\'s), failed.',
@@ -67,6 +74,8 @@ export class NodeAgent {
   private timer: NodeJS.Timeout | undefined;
   private podTimer: NodeJS.Timeout | undefined;
   private readonly told = new Map<string, string>();
+  /** The driver situation last reported on the Node (deferred or manual detail). */
+  private toldDriver = '';
   /** Foreign ENIs already reported on the Node (dev → detail). */
   private readonly toldEni = new Map<string, string>();
   private metadata: MetadataClient | undefined;
@@ -134,6 +143,7 @@ export class NodeAgent {
   /** One pass of capability, labels and host pnet; then again after refreshMs. */
   async refresh(): Promise<Capability> {
     clearTimeout(this.timer);
+    if (this.a.manageDriver) await this.driverPass();
     const devices = this.opts.discover();
     const enis = this.a.manageEni ? await this.enisPass(devices) : [];
     const cap = capability(hostFacts(this.a.procRoot, this.a.hostRoot), devices, eniProblem(enis));
@@ -166,6 +176,29 @@ export class NodeAgent {
     return cap;
   }
 
+  /** agent.manageDriver: the driver mode asked for and the modules it needs; every action becomes a Node Event. */
+  private async driverPass(): Promise<void> {
+    const r = await reconcileDriver({
+      prefer: this.a.preferDriver,
+      hostRoot: this.a.hostRoot,
+      procRoot: this.a.procRoot,
+      modprobe: this.a.modprobe ?? defaultModprobe(this.a.hostRoot),
+      logger: this.log,
+    });
+    for (const { action, error } of r.done) {
+      const args = action.args.join(' ');
+      this.opts.metrics.driverActions.inc({ modprobe: args, result: error ? 'failed' : 'ok' });
+      if (error) await this.nodeEvent('ERDMADriverActionFailed', `modprobe ${args} (${action.why}) failed: ${error.slice(0, 300)}`);
+      else await this.nodeEvent('ERDMADriverAction', `modprobe ${args}: ${action.why}`, 'Normal');
+    }
+    const failed = r.done.find((d) => d.error);
+    const problem = failed ? `modprobe ${failed.action.args.join(' ')} failed: ${failed.error}` : r.decision.status === 'deferred' || r.decision.status === 'manual' ? r.decision.detail : '';
+    this.setProblem('driver', problem);
+    if ((r.decision.status === 'deferred' || r.decision.status === 'manual') && this.toldDriver !== r.decision.detail) {
+      if (await this.nodeEvent('ERDMADriverModeMismatch', r.decision.detail)) this.toldDriver = r.decision.detail;
+    }
+  }
+
   /** agent.manageEni: configures the secondary eRDMA ENIs; reports foreign ones on the Node once. */
   private async enisPass(devices: readonly RdmaDevice[]): Promise<EniResult[]> {
     this.metadata ??= new MetadataClient({ baseUrl: this.a.metadataUrl, timeoutMs: this.a.metadataTimeoutMs, retries: this.a.metadataRetries });
@@ -181,8 +214,8 @@ export class NodeAgent {
     return results;
   }
 
-  /** Posts a Warning Event on this Node; false when it could not (no API, or the call failed). */
-  private async nodeEvent(reason: string, message: string): Promise<boolean> {
+  /** Posts an Event on this Node; false when it could not (no API, or the call failed). */
+  private async nodeEvent(reason: string, message: string, type: 'Normal' | 'Warning' = 'Warning'): Promise<boolean> {
     if (this.needNode('node events') || !this.opts.kubeConfig) return false;
     this.core ??= this.opts.kubeConfig.makeApiClient(CoreV1Api);
     const node = this.a.nodeName as string;
@@ -195,7 +228,7 @@ export class NodeAgent {
           involvedObject: { apiVersion: 'v1', kind: 'Node', name: node, uid: node },
           reason,
           message,
-          type: 'Warning',
+          type,
           source: { component: 'erdma-smcr-agent', host: node },
           reportingComponent: 'erdma-smcr-agent',
           reportingInstance: node,

@@ -154,6 +154,16 @@ export const agentSchema = z
     /** Each metadata request's time limit, and how many times a failed one is tried again (with doubling back-off). */
     metadataTimeoutMs: z.number().int().min(50).default(2000),
     metadataRetries: z.number().int().min(0).max(10).default(3),
+    /**
+     * Keep the eRDMA driver in `preferDriver` mode and load the modules that mode needs (smc;
+     * nvidia_peermem on GPU nodes in ofed mode). Off by default: on ACK the platform's eRDMA
+     * controller does this.
+     */
+    manageDriver: z.boolean().default(false),
+    /** auto: ofed on nodes with NVIDIA GPUs, else default. */
+    preferDriver: z.enum(['auto', 'default', 'compat', 'ofed']).default('auto'),
+    /** The host's modprobe as a command line; default: `chroot <hostRoot> modprobe` (`modprobe` when hostRoot is /). */
+    modprobe: z.array(z.string().min(1)).min(1).optional(),
     /** MTU for configured ENIs: auto copies the primary ENI's when it is a jumbo MTU (the instance has jumbo frames), else leaves it. */
     eniMtu: z.union([z.literal('auto'), z.number().int().min(68).max(65535)]).default('auto'),
     /** How often capability, labels and host pnet are re-checked. */

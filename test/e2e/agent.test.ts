@@ -246,4 +246,39 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
       server.kill('SIGKILL');
     }
   });
+
+  it('agent.manageDriver: each modprobe becomes a Node Event, a mode it cannot reach a Warning and a readiness problem', async () => {
+    // The module boundary is a fake modprobe on a temp tree (no erdma module can load here).
+    const root = join(dir, 'driver-host');
+    const proc2 = join(dir, 'driver-proc');
+    mkdirSync(join(root, 'sys/module/erdma/parameters'), { recursive: true });
+    writeFileSync(join(root, 'sys/module/erdma/parameters/compat_mode'), 'N\n');
+    mkdirSync(join(proc2, 'sys/kernel'), { recursive: true });
+    const fake = join(dir, 'fake-modprobe');
+    writeFileSync(fake, `#!/bin/sh\nmkdir -p ${root}/sys/module/$1\n`, { mode: 0o755 });
+    const make = (prefer: string): NodeAgent => {
+      const config = loadConfig({
+        flags: {
+          'agent.hostRoot': root, 'agent.procRoot': proc2, 'agent.nodeName': NODE, 'agent.nativeBinary': PLUGIN, 'agent.refreshMs': 600_000,
+          'agent.manageDriver': true, 'agent.preferDriver': prefer, 'agent.modprobe': [fake],
+          'agent.cniInstall': false, 'agent.hostPnet': false, 'agent.podEvents': false, 'agent.nodeLabels': false,
+        },
+      });
+      return new NodeAgent({ config: config.agent, logger: pino({ level: 'silent' }), metrics: new AgentMetrics({ defaultMetrics: false }), kubeConfig: kc, discover: () => [] });
+    };
+    const events = async (reason: string) =>
+      (await admin.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.kind=Node,involvedObject.name=${NODE},reason=${reason}` })).items;
+    const a = make('default');
+    await a.start();
+    await a.close();
+    expect((await events('ERDMADriverAction')).map((e) => [e.type, e.message])).toEqual([['Normal', 'modprobe smc: SMC-R needs the smc module']]);
+    const b = make('ofed');
+    await b.start();
+    await b.refresh(); // told once
+    await b.close();
+    const mismatch = await events('ERDMADriverModeMismatch');
+    expect(mismatch).toHaveLength(1);
+    expect(mismatch[0]!.message).toMatch(/runs in default mode, ofed was asked for/);
+    expect(b.readiness()).toMatch(/^driver: /);
+  });
 });
