@@ -3,7 +3,9 @@
 // standing in for eRDMA. Inside, two pods chained through Debian's bridge plugin and our plugin
 // (SMC-R annotation in runtimeConfig) talk over AF_SMC and both ends report SMCR via smc_diag, with
 // RDMA packets counted on the device; a pair without the annotation falls back to TCP; then our
-// plugin's CHECK and DEL. test/smcr-vm/init.sh runs in the VM; this reads its console.
+// plugin's CHECK and DEL. Before all that, the smc module is loaded by the node agent's own
+// driver code (agent.manageDriver) with the VM's modprobe. test/smcr-vm/init.sh runs in the VM;
+// this reads its console.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -82,6 +84,12 @@ describe.skipIf(!root)('SMC-R on a real kernel: our CNI chain and host side make
     expect(lines.filter((r) => 'FAIL' in r), consoleText.slice(-3000)).toEqual([]);
     expect(find((r) => 'DONE' in r).DONE).toBe('ok');
     expect(find((r) => 'kernel' in r).kernel).toMatch(/^6\.1\./);
+  });
+
+  it("the agent's driver code loaded smc with the VM's real modprobe (the erdma module is not there, and says so)", () => {
+    const r = find((x) => 'agent_driver_status' in x);
+    expect(r).toMatchObject({ agent_driver_status: 'change', agent_smc_loaded: 'true', agent_driver_done: 'erdma_compat_mode=N:failed,smc:ok' });
+    expect(r.agent_driver_errors).toMatch(/erdma/);
   });
 
   it('our plugin added the pod interface to the pnet table only for annotated pods, passing prevResult through', () => {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prepares the SMC-R kernel test VM: Debian's current 6.1 kernel image and modules, rdma_rxe rebuilt
 # with our patch (rxe-6.1-smcr.patch) against linux-headers of the same ABI, the static smc-pair
-# tool, and an initramfs holding busybox, iproute2's ip and rdma, Debian's bridge and host-local
-# CNI plugins, our native erdma-smcr binary and init.sh.
+# tool, and an initramfs holding busybox, iproute2's ip and rdma, kmod's modprobe, Node.js with the
+# agent's driver code (dist/agent/driver.js: run `npm run build` first), Debian's bridge and
+# host-local CNI plugins, our native erdma-smcr binary and init.sh.
 # Downloads and builds are cached in $ERDMA_SMCR_CACHE/smcr-vm (default /var/cache/erdma-smcr).
 # Usage: build.sh OUTDIR   -> OUTDIR/vmlinuz, OUTDIR/initramfs.gz; prints the kernel ABI.
 set -euo pipefail
@@ -78,14 +79,26 @@ gcc -static -O2 -Wall -Wextra -Werror -o "$root/bin/smc-pair" "$here/smc-pair.c"
 cp "$repo/native/build/erdma-smcr" "$root/opt/cni/bin/erdma-smcr"
 ln -s /opt/cni/bin/erdma-smcr "$root/usr/bin/erdma-smcr"
 cp /usr/lib/cni/bridge /usr/lib/cni/host-local "$root/opt/cni/bin/"
-for tool in /usr/sbin/ip /usr/bin/rdma; do
+# Node.js and kmod: the agent's driver pass (test/smcr-vm/driver-pass.mjs) loads smc with modprobe.
+node_bin=$(readlink -f "$(command -v node)")
+for tool in /usr/sbin/ip /usr/bin/rdma /usr/bin/kmod "$node_bin"; do
+  mkdir -p "$root$(dirname "$tool")"
   cp "$tool" "$root$tool"
   for lib in $(ldd "$tool" | grep -o '/[^ ]*'); do
     mkdir -p "$root$(dirname "$lib")"
     cp -L "$lib" "$root$lib"
   done
 done
+[ "$node_bin" = /usr/bin/node ] || ln -s "$node_bin" "$root/usr/bin/node"
+ln -s /usr/bin/kmod "$root/usr/sbin/modprobe"
+mkdir -p "$root/agent"
+cp "$repo/dist/agent/driver.js" "$root/agent/driver.mjs"
+cp "$here/driver-pass.mjs" "$root/agent/driver-pass.mjs"
 for m in "${modules[@]}"; do cp "$kdir/modules/$m.ko" "$root/lib/modules/"; done
+# smc (and smc_diag) also where modprobe looks, with depmod's index.
+mkdir -p "$root/lib/modules/$abi/extra"
+for m in ib_core smc smc_diag; do cp "$kdir/modules/$m.ko" "$root/lib/modules/$abi/extra/"; done
+depmod -b "$root" "$abi"
 cp "$rxe" "$root/lib/modules/rdma_rxe.ko"
 install -m 0755 "$here/init.sh" "$root/init"
 echo "${SMCR_VM_WATCHDOG:-240}" > "$root/watchdog"

@@ -25,9 +25,14 @@ fail() { say "FAIL $*"; finish fail; sleep 60; }
 # A failed SMC-R link setup can hang tasks uninterruptibly: the watchdog reboots regardless.
 ( sleep "$(cat /watchdog)"; say "FAIL watchdog fired"; echo b > /proc/sysrq-trigger ) &
 
-for m in crc32_generic ib_core smc smc_diag udp_tunnel ip6_udp_tunnel ib_uverbs rdma_rxe veth llc stp bridge; do
+for m in crc32_generic ib_core udp_tunnel ip6_udp_tunnel ib_uverbs rdma_rxe veth llc stp bridge; do
   insmod "/lib/modules/$m.ko" || fail "insmod $m"
 done
+# smc is loaded by the node agent's own driver code (agent.manageDriver, preferDriver default)
+# with the VM's real modprobe; the erdma module it also tries is not in the VM.
+node /agent/driver-pass.mjs || fail "the agent's driver pass crashed"
+[ -d /sys/module/smc ] || fail "smc not loaded by the agent's driver pass"
+insmod /lib/modules/smc_diag.ko || fail "insmod smc_diag"
 say "kernel=$(uname -r) modules=loaded"
 ip link set lo up
 
