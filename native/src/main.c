@@ -10,6 +10,7 @@
 #include "net.h"
 #include "netns.h"
 #include "nl.h"
+#include "smcdiag.h"
 #include "util.h"
 
 #define STDIN_LIMIT (16u << 20)
@@ -23,6 +24,8 @@ static int usage(void)
 	      "  erdma-smcr pnet list [--json] [--netns PATH]\n"
 	      "  erdma-smcr pnet flush [--netns PATH]\n"
 	      "  erdma-smcr ueid add|del ID | list [--json] | flush\n"
+	      "  erdma-smcr smc sockets|summary|stats [--netns PATH]\n"
+	      "  erdma-smcr smc summary --netns PATH [--netns PATH ...]   one JSON line per netns: {netns, summary|error}\n"
 	      "  erdma-smcr net show [--netns PATH]\n"
 	      "  erdma-smcr net configure --dev IF --addr A.B.C.D/LEN --cidr NET/LEN --gateway A.B.C.D\n"
 	      "                           --metric-subnet N --metric-default N [--mtu N] [--netns PATH]\n",
@@ -197,6 +200,112 @@ static int parse_u32(const char *s, uint32_t *out)
 	return 0;
 }
 
+#define SMC_MAX_NETNS 65536
+
+/* JSON string body for a path (quotes and backslashes escaped, control bytes as \u00XX). */
+static void put_json_str(FILE *out, const char *v)
+{
+	for (; *v; v++) {
+		unsigned char c = (unsigned char)*v;
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(out, "\\u%04x", c);
+		else
+			fputc(c, out);
+	}
+}
+
+static const char *smc_strerror(int rc)
+{
+	return rc == -ENOENT || rc == -EINVAL ? "the kernel has no SMC socket diagnostics (load smc and smc_diag)" : strerror(-rc);
+}
+
+/* `smc summary --netns A --netns B ...`: one JSON line per namespace, in order, in one process
+ * (the agent samples every SMC-R pod of a node with one call). */
+static int smc_summaries(char **paths, int n)
+{
+	struct smc_summary sum;
+	struct netns_guard g;
+	int i, rc, entered, failed = 0;
+	for (i = 0; i < n; i++) {
+		fputs("{\"netns\":\"", stdout);
+		put_json_str(stdout, paths[i]);
+		fputs("\",", stdout);
+		rc = netns_enter(&g, paths[i]);
+		if (rc && rc != NETNS_ERR_SELF) {
+			fprintf(stdout, "\"error\":\"cannot enter the netns: %s\"}\n", netns_strerror(rc));
+			failed = 1;
+			continue;
+		}
+		entered = rc == 0; /* NETNS_ERR_SELF: already there, which is fine for reading */
+		rc = smc_summary_read(&sum);
+		if (entered)
+			netns_leave(&g);
+		if (rc) {
+			fprintf(stdout, "\"error\":\"%s\"}\n", smc_strerror(rc));
+			failed = 1;
+			continue;
+		}
+		fputs("\"summary\":", stdout);
+		smc_summary_print(stdout, &sum);
+		fputs("}\n", stdout);
+	}
+	return failed;
+}
+
+/* `smc sockets|summary|stats` (smc_diag and SMC generic netlink; see smcdiag.h). */
+static int smc_cmd(int argc, char **argv)
+{
+	static const struct option longopts[] = {{"netns", required_argument, 0, 'n'}, {0, 0, 0, 0}};
+	static char *paths[SMC_MAX_NETNS];
+	struct netns_guard g;
+	struct smc_summary sum;
+	const char *verb;
+	int ch, rc, entered = 0, n = 0;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (ch != 'n' || n >= SMC_MAX_NETNS)
+			return usage();
+		paths[n++] = optarg;
+	}
+	if (optind != argc - 1)
+		return usage();
+	verb = argv[optind];
+	if (strcmp(verb, "sockets") && strcmp(verb, "summary") && strcmp(verb, "stats"))
+		return usage();
+	if (n > 1 && strcmp(verb, "summary"))
+		return usage();
+	if (n >= 1 && !strcmp(verb, "summary"))
+		return smc_summaries(paths, n);
+	if (n == 1) {
+		rc = netns_enter(&g, paths[0]);
+		if (rc && rc != NETNS_ERR_SELF) {
+			fprintf(stderr, "erdma-smcr: cannot enter netns %s: %s\n", paths[0], netns_strerror(rc));
+			return 1;
+		}
+		entered = rc == 0;
+	}
+	if (!strcmp(verb, "sockets")) {
+		rc = smc_sockets(stdout);
+	} else if (!strcmp(verb, "summary")) {
+		rc = smc_summary_read(&sum);
+		if (rc == 0) {
+			smc_summary_print(stdout, &sum);
+			fputc('\n', stdout);
+		}
+	} else {
+		rc = smc_stats(stdout);
+	}
+	if (entered)
+		netns_leave(&g);
+	if (rc) {
+		fprintf(stderr, "erdma-smcr: smc %s: %s\n", verb, smc_strerror(rc));
+		return 1;
+	}
+	return 0;
+}
+
 /* `net show` / `net configure` (rtnetlink; see net.h). */
 static int net_cmd(int argc, char **argv)
 {
@@ -268,6 +377,8 @@ int main(int argc, char **argv)
 		return subcommand(argc, argv);
 	if (argc > 1 && !strcmp(argv[1], "net"))
 		return net_cmd(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "smc"))
+		return smc_cmd(argc - 1, argv + 1);
 	if (argc > 1)
 		return usage();
 	env.command = getenv("CNI_COMMAND");

@@ -363,6 +363,23 @@ int pnet_flush(void)
 {
 	return run(SMCR_GENL_FAMILY_NAME, b_pnet_flush, NULL, NULL, NULL);
 }
+struct dump_arg {
+	uint8_t cmd, version;
+};
+
+static int b_dump(struct nl_msg *m, uint16_t f, const void *arg)
+{
+	const struct dump_arg *a = arg;
+	genl_init(m, f, NLM_F_REQUEST | NLM_F_ACK | NLM_F_DUMP, 0, a->cmd, a->version);
+	return 0;
+}
+
+int genl_dump(const char *family_name, uint8_t cmd, uint8_t version, nl_reply_fn fn, void *ctx)
+{
+	struct dump_arg a = {cmd, version};
+	return run(family_name, b_dump, &a, fn, ctx);
+}
+
 int pnet_list(nl_reply_fn fn, void *ctx)
 {
 	return run(SMCR_GENL_FAMILY_NAME, b_pnet_get, NULL, fn, ctx);

@@ -49,6 +49,8 @@ int nl_open(void);
 int nl_open_proto(int protocol); /* NETLINK_GENERIC, NETLINK_ROUTE, ... */
 int genl_family(int fd, const char *name, uint16_t *id);
 int nl_transact(int fd, struct nl_msg *m, nl_reply_fn fn, void *ctx);
+/* A dump of a generic netlink family's command (no attributes in the request). */
+int genl_dump(const char *family_name, uint8_t cmd, uint8_t version, nl_reply_fn fn, void *ctx);
 
 int pnet_add(const struct pnet_entry *e);
 int pnet_del(const char *name);

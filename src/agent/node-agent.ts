@@ -12,7 +12,9 @@ import { capability, capabilityLabels, hostFacts, type Capability } from './capa
 import { CniInstaller, UNINSTALL_MARKER } from './cni-install.js';
 import type { RdmaDevice } from './discovery.js';
 import { defaultModprobe, reconcileDriver } from './driver.js';
+import { readDeviceCounters, type PortCounters } from './counters.js';
 import { eniProblem, MetadataClient, reconcileEnis, type EniResult } from './eni.js';
+import { collectPodSmc, describeReason, reasonLabel, type PodSmc } from './smc.js';
 import { ensureHostPnet } from './host-pnet.js';
 import { NodeLabeler } from './labels.js';
 import { findPodNetns, judge, lateApply, readRecords, removeLateRecords, type OutcomeKind, type Verdict } from './pods.js';
@@ -38,6 +40,25 @@ export class AgentMetrics {
     labelNames: ['modprobe', 'result'] as const,
     registers: [this.registry],
   });
+  readonly podConnections = new Gauge({
+    name: 'erdma_smcr_pod_connections',
+    help: 'Established SMC connections of each SMC-R pod on this node by mode (SMCR, SMCD, TCP: fell back), from smc_diag at the last sample.',
+    labelNames: ['namespace', 'pod', 'mode'] as const,
+    registers: [this.registry],
+  });
+  readonly podFallbacks = new Gauge({
+    name: 'erdma_smcr_pod_fallback_connections',
+    help: 'Connections of each SMC-R pod that fell back to TCP, by decoded reason (SMC_CLC_DECL_ name), at the last sample.',
+    labelNames: ['namespace', 'pod', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly podBytes = new Gauge({
+    name: 'erdma_smcr_pod_smcr_bytes',
+    help: "Bytes moved by each SMC-R pod's open SMC-R connections (send/receive buffer cursors), at the last sample.",
+    labelNames: ['namespace', 'pod', 'direction'] as const,
+    registers: [this.registry],
+  });
+  readonly samplePods = new Gauge({ name: 'erdma_smcr_agent_smc_sample_pods', help: 'SMC-R pods read at the last sample, by result (ok, error).', labelNames: ['result'] as const, registers: [this.registry] });
   readonly enis = new Gauge({
     name: 'erdma_smcr_agent_enis',
     help: 'eRDMA ENIs by the last pass of agent.manageEni: primary, configured, already-configured, foreign (up with an address that is not the metadata\'s), failed.',
@@ -74,6 +95,10 @@ export class NodeAgent {
   private timer: NodeJS.Timeout | undefined;
   private podTimer: NodeJS.Timeout | undefined;
   private readonly told = new Map<string, string>();
+  /** SMCRFallback Events: pod uid → reasons told and when. */
+  private readonly toldFallback = new Map<string, { key: string; at: number }>();
+  private smcTimer: NodeJS.Timeout | undefined;
+  private smcPass: Promise<PodSmc[]> | undefined;
   /** The driver situation last reported on the Node (deferred or manual detail). */
   private toldDriver = '';
   /** Foreign ENIs already reported on the Node (dev → detail). */
@@ -113,6 +138,105 @@ export class NodeAgent {
     }
     await this.refresh();
     if (this.a.podEvents) await this.startPodWatch();
+    this.deviceCounterMetrics();
+    if (this.a.smcSampleMs > 0) this.scheduleSmc(0);
+  }
+
+  /** Device traffic as Prometheus counters, read from sysfs at each scrape. */
+  private deviceCounterMetrics(): void {
+    const labelNames = ['device', 'port', 'direction'] as const;
+    const read = (): PortCounters[] => (this.closed ? [] : this.opts.discover().flatMap((d) => readDeviceCounters(this.a.hostRoot, d.name)));
+    const mirror = (name: string, help: string, pick: (c: PortCounters, dir: 'tx' | 'rx') => number | undefined): void => {
+      if (this.opts.metrics.registry.getSingleMetric(name)) return;
+      new Counter({
+        name,
+        help,
+        labelNames,
+        registers: [this.opts.metrics.registry],
+        collect() {
+          this.reset();
+          for (const c of read()) {
+            for (const dir of ['tx', 'rx'] as const) {
+              const v = pick(c, dir);
+              if (v !== undefined) this.inc({ device: c.device, port: String(c.port), direction: dir }, v);
+            }
+          }
+        },
+      });
+    };
+    mirror('erdma_smcr_device_bytes_total', 'Bytes through each RDMA device port (driver hw_counters: erdma tx/rx_bytes_cnt, hw_ prefixed out of tree).', (c, d) => (d === 'tx' ? c.txBytes : c.rxBytes));
+    mirror('erdma_smcr_device_packets_total', 'Packets through each RDMA device port (erdma tx/rx_packets_cnt; rxe sent/rcvd_pkts).', (c, d) => (d === 'tx' ? c.txPackets : c.rxPackets));
+    mirror('erdma_smcr_device_drops_total', 'Packets each RDMA device port dropped (the sum of its *drop_cnt counters).', (c, d) => (d === 'tx' ? c.txDrops : c.rxDrops));
+  }
+
+  private scheduleSmc(delay: number): void {
+    if (this.closed) return;
+    this.smcTimer = setTimeout(() => void this.sampleSmc().finally(() => this.scheduleSmc(this.a.smcSampleMs)), delay);
+    this.smcTimer.unref();
+  }
+
+  /** Reads every SMC-R pod's connections (one native call), updates the pod metrics, tells fallbacks. */
+  sampleSmc(): Promise<PodSmc[]> {
+    this.smcPass ??= this.readPodsSmc().finally(() => (this.smcPass = undefined));
+    return this.smcPass;
+  }
+
+  private async readPodsSmc(): Promise<PodSmc[]> {
+    const live = this.pods ? new Map(this.pods.objects().map((p) => [p.metadata?.uid ?? '', p])) : undefined;
+    const records = [...readRecords(hostPath(this.a, this.a.cniStateDir)).values()]
+      .filter((r) => r.netns && r.podName && (!live || live.has(r.podUid)))
+      .map((r) => ({ namespace: r.podNamespace, name: r.podName, uid: r.podUid, netns: r.netns }));
+    let pods: PodSmc[];
+    try {
+      pods = await collectPodSmc(records, { binary: this.binary, hostRoot: this.a.hostRoot });
+    } catch (err) {
+      this.log.warn({ err }, 'cannot read the SMC connections of pods');
+      return [];
+    }
+    const m = this.opts.metrics;
+    m.podConnections.reset();
+    m.podFallbacks.reset();
+    m.podBytes.reset();
+    m.samplePods.set({ result: 'ok' }, pods.filter((p) => p.summary).length);
+    m.samplePods.set({ result: 'error' }, pods.filter((p) => !p.summary).length);
+    const now = (this.opts.now ?? Date.now)();
+    for (const p of pods) {
+      const s = p.summary;
+      if (!s) continue;
+      const who = { namespace: p.namespace, pod: p.name };
+      for (const mode of ['SMCR', 'SMCD', 'TCP'] as const) m.podConnections.set({ ...who, mode }, s.byMode[mode]);
+      for (const [code, n] of Object.entries(s.fallbacks)) m.podFallbacks.inc({ ...who, reason: reasonLabel(code) }, n);
+      if (s.otherFallbacks > 0) m.podFallbacks.inc({ ...who, reason: 'OTHER' }, s.otherFallbacks);
+      m.podBytes.set({ ...who, direction: 'tx' }, s.txBytes);
+      m.podBytes.set({ ...who, direction: 'rx' }, s.rxBytes);
+      const pod = live?.get(p.uid);
+      if (pod && s.byMode.TCP > 0) await this.tellFallback(pod, p, now);
+    }
+    for (const uid of [...this.toldFallback.keys()]) if (!records.some((r) => r.uid === uid)) this.toldFallback.delete(uid);
+    return pods;
+  }
+
+  /** One SMCRFallback Event per pod and set of reasons per fallbackEventMs. */
+  private async tellFallback(pod: V1Pod, p: PodSmc, now: number): Promise<void> {
+    const s = p.summary!;
+    const codes = Object.keys(s.fallbacks).sort();
+    const key = codes.join(',') || 'other';
+    const last = this.toldFallback.get(p.uid);
+    if (last && last.key === key && now - last.at < this.a.fallbackEventMs) return;
+    if (!this.core) return;
+    const reasons = codes.map((c) => {
+      const r = describeReason(c);
+      return `${r.name} (${c}, ${s.fallbacks[c]} connection(s)): ${r.meaning}`;
+    });
+    const total = s.byMode.SMCR + s.byMode.SMCD + s.byMode.TCP;
+    const message = `${s.byMode.TCP} of ${total} connection(s) fell back to TCP. ${reasons.join(' ') || 'Reason not in the sample.'} See erdma-smcr status --pod ${p.namespace}/${p.name}.`;
+    try {
+      await this.core.createNamespacedEvent({ namespace: p.namespace, body: this.eventFor(pod, { kind: 'tcp', type: 'Warning', reason: 'SMCRFallback', message: message.slice(0, 1000) }) });
+      this.toldFallback.set(p.uid, { key, at: now });
+      this.opts.metrics.events.inc({ reason: 'SMCRFallback' });
+    } catch (err) {
+      this.log.warn({ pod: `${p.namespace}/${p.name}`, reason: apiReason(err) }, 'cannot post the SMCRFallback event; will retry');
+    }
   }
 
   /** The CNI installer for this node's configured directories; onStatus hears about chaining problems. */
@@ -366,6 +490,8 @@ export class NodeAgent {
     this.closed = true;
     clearTimeout(this.timer);
     clearTimeout(this.podTimer);
+    clearTimeout(this.smcTimer);
+    await this.smcPass;
     this.cni?.close();
     await this.podPass;
     await this.pods?.close();

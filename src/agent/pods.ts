@@ -14,6 +14,10 @@ import { pluginEntry, PLUGIN_TYPE, type PluginEntryOptions } from './cni-install
 /** What the CNI plugin wrote for one sandbox (native/src/cni.c state_doc). */
 export interface PluginRecord {
   readonly podUid: string;
+  readonly podNamespace: string;
+  readonly podName: string;
+  /** The sandbox's netns as the runtime named it (a host path, or /proc/PID/ns/net for a late apply). */
+  readonly netns: string;
   readonly containerId: string;
   readonly outcome: 'applied' | 'partial' | string;
   readonly missing: readonly string[];
@@ -21,6 +25,24 @@ export interface PluginRecord {
   /** The pod had only IPv6 addresses: the plugin kept IPv6 on (SMC-R cannot serve it). */
   readonly ipv6Only?: boolean;
   readonly mtimeMs: number;
+}
+
+/** A record from the plugin's JSON (undefined when it names no pod). */
+function recordOf(doc: Partial<PluginRecord>, mtimeMs: number): PluginRecord | undefined {
+  if (typeof doc.podUid !== 'string' || doc.podUid === '') return undefined;
+  const str = (v: unknown): string => String(v ?? '');
+  return {
+    podUid: doc.podUid,
+    podNamespace: str(doc.podNamespace),
+    podName: str(doc.podName),
+    netns: str(doc.netns),
+    containerId: str(doc.containerId),
+    outcome: str(doc.outcome),
+    missing: Array.isArray(doc.missing) ? doc.missing.map(String) : [],
+    ...(doc.pnet ? { pnet: doc.pnet } : {}),
+    ...(doc.ipv6Only === true ? { ipv6Only: true } : {}),
+    mtimeMs,
+  };
 }
 
 /** The newest record per pod UID in the plugin's state dir. */
@@ -31,17 +53,8 @@ export function readRecords(stateDir: string): Map<string, PluginRecord> {
     if (!f.endsWith('.json')) continue;
     try {
       const path = join(stateDir, f);
-      const doc = JSON.parse(readFileSync(path, 'utf8')) as Partial<PluginRecord>;
-      if (typeof doc.podUid !== 'string' || doc.podUid === '') continue;
-      const rec: PluginRecord = {
-        podUid: doc.podUid,
-        containerId: String(doc.containerId ?? ''),
-        outcome: String(doc.outcome ?? ''),
-        missing: Array.isArray(doc.missing) ? doc.missing.map(String) : [],
-        ...(doc.pnet ? { pnet: doc.pnet } : {}),
-        ...(doc.ipv6Only === true ? { ipv6Only: true } : {}),
-        mtimeMs: statSync(path).mtimeMs,
-      };
+      const rec = recordOf(JSON.parse(readFileSync(path, 'utf8')) as Partial<PluginRecord>, statSync(path).mtimeMs);
+      if (!rec) continue;
       const prev = out.get(rec.podUid);
       if (!prev || prev.mtimeMs < rec.mtimeMs) out.set(rec.podUid, rec);
     } catch {

@@ -8,7 +8,7 @@ import { checkPaths } from './check.js';
 import { processIO, type CliIO } from './io.js';
 import { OUTPUT_FORMATS, reportWriter, type OutputFormat } from './report.js';
 import { certsCommand, reviewCommand, serveCommand } from './webhook.js';
-import { agentCommand, devicesCommand } from './agent.js';
+import { agentCommand, devicesCommand, statusCommand } from './agent.js';
 
 function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -105,6 +105,7 @@ export function buildProgram(io: CliIO, setCode: (c: number) => void): Command {
   certsCommand(program, io, setCode);
   devicesCommand(program, io, configFor, setCode);
   agentCommand(program, io, configFor, setCode);
+  statusCommand(program, io, configFor, setCode);
   return program;
 }
 

@@ -166,6 +166,10 @@ export const agentSchema = z
     modprobe: z.array(z.string().min(1)).min(1).optional(),
     /** MTU for configured ENIs: auto copies the primary ENI's when it is a jumbo MTU (the instance has jumbo frames), else leaves it. */
     eniMtu: z.union([z.literal('auto'), z.number().int().min(68).max(65535)]).default('auto'),
+    /** How often each SMC-R pod's connections are read from the kernel (smc_diag) for metrics and SMCRFallback Events; 0: never. */
+    smcSampleMs: z.number().int().min(0).default(30_000),
+    /** At most one SMCRFallback Event per pod and reason in this time. */
+    fallbackEventMs: z.number().int().min(0).default(3_600_000),
     /** How often capability, labels and host pnet are re-checked. */
     refreshMs: z.number().int().min(100).default(30_000),
     /** How long a started SMC-R pod may lack a plugin record before it counts as missed. */

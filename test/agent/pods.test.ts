@@ -12,7 +12,7 @@ const pod = (annotations: Record<string, string>, status: V1Pod['status'] = { po
   status,
 });
 const on = { 'network.alibabacloud.com/erdma-smcr': 'true' };
-const rec = (r: Partial<PluginRecord>): PluginRecord => ({ podUid: 'u-1', containerId: 'abc', outcome: 'applied', missing: [], mtimeMs: 0, ...r });
+const rec = (r: Partial<PluginRecord>): PluginRecord => ({ podUid: 'u-1', podNamespace: 'n', podName: 'p', netns: '', containerId: 'abc', outcome: 'applied', missing: [], mtimeMs: 0, ...r });
 
 describe('pod verdicts', () => {
   const dir = mkdtempSync(join(tmpdir(), 'pods-'));

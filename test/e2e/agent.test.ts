@@ -281,4 +281,36 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
     expect(mismatch[0]!.message).toMatch(/runs in default mode, ofed was asked for/);
     expect(b.readiness()).toMatch(/^driver: /);
   });
+
+  it('samples what SMC-R pods\' connections run on: metrics per pod, one SMCRFallback Event with the decoded reason', async () => {
+    // This kernel has no SMC, so the native binary is a stand-in that answers `smc summary` with
+    // what the real one printed in the SMC-R VM for a pod whose connection fell back
+    // (test/fixtures/smc/summary-c.json); the real binary's output is checked in the VM test.
+    const summary = readFileSync('test/fixtures/smc/summary-c.json', 'utf8').replace(/\s+/g, '');
+    const stand = join(dir, 'native-smc');
+    writeFileSync(stand, `#!/bin/sh\n[ "$1 $2" = "smc summary" ] || exit 2\nshift 2\nwhile [ $# -gt 1 ]; do echo "{\\"netns\\":\\"$2\\",\\"summary\\":${summary.replace(/"/g, '\\"')}}"; shift 2; done\n`, { mode: 0o755 });
+    const config = loadConfig({
+      flags: {
+        'agent.hostRoot': host, 'agent.procRoot': proc, 'agent.nodeName': NODE, 'agent.nativeBinary': stand, 'agent.refreshMs': 600_000,
+        'agent.smcSampleMs': 0, 'agent.cniInstall': false, 'agent.hostPnet': false, 'agent.nodeLabels': false, 'agent.lateApply': false,
+      },
+    });
+    const m = new AgentMetrics({ defaultMetrics: false });
+    const a = new NodeAgent({ config: config.agent, logger: pino({ level: 'silent' }), metrics: m, kubeConfig: kc, discover: () => [] });
+    await a.start();
+    try {
+      const pods = await a.sampleSmc();
+      expect(pods.map((p) => `${p.namespace}/${p.name}`)).toContain('apps/smcr-on-tcp');
+      await a.sampleSmc(); // within the hour: no second Event
+      const pod = await admin.readNamespacedPod({ name: 'smcr-on-tcp', namespace: 'apps' });
+      const fallbacks = (await eventsOf(pod)).filter((e) => e.reason === 'SMCRFallback');
+      expect(fallbacks).toHaveLength(1);
+      expect(fallbacks[0]).toMatchObject({ type: 'Warning', message: expect.stringMatching(/^1 of 1 connection\(s\) fell back to TCP\. NOSMCDEV \(0x03030000, 1 connection\(s\)\): no SMC device matches/) });
+      const text = await m.registry.metrics();
+      expect(text).toMatch(/erdma_smcr_pod_connections\{namespace="apps",pod="smcr-on-tcp",mode="TCP"\} 1/);
+      expect(text).toMatch(/erdma_smcr_pod_fallback_connections\{namespace="apps",pod="smcr-on-tcp",reason="NOSMCDEV"\} 1/);
+    } finally {
+      await a.close();
+    }
+  });
 });

@@ -7,7 +7,7 @@
 // driver code (agent.manageDriver) with the VM's modprobe. test/smcr-vm/init.sh runs in the VM;
 // this reads its console.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -69,6 +69,8 @@ describe.skipIf(!root)('SMC-R on a real kernel: our CNI chain and host side make
       320_000,
     );
     consoleText = vm.out;
+    // SMCR_VM_CONSOLE=FILE keeps the console (how test/fixtures/smc/ was captured).
+    if (process.env.SMCR_VM_CONSOLE) writeFileSync(process.env.SMCR_VM_CONSOLE, vm.out);
     lines = records(vm.out);
     const done = lines.find((r) => 'DONE' in r);
     const failed = lines.filter((r) => 'FAIL' in r).map((r) => r.FAIL);
@@ -109,6 +111,28 @@ describe.skipIf(!root)('SMC-R on a real kernel: our CNI chain and host side make
     expect(r.server).toMatch(/^SMCPAIR server mode=SMCR fallback=0x00000000 bytes=4194304/);
     // 4 MiB in RoCEv2 packets of at most one MTU: well over a thousand.
     expect(Number(r.rdma_sent_pkts)).toBeGreaterThan(1000);
+  });
+
+  it("our binary reads from the kernel what the pods' connections run on, while they are open", () => {
+    const json = (key: string): unknown => JSON.parse(find((x) => key in x)[key] as string);
+    // The SMC-R pair: SMCR on each pod's Soft-RoCE device, the 4 MiB counted on the connection.
+    for (const [pod, dev, role] of [['a', 'rxe_a', 'client'], ['b', 'rxe_b', 'server']] as const) {
+      const socks = (json(`smc_sockets_${pod}`) as { state: string; mode: string; link?: { dev: string; role: string }; conn?: { txBytes: number; rxBytes: number } }[]).filter((x) => x.state !== 'LISTEN');
+      expect(socks).toHaveLength(1);
+      expect(socks[0]).toMatchObject({ state: 'ACTIVE', mode: 'SMCR', link: { dev, role }, conn: { txBytes: 4194304, rxBytes: 4194304 } });
+      expect((json(`smc_summary_${pod}`) as { summary: unknown }).summary).toMatchObject({ sockets: 1, byMode: { SMCR: 1, TCP: 0 }, devices: [{ dev, port: 1, connections: 1 }] });
+      const stats = json(`smc_stats_${pod}`) as { stats: { available: boolean; counters: { smcr: { txBytes: number } } } };
+      expect(stats.stats.available).toBe(true);
+      expect(stats.stats.counters.smcr.txBytes).toBeGreaterThanOrEqual(4194304);
+    }
+    // The device counters rose by at least the packets 4 MiB needs (one MTU-sized packet per 4 KiB at most).
+    const hw = Object.fromEntries((find((x) => 'hw_counters_a' in x).hw_counters_a as string).trim().split(/\s+/).map((kv) => kv.split(':')));
+    expect(Number(hw.sent_pkts)).toBeGreaterThanOrEqual(4194304 / 4096);
+    // The pair without the annotation: TCP, with the decline decoded on both sides.
+    expect(json('smc_sockets_c')).toMatchObject([{ mode: 'TCP', fallback: { reason: '0x03030000' } }]);
+    expect(json('smc_sockets_d')).toEqual(expect.arrayContaining([expect.objectContaining({ mode: 'TCP', fallback: { reason: '0x05000000', peerReason: '0x03030000' } })]));
+    expect(json('smc_summary_c')).toMatchObject({ netns: '/run/netns/c', summary: { byMode: { SMCR: 0, TCP: 1 }, fallbacks: { '0x03030000': 1 } } });
+    expect((json('smc_stats_c') as { fallbacks: { reasons: unknown[] } }).fallbacks.reasons).toEqual([{ side: 'client', reason: '0x03030000', count: 1 }]);
   });
 
   it('the same pair without the annotation falls back to TCP (the negative control)', () => {

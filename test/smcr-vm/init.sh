@@ -80,9 +80,21 @@ pair() { # client server port
   sleep 1
   before=$(sent "$1")
   eval "dst=\$IP_$2"
-  timeout 60 /usr/sbin/ip netns exec "$1" /bin/smc-pair client "$dst" "$3" 4194304 > "/run/client-$1.out" 2>&1
-  wait $spid
+  rm -f "/run/release-$1"
+  SMCPAIR_HOLD="/run/release-$1" timeout 60 /usr/sbin/ip netns exec "$1" /bin/smc-pair client "$dst" "$3" 4194304 > "/run/client-$1.out" 2>&1 &
+  cpid=$!
+  # While the connection is held open after the transfer: what our binary reads from the kernel.
+  for i in $(seq 1 400); do grep -q '^SMCPAIR client' "/run/client-$1.out" 2>/dev/null && break; sleep 0.1; done
   after=$(sent "$1")
+  for ns in "$1" "$2"; do
+    say "smc_sockets_$ns=$(erdma-smcr smc sockets --netns /run/netns/$ns 2>&1 | tr -d '\n')"
+    say "smc_summary_$ns=$(erdma-smcr smc summary --netns /run/netns/$ns 2>&1 | tr -d '\n')"
+    say "smc_stats_$ns=$(erdma-smcr smc stats --netns /run/netns/$ns 2>&1 | tr -d '\n')"
+  done
+  say "hw_counters_$1=\"$(cd /sys/class/infiniband/rxe_$1/ports/1/hw_counters 2>/dev/null && for f in *; do printf '%s:%s ' "$f" "$(cat "$f")"; done)\""
+  touch "/run/release-$1"
+  wait $cpid
+  wait $spid
   say "pair=$1-$2 client=\"$(cat /run/client-$1.out | tr '\n' ' ')\" server=\"$(cat /run/server-$2.out | grep -v listening | tr '\n' ' ')\" rdma_sent_pkts=$((after - before))"
 }
 

@@ -4,6 +4,9 @@
  *
  *   smc-pair server PORT BYTES        accept one connection, read BYTES, echo them back
  *   smc-pair client ADDR PORT BYTES   connect, send BYTES, check the echo
+ *
+ * With SMCPAIR_HOLD=FILE the client keeps the connection open after its report until FILE
+ * exists, so the connection can be inspected from outside while it is established.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -155,6 +158,9 @@ int main(int argc, char **argv)
 			die("connect");
 		got = pump(fd, atol(argv[4]), 0);
 		report("client", fd, got);
+		if (getenv("SMCPAIR_HOLD"))
+			while (access(getenv("SMCPAIR_HOLD"), F_OK) != 0)
+				usleep(50000);
 		shutdown(fd, SHUT_WR);
 		while (read(fd, &one, sizeof(one)) > 0)
 			;

@@ -1,0 +1,436 @@
+/* `erdma-smcr smc sockets|summary|stats`: what SMC connections in a network namespace really run
+ * on, from the kernel. Sockets come from smc_diag (NETLINK_SOCK_DIAG, family AF_SMC,
+ * <linux/smc_diag.h>) with the connection, link group and fallback extensions; the per-netns
+ * counters from the SMC generic netlink family (SMC_NETLINK_GET_STATS / _GET_FBACK_STATS,
+ * <linux/smc.h>, kernels 5.14+). Sockets are printed as they arrive and never kept: a netns with
+ * 100,000 of them costs no memory; `summary` keeps only bounded counters. */
+#include "smcdiag.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <linux/genetlink.h>
+#include <linux/inet_diag.h>
+#include <linux/rtnetlink.h>
+#include <linux/smc.h>
+#include <linux/smc_diag.h>
+#include <linux/sock_diag.h>
+#include "nl.h"
+
+#ifndef AF_SMC
+#define AF_SMC 43
+#endif
+#define ALIGN4(n) (((n) + 3u) & ~3u)
+
+/* Socket states of net/smc/smc.h (not in the uapi headers; smc-tools uses the same values). */
+static const char *state_name(unsigned s)
+{
+	switch (s) {
+	case 1: return "ACTIVE";
+	case 2: return "INIT";
+	case 7: return "CLOSED";
+	case 10: return "LISTEN";
+	case 20: return "PEERCLOSEWAIT1";
+	case 21: return "PEERCLOSEWAIT2";
+	case 22: return "APPCLOSEWAIT1";
+	case 23: return "APPCLOSEWAIT2";
+	case 24: return "APPFINCLOSEWAIT";
+	case 25: return "PEERFINCLOSEWAIT";
+	case 26: return "PEERABORTWAIT";
+	case 27: return "PROCESSABORT";
+	default: return "UNKNOWN";
+	}
+}
+
+static const char *mode_name(unsigned m)
+{
+	return m == SMC_DIAG_MODE_SMCR ? "SMCR" : m == SMC_DIAG_MODE_FALLBACK_TCP ? "TCP" : m == SMC_DIAG_MODE_SMCD ? "SMCD" : "UNKNOWN";
+}
+
+/* The parsed reply of one socket. */
+struct smc_sock {
+	const struct smc_diag_msg *msg;
+	int v6;
+	int has_conn, has_lgr, has_fallback;
+	struct smc_diag_conninfo conn;
+	struct smc_diag_lgrinfo lgr;
+	struct smc_diag_fallback fb;
+};
+
+static int parse_sock(const struct nlmsghdr *h, struct smc_sock *s)
+{
+	size_t off = NLMSG_HDRLEN + ALIGN4(sizeof(struct smc_diag_msg));
+	const uint32_t *src, *dst;
+	memset(s, 0, sizeof(*s));
+	if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY || h->nlmsg_len < off)
+		return -1;
+	s->msg = NLMSG_DATA(h);
+	src = s->msg->id.idiag_src;
+	dst = s->msg->id.idiag_dst;
+	/* smc_diag fills idiag_src[0]/idiag_dst[0] for IPv4 sockets and all 16 bytes for IPv6. */
+	s->v6 = (src[1] | src[2] | src[3] | dst[1] | dst[2] | dst[3]) != 0;
+	while (off + sizeof(struct rtattr) <= h->nlmsg_len) {
+		const struct rtattr *a = (const struct rtattr *)((const unsigned char *)h + off);
+		size_t n;
+		if (a->rta_len < sizeof(*a) || off + a->rta_len > h->nlmsg_len)
+			return -1;
+		n = a->rta_len - RTA_LENGTH(0);
+		if (a->rta_type == SMC_DIAG_CONNINFO && n >= sizeof(s->conn)) {
+			memcpy(&s->conn, RTA_DATA(a), sizeof(s->conn));
+			s->has_conn = 1;
+		} else if (a->rta_type == SMC_DIAG_LGRINFO && n >= sizeof(s->lgr)) {
+			memcpy(&s->lgr, RTA_DATA(a), sizeof(s->lgr));
+			s->has_lgr = 1;
+		} else if (a->rta_type == SMC_DIAG_FALLBACK && n >= sizeof(s->fb)) {
+			memcpy(&s->fb, RTA_DATA(a), sizeof(s->fb));
+			s->has_fallback = 1;
+		}
+		off += ALIGN4(a->rta_len);
+	}
+	return 0;
+}
+
+/* Bytes through a cursor: wraps of the buffer times its size, plus the count (the kernel keeps
+ * 16 bits of wraps, so this is exact up to 65,536 wraps of the buffer). */
+static uint64_t cursor_bytes(const struct smc_diag_cursor *c, uint32_t size)
+{
+	return (uint64_t)c->wrap * size + c->count;
+}
+
+static void addr(const struct smc_sock *s, const uint32_t *a, uint16_t port_be, char *out, size_t size)
+{
+	char ip[INET6_ADDRSTRLEN];
+	inet_ntop(s->v6 ? AF_INET6 : AF_INET, a, ip, sizeof(ip));
+	snprintf(out, size, s->v6 ? "[%s]:%u" : "%s:%u", ip, ntohs(port_be));
+}
+
+/* A NUL-terminated copy of a fixed-size kernel string, JSON-safe (printable ASCII only). */
+static void safe(const uint8_t *in, size_t n, char *out, size_t size)
+{
+	size_t i, j = 0;
+	for (i = 0; i < n && in[i] && j + 1 < size; i++)
+		out[j++] = (in[i] >= 0x20 && in[i] < 0x7f && in[i] != '"' && in[i] != '\\') ? (char)in[i] : '?';
+	out[j] = '\0';
+}
+
+struct sockets_ctx {
+	FILE *out;
+	int first;
+	struct smc_summary *sum;
+};
+
+static void print_sock(FILE *out, const struct smc_sock *s)
+{
+	const struct smc_diag_msg *m = s->msg;
+	char local[64], peer[64];
+	addr(s, m->id.idiag_src, m->id.idiag_sport, local, sizeof(local));
+	addr(s, m->id.idiag_dst, m->id.idiag_dport, peer, sizeof(peer));
+	fprintf(out, "{\"state\":\"%s\",\"mode\":\"%s\",\"family\":\"%s\",\"local\":\"%s\",\"peer\":\"%s\",\"uid\":%u,\"inode\":%" PRIu64,
+		state_name(m->diag_state), mode_name(m->diag_mode), s->v6 ? "IPv6" : "IPv4", local, peer, m->diag_uid, (uint64_t)m->diag_inode);
+	if (s->has_fallback && m->diag_mode == SMC_DIAG_MODE_FALLBACK_TCP)
+		fprintf(out, ",\"fallback\":{\"reason\":\"0x%08x\",\"peerReason\":\"0x%08x\"}", s->fb.reason, s->fb.peer_diagnosis);
+	if (s->has_lgr && m->diag_mode == SMC_DIAG_MODE_SMCR) {
+		char dev[IB_DEVICE_NAME_MAX + 1], gid[41], pgid[41];
+		safe(s->lgr.lnk[0].ibname, sizeof(s->lgr.lnk[0].ibname), dev, sizeof(dev));
+		safe(s->lgr.lnk[0].gid, sizeof(s->lgr.lnk[0].gid), gid, sizeof(gid));
+		safe(s->lgr.lnk[0].peer_gid, sizeof(s->lgr.lnk[0].peer_gid), pgid, sizeof(pgid));
+		fprintf(out, ",\"link\":{\"dev\":\"%s\",\"port\":%u,\"gid\":\"%s\",\"peerGid\":\"%s\",\"role\":\"%s\"}", dev, s->lgr.lnk[0].ibport, gid, pgid,
+			s->lgr.role ? "server" : "client");
+	}
+	if (s->has_conn && m->diag_mode != SMC_DIAG_MODE_FALLBACK_TCP)
+		fprintf(out, ",\"conn\":{\"token\":%u,\"sndbuf\":%u,\"rmbe\":%u,\"txBytes\":%" PRIu64 ",\"rxBytes\":%" PRIu64 "}", s->conn.token,
+			s->conn.sndbuf_size, s->conn.rmbe_size, cursor_bytes(&s->conn.tx_sent, s->conn.sndbuf_size),
+			cursor_bytes(&s->conn.rx_prod, s->conn.rmbe_size));
+	fputc('}', out);
+}
+
+static void count(struct smc_summary *sum, const struct smc_sock *s)
+{
+	const struct smc_diag_msg *m = s->msg;
+	size_t i;
+	if (m->diag_state == 10) {
+		sum->listening++;
+		return;
+	}
+	sum->sockets++;
+	if (m->diag_mode == SMC_DIAG_MODE_SMCR)
+		sum->smcr++;
+	else if (m->diag_mode == SMC_DIAG_MODE_SMCD)
+		sum->smcd++;
+	else
+		sum->tcp++;
+	if (s->has_conn && m->diag_mode != SMC_DIAG_MODE_FALLBACK_TCP) {
+		sum->tx_bytes += cursor_bytes(&s->conn.tx_sent, s->conn.sndbuf_size);
+		sum->rx_bytes += cursor_bytes(&s->conn.rx_prod, s->conn.rmbe_size);
+	}
+	if (m->diag_mode == SMC_DIAG_MODE_FALLBACK_TCP && s->has_fallback) {
+		for (i = 0; i < sum->n_reasons && sum->reasons[i].code != s->fb.reason; i++)
+			;
+		if (i < sum->n_reasons)
+			sum->reasons[i].count++;
+		else if (sum->n_reasons < SMC_SUMMARY_REASONS)
+			sum->reasons[sum->n_reasons++] = (struct smc_reason_count){s->fb.reason, 1};
+		else
+			sum->other_reasons++;
+	}
+	if (m->diag_mode == SMC_DIAG_MODE_SMCR && s->has_lgr) {
+		char dev[IB_DEVICE_NAME_MAX + 1];
+		safe(s->lgr.lnk[0].ibname, sizeof(s->lgr.lnk[0].ibname), dev, sizeof(dev));
+		for (i = 0; i < sum->n_devices && (strcmp(sum->devices[i].dev, dev) || sum->devices[i].port != s->lgr.lnk[0].ibport); i++)
+			;
+		if (i < sum->n_devices)
+			sum->devices[i].count++;
+		else if (sum->n_devices < SMC_SUMMARY_DEVICES) {
+			snprintf(sum->devices[sum->n_devices].dev, sizeof(sum->devices[0].dev), "%s", dev);
+			sum->devices[sum->n_devices].port = s->lgr.lnk[0].ibport;
+			sum->devices[sum->n_devices++].count = 1;
+		}
+	}
+}
+
+static int on_sock(const struct nlmsghdr *h, void *arg)
+{
+	struct sockets_ctx *c = arg;
+	struct smc_sock s;
+	if (parse_sock(h, &s))
+		return h->nlmsg_type == SOCK_DIAG_BY_FAMILY ? -1 : 0;
+	if (c->sum) {
+		count(c->sum, &s);
+		return 0;
+	}
+	fputs(c->first ? "[\n" : ",\n", c->out); /* "[" only once the kernel answered */
+	c->first = 0;
+	print_sock(c->out, &s);
+	return 0;
+}
+
+static int dump_sockets(struct sockets_ctx *c)
+{
+	struct nl_msg m;
+	struct nlmsghdr *h = (struct nlmsghdr *)m.buf;
+	struct smc_diag_req *r = (struct smc_diag_req *)(m.buf + NLMSG_HDRLEN);
+	int fd, rc;
+	memset(m.buf, 0, NLMSG_HDRLEN + sizeof(*r));
+	h->nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	r->diag_family = AF_SMC;
+	r->diag_ext = (1 << (SMC_DIAG_CONNINFO - 1)) | (1 << (SMC_DIAG_LGRINFO - 1)) | (1 << (SMC_DIAG_FALLBACK - 1));
+	m.len = NLMSG_HDRLEN + sizeof(*r);
+	h->nlmsg_len = (uint32_t)m.len;
+	fd = nl_open_proto(NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		return fd;
+	rc = nl_transact(fd, &m, on_sock, c);
+	close(fd);
+	return rc;
+}
+
+int smc_sockets(FILE *out)
+{
+	struct sockets_ctx c = {out, 1, NULL};
+	int rc = dump_sockets(&c);
+	if (rc == 0)
+		fputs(c.first ? "[]\n" : "\n]\n", out);
+	else if (!c.first)
+		fputs("\n]\n", out); /* what arrived before the failure, then the error on stderr */
+	return rc;
+}
+
+int smc_summary_read(struct smc_summary *sum)
+{
+	struct sockets_ctx c = {NULL, 1, sum};
+	memset(sum, 0, sizeof(*sum));
+	return dump_sockets(&c);
+}
+
+void smc_summary_print(FILE *out, const struct smc_summary *s)
+{
+	size_t i;
+	fprintf(out, "{\"sockets\":%" PRIu64 ",\"listening\":%" PRIu64 ",\"byMode\":{\"SMCR\":%" PRIu64 ",\"SMCD\":%" PRIu64 ",\"TCP\":%" PRIu64 "}",
+		s->sockets, s->listening, s->smcr, s->smcd, s->tcp);
+	fprintf(out, ",\"txBytes\":%" PRIu64 ",\"rxBytes\":%" PRIu64 ",\"fallbacks\":{", s->tx_bytes, s->rx_bytes);
+	for (i = 0; i < s->n_reasons; i++)
+		fprintf(out, "%s\"0x%08x\":%" PRIu64, i ? "," : "", s->reasons[i].code, s->reasons[i].count);
+	fprintf(out, "},\"otherFallbacks\":%" PRIu64 ",\"devices\":[", s->other_reasons);
+	for (i = 0; i < s->n_devices; i++)
+		fprintf(out, "%s{\"dev\":\"%s\",\"port\":%u,\"connections\":%" PRIu64 "}", i ? "," : "", s->devices[i].dev, s->devices[i].port, s->devices[i].count);
+	fputs("]}", out);
+}
+
+/* ---- SMC_NETLINK_GET_STATS / GET_FBACK_STATS ---- */
+
+struct stats_ctx {
+	FILE *out;
+	int first;
+	int got;
+};
+
+static int nla_u64(const struct nlattr *a, uint64_t *v)
+{
+	if (a->nla_len < NLA_HDRLEN + sizeof(*v))
+		return -1;
+	memcpy(v, (const unsigned char *)a + NLA_HDRLEN, sizeof(*v));
+	return 0;
+}
+
+/* Walks the attributes in [p, p+len); calls fn for each. */
+static int walk(const unsigned char *p, size_t len, int (*fn)(const struct nlattr *a, void *ctx), void *ctx)
+{
+	size_t off = 0;
+	while (off + NLA_HDRLEN <= len) {
+		const struct nlattr *a = (const struct nlattr *)(p + off);
+		if (a->nla_len < NLA_HDRLEN || off + a->nla_len > len)
+			return -1;
+		if (fn(a, ctx))
+			return -1;
+		off += ALIGN4(a->nla_len);
+	}
+	return 0;
+}
+
+struct tech {
+	uint64_t v[SMC_NLA_STATS_T_MAX + 1];
+};
+
+static int tech_attr(const struct nlattr *a, void *ctx)
+{
+	struct tech *t = ctx;
+	unsigned type = a->nla_type & NLA_TYPE_MASK;
+	if (type <= SMC_NLA_STATS_T_MAX && !(a->nla_type & NLA_F_NESTED))
+		nla_u64(a, &t->v[type]);
+	return 0;
+}
+
+static int stats_attr(const struct nlattr *a, void *ctx)
+{
+	struct stats_ctx *c = ctx;
+	unsigned type = a->nla_type & NLA_TYPE_MASK;
+	uint64_t v;
+	if (type == SMC_NLA_STATS_SMCR_TECH || type == SMC_NLA_STATS_SMCD_TECH) {
+		struct tech t;
+		memset(&t, 0, sizeof(t));
+		if (walk((const unsigned char *)a + NLA_HDRLEN, a->nla_len - NLA_HDRLEN, tech_attr, &t))
+			return -1;
+		fprintf(c->out, "%s\"%s\":{\"clientSuccessV1\":%" PRIu64 ",\"clientSuccessV2\":%" PRIu64 ",\"serverSuccessV1\":%" PRIu64
+				",\"serverSuccessV2\":%" PRIu64 ",\"txBytes\":%" PRIu64 ",\"rxBytes\":%" PRIu64 ",\"txCalls\":%" PRIu64 ",\"rxCalls\":%" PRIu64 "}",
+			c->first ? "" : ",", type == SMC_NLA_STATS_SMCR_TECH ? "smcr" : "smcd", t.v[SMC_NLA_STATS_T_CLNT_V1_SUCC], t.v[SMC_NLA_STATS_T_CLNT_V2_SUCC],
+			t.v[SMC_NLA_STATS_T_SRV_V1_SUCC], t.v[SMC_NLA_STATS_T_SRV_V2_SUCC], t.v[SMC_NLA_STATS_T_TX_BYTES], t.v[SMC_NLA_STATS_T_RX_BYTES],
+			t.v[SMC_NLA_STATS_T_TX_CNT], t.v[SMC_NLA_STATS_T_RX_CNT]);
+		c->first = 0;
+	} else if ((type == SMC_NLA_STATS_CLNT_HS_ERR_CNT || type == SMC_NLA_STATS_SRV_HS_ERR_CNT) && nla_u64(a, &v) == 0) {
+		fprintf(c->out, "%s\"%s\":%" PRIu64, c->first ? "" : ",", type == SMC_NLA_STATS_CLNT_HS_ERR_CNT ? "clientHandshakeErrors" : "serverHandshakeErrors", v);
+		c->first = 0;
+	}
+	return 0;
+}
+
+static int top_stats(const struct nlattr *a, void *ctx)
+{
+	struct stats_ctx *c = ctx;
+	if ((a->nla_type & NLA_TYPE_MASK) != SMC_GEN_STATS)
+		return 0;
+	c->got = 1;
+	return walk((const unsigned char *)a + NLA_HDRLEN, a->nla_len - NLA_HDRLEN, stats_attr, c);
+}
+
+static int on_stats(const struct nlmsghdr *h, void *ctx)
+{
+	if (h->nlmsg_len < NLMSG_HDRLEN + GENL_HDRLEN)
+		return -1;
+	return walk((const unsigned char *)h + NLMSG_HDRLEN + GENL_HDRLEN, h->nlmsg_len - NLMSG_HDRLEN - GENL_HDRLEN, top_stats, ctx);
+}
+
+struct fback {
+	int have_type, server;
+	uint32_t code;
+	uint64_t count;
+	int have_code;
+};
+
+static int fback_attr(const struct nlattr *a, void *ctx)
+{
+	struct fback *f = ctx;
+	unsigned type = a->nla_type & NLA_TYPE_MASK;
+	const unsigned char *d = (const unsigned char *)a + NLA_HDRLEN;
+	size_t n = a->nla_len - NLA_HDRLEN;
+	if (type == SMC_NLA_FBACK_STATS_TYPE && n >= 1) {
+		f->server = d[0] != 0;
+		f->have_type = 1;
+	} else if (type == SMC_NLA_FBACK_STATS_RSN_CODE && n >= 4) {
+		memcpy(&f->code, d, 4);
+		f->have_code = 1;
+	} else if (type == SMC_NLA_FBACK_STATS_RSN_CNT && n >= 2) {
+		uint16_t c16;
+		memcpy(&c16, d, 2);
+		f->count = c16;
+	}
+	return 0;
+}
+
+static int top_fback(const struct nlattr *a, void *ctx)
+{
+	struct stats_ctx *c = ctx;
+	struct fback f;
+	if ((a->nla_type & NLA_TYPE_MASK) != SMC_GEN_FBACK_STATS)
+		return 0;
+	c->got = 1;
+	memset(&f, 0, sizeof(f));
+	if (walk((const unsigned char *)a + NLA_HDRLEN, a->nla_len - NLA_HDRLEN, fback_attr, &f))
+		return -1;
+	if (!f.have_code || f.code == 0)
+		return 0;
+	fprintf(c->out, "%s{\"side\":\"%s\",\"reason\":\"0x%08x\",\"count\":%" PRIu64 "}", c->first ? "" : ",", f.server ? "server" : "client", f.code, f.count);
+	c->first = 0;
+	return 0;
+}
+
+static int on_fback(const struct nlmsghdr *h, void *ctx)
+{
+	if (h->nlmsg_len < NLMSG_HDRLEN + GENL_HDRLEN)
+		return -1;
+	return walk((const unsigned char *)h + NLMSG_HDRLEN + GENL_HDRLEN, h->nlmsg_len - NLMSG_HDRLEN - GENL_HDRLEN, top_fback, ctx);
+}
+
+static const char *why_unavailable(int rc)
+{
+	if (rc == -ENOENT)
+		return "no SMC generic netlink family here (smc module not loaded)";
+	if (rc == -EOPNOTSUPP || rc == -EINVAL)
+		return "this kernel does not report it (SMC statistics came with Linux 5.14)";
+	return strerror(-rc);
+}
+
+/* One dump into a memory buffer, so a failure prints {"available":false,...} instead of half an object. */
+static void section(FILE *out, const char *name, uint8_t cmd, nl_reply_fn fn, const char *open, const char *close)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&buf, &len);
+	struct stats_ctx c = {mem, 1, 0};
+	int rc;
+	if (!mem) {
+		fprintf(out, "\"%s\":{\"available\":false,\"reason\":\"out of memory\"}", name);
+		return;
+	}
+	rc = genl_dump(SMC_GENL_FAMILY_NAME, cmd, SMC_GENL_FAMILY_VERSION, fn, &c);
+	fclose(mem);
+	if (rc)
+		fprintf(out, "\"%s\":{\"available\":false,\"reason\":\"%s\"}", name, why_unavailable(rc));
+	else
+		fprintf(out, "\"%s\":{\"available\":true,%s%s%s}", name, open, buf ? buf : "", close);
+	free(buf);
+}
+
+int smc_stats(FILE *out)
+{
+	fputc('{', out);
+	section(out, "stats", SMC_NETLINK_GET_STATS, on_stats, "\"counters\":{", "}");
+	fputc(',', out);
+	section(out, "fallbacks", SMC_NETLINK_GET_FBACK_STATS, on_fback, "\"reasons\":[", "]");
+	fputs("}\n", out);
+	return 0;
+}

@@ -1,0 +1,40 @@
+/* What the SMC sockets of a network namespace run on (smc_diag), and its SMC counters (SMC
+ * generic netlink). See smcdiag.c. */
+#ifndef ERDMA_SMCR_SMCDIAG_H
+#define ERDMA_SMCR_SMCDIAG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define SMC_SUMMARY_REASONS 32
+#define SMC_SUMMARY_DEVICES 16
+
+struct smc_reason_count {
+	uint32_t code;
+	uint64_t count;
+};
+
+struct smc_device_count {
+	char dev[65];
+	unsigned port;
+	uint64_t count;
+};
+
+/* Bounded counters of one netns's SMC sockets (listening sockets counted apart). */
+struct smc_summary {
+	uint64_t sockets, listening, smcr, smcd, tcp, tx_bytes, rx_bytes, other_reasons;
+	struct smc_reason_count reasons[SMC_SUMMARY_REASONS];
+	size_t n_reasons;
+	struct smc_device_count devices[SMC_SUMMARY_DEVICES];
+	size_t n_devices;
+};
+
+/* Each return 0 or a negative errno (-ENOENT when the kernel has no smc_diag). */
+int smc_sockets(FILE *out);
+int smc_summary_read(struct smc_summary *sum);
+/* One JSON object, no newline. */
+void smc_summary_print(FILE *out, const struct smc_summary *sum);
+int smc_stats(FILE *out);
+
+#endif

@@ -1,0 +1,270 @@
+// What a pod's connections really run on: the native binary's `smc sockets|summary|stats`
+// (smc_diag and the SMC generic netlink family, read inside the pod's network namespace), the
+// fallback reason codes decoded, and the per-pod view the agent samples and `status` prints.
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export interface SmcSocket {
+  readonly state: string;
+  readonly mode: 'SMCR' | 'SMCD' | 'TCP' | 'UNKNOWN';
+  readonly family: 'IPv4' | 'IPv6';
+  readonly local: string;
+  readonly peer: string;
+  readonly uid: number;
+  readonly inode: number;
+  readonly fallback?: { readonly reason: string; readonly peerReason: string };
+  readonly link?: { readonly dev: string; readonly port: number; readonly gid: string; readonly peerGid: string; readonly role: 'client' | 'server' };
+  readonly conn?: { readonly token: number; readonly sndbuf: number; readonly rmbe: number; readonly txBytes: number; readonly rxBytes: number };
+}
+
+export interface SmcSummary {
+  readonly sockets: number;
+  readonly listening: number;
+  readonly byMode: { readonly SMCR: number; readonly SMCD: number; readonly TCP: number };
+  readonly txBytes: number;
+  readonly rxBytes: number;
+  /** Local fallback reason code (0x%08x) → connections. */
+  readonly fallbacks: Readonly<Record<string, number>>;
+  /** Connections whose reason did not fit the binary's bounded table. */
+  readonly otherFallbacks: number;
+  readonly devices: readonly { readonly dev: string; readonly port: number; readonly connections: number }[];
+}
+
+export interface Reason {
+  readonly code: string;
+  /** The kernel's name without SMC_CLC_DECL_, e.g. NOSMCDEV. */
+  readonly name: string;
+  /** What it means and, where we know it, what to do. */
+  readonly meaning: string;
+}
+
+/**
+ * The SMC decline / fallback reason codes (SMC_CLC_DECL_* of net/smc/smc_clc.h, the values
+ * smc-tools decodes too), with what each means for a pod of ours.
+ */
+const REASONS: Readonly<Record<number, readonly [string, string]>> = {
+  0x01010000: ['MEM', 'not enough memory for SMC buffers on this host'],
+  0x02010000: ['TIMEOUT_CL', 'timed out waiting for the RDMA link confirmation: check the eRDMA device and its port'],
+  0x02020000: ['TIMEOUT_AL', 'timed out adding an RDMA link'],
+  0x03000000: ['CNFERR', 'SMC configuration error'],
+  0x03010000: ['PEERNOSMC', 'the peer does not speak SMC: it is not an SMC-R pod (or its node has no smc module)'],
+  0x03020000: ['IPSEC', 'the connection uses IPsec, which SMC cannot carry'],
+  0x03030000: ['NOSMCDEV', 'no SMC device matches the interface: the pod has no pnet entry for its interface, or the node\'s eRDMA device is not in the pnet table (check the agent\'s /readyz)'],
+  0x03030001: ['NOSMCDDEV', 'no SMC-D device found'],
+  0x03030002: ['NOSMCRDEV', 'no SMC-R (RDMA) device matches the interface\'s PNETID: check the node\'s pnet table'],
+  0x03030003: ['NOISM2SUPP', 'the hardware has no ISMv2 support'],
+  0x03030004: ['NOV2EXT', 'the peer sent no SMCv2 extension'],
+  0x03030005: ['NOV2DEXT', 'the peer sent no SMC-Dv2 extension'],
+  0x03030006: ['NOSEID', 'the peer sent no system EID'],
+  0x03030007: ['NOSMCD2DEV', 'no SMC-Dv2 device found'],
+  0x03030008: ['NOUEID', 'no user EID in common with the peer: both ends need the same UEID'],
+  0x03030009: ['RELEASEERR', 'SMC release versions could not be negotiated'],
+  0x0303000a: ['MAXCONNERR', 'the maximum connections per link group could not be negotiated'],
+  0x0303000b: ['MAXLINKERR', 'the maximum links per link group could not be negotiated'],
+  0x03040000: ['MODEUNSUPP', 'the SMC modes of the two ends do not match'],
+  0x03050000: ['RMBE_EC', 'the peer has an eye catcher in its RMBE'],
+  0x03060000: ['OPTUNSUPP', 'a socket option SMC does not support (e.g. TCP fast open) is set'],
+  0x03070000: ['DIFFPREFIX', 'the peers are not in the same IP subnet (SMC-Rv1 needs one subnet)'],
+  0x03080000: ['GETVLANERR', 'cannot get the VLAN of the interface'],
+  0x03090000: ['ISMVLANERR', 'cannot register the VLAN on the ISM device'],
+  0x030a0000: ['NOACTLINK', 'no active SMC-R link in the link group'],
+  0x030b0000: ['NOSRVLINK', 'the server\'s SMC-R link was not found'],
+  0x030c0000: ['VERSMISMAT', 'the SMC versions do not match'],
+  0x030d0000: ['MAX_DMB', 'the SMC-D DMB limit is exceeded'],
+  0x030e0000: ['NOROUTE', 'SMC-Rv2: no route to the peer'],
+  0x030f0000: ['NOINDIRECT', 'SMC-Rv2: indirect connection mismatch'],
+  0x04000000: ['SYNCERR', 'synchronization error in the handshake'],
+  0x05000000: ['PEERDECL', 'the peer declined SMC during the handshake (its own reason is the peer reason)'],
+  0x09990000: ['INTERR', 'internal error in the kernel\'s SMC'],
+  0x09990001: ['ERR_RTOK', 'remote token handling failed'],
+  0x09990002: ['ERR_RDYLNK', 'the RDMA link could not be made ready'],
+  0x09990003: ['ERR_REGBUF', 'registering the RDMA buffers failed'],
+};
+
+/** A fallback reason decoded; unknown codes keep their number. */
+export function describeReason(code: string): Reason {
+  const n = Number.parseInt(code, 16);
+  const known = Number.isNaN(n) ? undefined : REASONS[n];
+  return known ? { code, name: known[0], meaning: known[1] } : { code, name: 'UNKNOWN', meaning: `reason ${code} is not one erdma-smcr knows` };
+}
+
+/** The label value for a reason (bounded: the names above, or UNKNOWN). */
+export function reasonLabel(code: string): string {
+  return describeReason(code).name;
+}
+
+/** A netns path as the agent reaches it: /proc/... as is (hostPID), anything else below the host root. */
+export function agentNetnsPath(hostRoot: string, netns: string): string {
+  return netns.startsWith('/proc/') || hostRoot === '/' ? netns : join(hostRoot, netns);
+}
+
+async function native<T>(binary: string, args: string[], timeoutMs: number): Promise<T> {
+  try {
+    const { stdout } = await run(binary, args, { timeout: timeoutMs, maxBuffer: 256 << 20 });
+    return JSON.parse(stdout) as T;
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new Error((e.stderr ?? '').trim() || e.message);
+  }
+}
+
+/** Bounded counters of a netns's SMC sockets (memory flat in the number of sockets). */
+export function readSummary(binary: string, netns: string, timeoutMs = 10_000): Promise<SmcSummary> {
+  return native<SmcSummary>(binary, ['smc', 'summary', '--netns', netns], timeoutMs);
+}
+
+/** Every SMC socket of a netns (for `status --pod`, where one pod's list is wanted). */
+export function readSockets(binary: string, netns: string, timeoutMs = 10_000): Promise<SmcSocket[]> {
+  return native<SmcSocket[]>(binary, ['smc', 'sockets', '--netns', netns], timeoutMs);
+}
+
+export interface PodSmc {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly summary?: SmcSummary;
+  /** Only when asked for (status --pod). */
+  readonly sockets?: readonly SmcSocket[];
+  /** Why the pod could not be read (its netns is gone, the kernel has no smc_diag, ...). */
+  readonly error?: string;
+}
+
+const pad = (s: string, n: number): string => (s.length >= n ? `${s} ` : s.padEnd(n + 1));
+
+function fmtBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return `${v.toFixed(1)} ${units[u]}`;
+}
+
+function podLine(p: PodSmc): string {
+  const who = `${p.namespace}/${p.name}`;
+  const s = p.summary;
+  if (!s) return `${pad(who, 40)}not read: ${p.error ?? 'unknown'}`;
+  const devs = s.devices.map((d) => `${d.dev}:${d.port}`).join(',') || '-';
+  const reasons = Object.entries(s.fallbacks)
+    .map(([code, n]) => `${describeReason(code).name}×${n}`)
+    .concat(s.otherFallbacks ? [`other×${s.otherFallbacks}`] : [])
+    .join(', ');
+  return `${pad(who, 40)}${pad(String(s.byMode.SMCR), 6)}${pad(String(s.byMode.TCP), 6)}${pad(fmtBytes(s.txBytes), 10)}${pad(fmtBytes(s.rxBytes), 10)}${pad(devs, 14)}${reasons || '-'}`;
+}
+
+/** Each reason seen, once, with what it means. */
+function legend(pods: readonly PodSmc[]): string[] {
+  const seen = new Set<string>();
+  for (const p of pods) for (const code of Object.keys(p.summary?.fallbacks ?? {})) seen.add(code);
+  if (seen.size === 0) return [];
+  return ['', 'Fallback reasons:', ...[...seen].sort().map((code) => {
+    const r = describeReason(code);
+    return `  ${r.name} (${code}): ${r.meaning}`;
+  })];
+}
+
+function socketDetails(s: SmcSocket): string {
+  if (s.mode === 'SMCR' && s.link) return `${s.link.dev}:${s.link.port} ${s.link.role}${s.conn ? ` tx ${fmtBytes(s.conn.txBytes)} rx ${fmtBytes(s.conn.rxBytes)}` : ''}`;
+  if (!s.fallback) return '';
+  const peer = s.fallback.peerReason !== '0x00000000' ? ` (peer: ${describeReason(s.fallback.peerReason).name})` : '';
+  return `${describeReason(s.fallback.reason).name}${peer}`;
+}
+
+/** An smcss-like table of one pod's connections. */
+function socketTable(p: PodSmc): string[] {
+  return [
+    '',
+    `${p.namespace}/${p.name}:`,
+    `  ${pad('State', 14)}${pad('Local Address', 24)}${pad('Peer Address', 24)}${pad('Mode', 5)}Details`,
+    ...(p.sockets ?? []).map((s) => `  ${pad(s.state, 14)}${pad(s.local, 24)}${pad(s.peer, 24)}${pad(s.mode, 5)}${socketDetails(s)}`),
+  ];
+}
+
+/** A person's view: one line per pod, the reasons explained, then (with sockets) an smcss-like table per pod. */
+export function formatStatus(pods: readonly PodSmc[]): string {
+  if (pods.length === 0) return 'no SMC-R pods on this node\n';
+  const lines = [
+    `${pad('POD', 40)}${pad('SMC-R', 6)}${pad('TCP', 6)}${pad('TX', 10)}${pad('RX', 10)}${pad('DEVICE', 14)}FALLBACK REASONS`,
+    ...pods.map(podLine),
+    ...legend(pods),
+    ...pods.filter((x) => x.sockets).flatMap(socketTable),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+export interface CollectOptions {
+  readonly binary: string;
+  readonly hostRoot: string;
+  /** Pods (namespace/name) whose socket list is wanted too. */
+  readonly socketsOf?: ReadonlySet<string>;
+  readonly timeoutMs?: number;
+}
+
+/** Network namespaces per native call: one process reads them all (one setns and one dump each). */
+const BATCH = 512;
+
+/** Summaries of many netns with one native call per batch: path → summary or why not. */
+export async function readSummaries(binary: string, paths: readonly string[], timeoutMs = 30_000): Promise<Map<string, SmcSummary | { error: string }>> {
+  const out = new Map<string, SmcSummary | { error: string }>();
+  for (let i = 0; i < paths.length; i += BATCH) {
+    const batch = paths.slice(i, i + BATCH);
+    let stdout = '';
+    try {
+      ({ stdout } = await run(binary, ['smc', 'summary', ...batch.flatMap((p) => ['--netns', p])], { timeout: timeoutMs, maxBuffer: 64 << 20 }));
+    } catch (err) {
+      // Exit 1 when some netns could not be read: its lines say which; anything else fails the batch.
+      const e = err as { code?: number; stdout?: string; stderr?: string; message: string };
+      if (e.code !== 1 || !e.stdout) {
+        for (const p of batch) out.set(p, { error: (e.stderr ?? '').trim() || e.message });
+        continue;
+      }
+      stdout = e.stdout;
+    }
+    for (const line of stdout.split('\n')) {
+      if (!line.trim()) continue;
+      const r = JSON.parse(line) as { netns: string; summary?: SmcSummary; error?: string };
+      out.set(r.netns, r.summary ?? { error: r.error ?? 'no answer' });
+    }
+  }
+  return out;
+}
+
+/** One summary (and, when asked, the sockets) per SMC-R pod. */
+export async function collectPodSmc(
+  pods: readonly { readonly namespace: string; readonly name: string; readonly uid: string; readonly netns: string }[],
+  o: CollectOptions,
+): Promise<PodSmc[]> {
+  const paths = pods.filter((p) => p.netns).map((p) => agentNetnsPath(o.hostRoot, p.netns));
+  const summaries = await readSummaries(o.binary, paths, o.timeoutMs);
+  const out: PodSmc[] = [];
+  for (const p of pods) {
+    const base = { namespace: p.namespace, name: p.name, uid: p.uid };
+    if (!p.netns) {
+      out.push({ ...base, error: 'no network namespace recorded for the pod' });
+      continue;
+    }
+    const netns = agentNetnsPath(o.hostRoot, p.netns);
+    const r = summaries.get(netns) ?? { error: 'not read' };
+    if ('error' in r) {
+      out.push({ ...base, error: r.error });
+      continue;
+    }
+    let sockets: SmcSocket[] | undefined;
+    if (o.socketsOf?.has(`${p.namespace}/${p.name}`)) {
+      try {
+        sockets = await readSockets(o.binary, netns);
+      } catch (err) {
+        out.push({ ...base, summary: r, error: (err as Error).message });
+        continue;
+      }
+    }
+    out.push({ ...base, summary: r, ...(sockets ? { sockets } : {}) });
+  }
+  return out;
+}
