@@ -2,6 +2,7 @@
 import { cpus } from 'node:os';
 import { benchCheck } from './check.js';
 import { benchCni } from './cni.js';
+import { benchSmc } from './smc.js';
 import { table, type BenchRow } from './report.js';
 import { benchWebhook } from './webhook.js';
 
@@ -9,6 +10,7 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   check: benchCheck,
   webhook: benchWebhook,
   cni: benchCni,
+  smc: benchSmc,
 };
 
 const wanted = process.argv.slice(2);

@@ -125,9 +125,14 @@ describe.skipIf(!root)('SMC-R on a real kernel: our CNI chain and host side make
       expect(stats.stats.available).toBe(true);
       expect(stats.stats.counters.smcr.txBytes).toBeGreaterThanOrEqual(4194304);
     }
-    // The device counters rose by at least the packets 4 MiB needs (one MTU-sized packet per 4 KiB at most).
-    const hw = Object.fromEntries((find((x) => 'hw_counters_a' in x).hw_counters_a as string).trim().split(/\s+/).map((kv) => kv.split(':')));
-    expect(Number(hw.sent_pkts)).toBeGreaterThanOrEqual(4194304 / 4096);
+    // The device counters, read by the agent's own reader, rose by at least the packets 4 MiB
+    // needs (one MTU-sized packet carries at most 4 KiB); the negative pair's did not move.
+    const counters = (key: string): { scheme: string; txPackets: number; rxPackets: number }[] => json(key) as never;
+    const [before] = counters('agent_counters_before_a');
+    const [after] = counters('agent_counters_after_a');
+    expect(after).toMatchObject({ scheme: 'rxe' });
+    expect(after!.txPackets - before!.txPackets).toBeGreaterThanOrEqual(4194304 / 4096);
+    expect(counters('agent_counters_after_c')[0]!.txPackets - counters('agent_counters_before_c')[0]!.txPackets).toBe(0);
     // The pair without the annotation: TCP, with the decline decoded on both sides.
     expect(json('smc_sockets_c')).toMatchObject([{ mode: 'TCP', fallback: { reason: '0x03030000' } }]);
     expect(json('smc_sockets_d')).toEqual(expect.arrayContaining([expect.objectContaining({ mode: 'TCP', fallback: { reason: '0x05000000', peerReason: '0x03030000' } })]));

@@ -94,6 +94,8 @@ ln -s /usr/bin/kmod "$root/usr/sbin/modprobe"
 mkdir -p "$root/agent"
 cp "$repo/dist/agent/driver.js" "$root/agent/driver.mjs"
 cp "$here/driver-pass.mjs" "$root/agent/driver-pass.mjs"
+cp "$repo/dist/agent/counters.js" "$root/agent/counters.mjs"
+cp "$here/counters.mjs" "$root/agent/counters-read.mjs"
 for m in "${modules[@]}"; do cp "$kdir/modules/$m.ko" "$root/lib/modules/"; done
 # smc (and smc_diag) also where modprobe looks, with depmod's index.
 mkdir -p "$root/lib/modules/$abi/extra"

@@ -36,6 +36,38 @@ insmod /lib/modules/smc_diag.ko || fail "insmod smc_diag"
 say "kernel=$(uname -r) modules=loaded"
 ip link set lo up
 
+# Benchmark mode (bench/smc.ts boots with smcr_bench=N): N network namespaces, each holding an
+# open AF_SMC connection (over loopback, so on TCP) and its listener, then the CPU time of reading
+# them all as the agent does (one call for all) against one call per namespace.
+n=$(sed -n 's/.*smcr_bench=\([0-9]*\).*/\1/p' /proc/cmdline)
+if [ -n "$n" ]; then
+  args=""
+  for i in $(seq 1 "$n"); do
+    ip netns add "bench$i" && ip -n "bench$i" link set lo up || fail "netns bench$i"
+    ip netns exec "bench$i" /bin/smc-pair server 6000 1 > /dev/null 2>&1 &
+    args="$args --netns /run/netns/bench$i"
+  done
+  sleep 1
+  for i in $(seq 1 "$n"); do
+    SMCPAIR_HOLD=/run/bench-release ip netns exec "bench$i" /bin/smc-pair client 127.0.0.1 6000 1 > /dev/null 2>&1 &
+  done
+  for i in $(seq 1 100); do
+    [ "$(erdma-smcr smc summary --netns /run/netns/bench$n 2>/dev/null | sed -n 's/.*"sockets":\([0-9]*\).*/\1/p')" = 2 ] && break
+    sleep 0.2
+  done
+  say "bench_check=$(erdma-smcr smc summary $args | grep -c '"sockets":2,')"
+  # CPU time in clock ticks from /proc/self/stat of a shell that runs the work (utime+stime of its children).
+  ticks() { sh -c "$1 > /dev/null; cat /proc/\$\$/stat" | awk '{print $16 + $17}'; }
+  for round in 1 2 3; do
+    batch=$(ticks "erdma-smcr smc summary $args")
+    each=$(ticks "for i in \$(seq 1 $n); do erdma-smcr smc summary --netns /run/netns/bench\$i; done")
+    say "bench_round=$round pods=$n batch_ticks=$batch each_ticks=$each hz=$(getconf CLK_TCK 2>/dev/null || echo 100)"
+  done
+  touch /run/bench-release
+  finish ok
+  sleep 60
+fi
+
 PNET=ERDMATEST0001
 UEID=SMCRTEST-UEID
 SMCR='{"network.alibabacloud.com/erdma-smcr":"true"}'
@@ -79,6 +111,7 @@ pair() { # client server port
   spid=$!
   sleep 1
   before=$(sent "$1")
+  say "agent_counters_before_$1=$(node /agent/counters-read.mjs "rxe_$1")"
   eval "dst=\$IP_$2"
   rm -f "/run/release-$1"
   SMCPAIR_HOLD="/run/release-$1" timeout 60 /usr/sbin/ip netns exec "$1" /bin/smc-pair client "$dst" "$3" 4194304 > "/run/client-$1.out" 2>&1 &
@@ -86,6 +119,7 @@ pair() { # client server port
   # While the connection is held open after the transfer: what our binary reads from the kernel.
   for i in $(seq 1 400); do grep -q '^SMCPAIR client' "/run/client-$1.out" 2>/dev/null && break; sleep 0.1; done
   after=$(sent "$1")
+  say "agent_counters_after_$1=$(node /agent/counters-read.mjs "rxe_$1")"
   for ns in "$1" "$2"; do
     say "smc_sockets_$ns=$(erdma-smcr smc sockets --netns /run/netns/$ns 2>&1 | tr -d '\n')"
     say "smc_summary_$ns=$(erdma-smcr smc summary --netns /run/netns/$ns 2>&1 | tr -d '\n')"

@@ -1,0 +1,5 @@
+// Runs inside the SMC-R VM: the agent's own device-counter reader (dist/agent/counters.js, copied
+// in as counters.mjs) on one RDMA device, as the agent's metrics and `devices --watch` read it.
+import { readDeviceCounters } from '/agent/counters.mjs';
+
+process.stdout.write(JSON.stringify(readDeviceCounters('/', process.argv[2])));
