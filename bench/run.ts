@@ -2,6 +2,7 @@
 import { cpus } from 'node:os';
 import { benchCheck } from './check.js';
 import { benchCni } from './cni.js';
+import { benchMemory } from './memory.js';
 import { benchSmc } from './smc.js';
 import { table, type BenchRow } from './report.js';
 import { benchWebhook } from './webhook.js';
@@ -11,6 +12,7 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   webhook: benchWebhook,
   cni: benchCni,
   smc: benchSmc,
+  memory: benchMemory,
 };
 
 const wanted = process.argv.slice(2);

@@ -22,12 +22,12 @@ const PACED_ROUNDS = Number(process.env.BENCH_PACED_ROUNDS ?? 3);
 const PACED_RATE = 500;
 const CONNECTIONS = 8;
 
-interface Server {
+export interface Server {
   readonly child: ChildProcess;
   readonly port: number;
 }
 
-async function startChild(args: string[], pattern: RegExp): Promise<Server> {
+export async function startChild(args: string[], pattern: RegExp): Promise<Server> {
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'] });
   let out = '';
   const port = await new Promise<number>((resolve, reject) => {
@@ -47,7 +47,7 @@ async function startChild(args: string[], pattern: RegExp): Promise<Server> {
   return { child, port };
 }
 
-function stop(child: ChildProcess): Promise<void> {
+export function stop(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
     child.once('exit', () => resolve());
     child.kill('SIGTERM');
@@ -81,7 +81,7 @@ interface Load {
   readonly steal: number;
 }
 
-async function load(server: Server, path: string, body: string, ca: string, overallRate?: number, duration = DURATION): Promise<Load> {
+export async function load(server: Server, path: string, body: string, ca: string, overallRate?: number, duration = DURATION): Promise<Load> {
   const pid = server.child.pid ?? 0;
   const before = cpuMicros(pid);
   const ticks = cpuTicks();
@@ -107,7 +107,7 @@ async function load(server: Server, path: string, body: string, ca: string, over
   };
 }
 
-function review(withAnnotation: boolean): string {
+export function review(withAnnotation: boolean): string {
   const r = JSON.parse(readFileSync('test/fixtures/apiserver-v1.20.2/admissionreview-pod-create-by-replicaset-controller.json', 'utf8'));
   if (withAnnotation) r.request.object.metadata.annotations = { 'network.alibabacloud.com/erdma-smcr': 'true', 'smcr.erdma.io/wmem': '262144' };
   return JSON.stringify(r);

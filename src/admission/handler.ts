@@ -6,7 +6,7 @@ import { evaluate } from '../policy/evaluate.js';
 import { SUPPORTED_KINDS } from '../policy/locate.js';
 import type { ClusterView, Denial, JsonObject, PolicyResult } from '../policy/types.js';
 import type { AdmissionRequest, AdmissionResponse } from './review.js';
-import { updateVerdict } from './update.js';
+import { updateVerdict } from '../policy/update.js';
 
 export type Endpoint = 'mutate' | 'validate';
 export type VerdictLabel = 'allowed' | 'denied' | 'skipped';

@@ -5,12 +5,12 @@
 import fastJsonPatch from 'fast-json-patch';
 import { SETTINGS_ANNOTATION, SMCR_ANNOTATION, TUNING_ANNOTATIONS } from '../constants.js';
 import type { PolicyConfig } from '../config/schema.js';
-import { evaluate } from '../policy/evaluate.js';
-import { child } from '../policy/mutate.js';
-import { keyPath, locatePod, stringMap } from '../policy/locate.js';
-import { parseGoBool } from '../policy/parse-bool.js';
-import { resolveTuning } from '../policy/settings.js';
-import type { ClusterView, Denial, JsonObject, PolicyResult } from '../policy/types.js';
+import { evaluate } from './evaluate.js';
+import { child } from './mutate.js';
+import { keyPath, locatePod, stringMap } from './locate.js';
+import { parseGoBool } from './parse-bool.js';
+import { resolveTuning } from './settings.js';
+import type { ClusterView, Denial, JsonObject, PolicyResult } from './types.js';
 
 function annotationsOf(obj: JsonObject | undefined): Record<string, string> {
   const loc = obj ? locatePod(obj) : undefined;

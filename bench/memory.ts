@@ -1,0 +1,86 @@
+// Memory of the long-running processes (#25): resident set (VmRSS) idle and the peak (VmHWM)
+// under load, read from /proc/<pid>/status of the real CLI run as a child:
+// - bare `node` idling (the baseline, same run);
+// - `serve` with the offline cluster view: idle, then after 5 s of SMC-R reviews on 16 connections;
+// - `serve` with the live cluster view (watches Nodes and the profile ConfigMap of the harness's
+//   real v1.20.2 API server; skipped when its binaries are not built);
+// - `agent` on a fixture host tree without a cluster (device discovery, CNI chaining, metrics).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BenchRow } from './report.js';
+import { load, review, startChild, stop, type Server } from './webhook.js';
+import { binariesPresent, startControlPlane } from '../test/harness/k8s/control-plane.js';
+
+const IDLE_SETTLE_MS = 3000;
+const MB = 1e6;
+
+function status(pid: number, key: 'VmRSS' | 'VmHWM'): number {
+  const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m?.[1] ?? 0) * 1024;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function idle(child: ChildProcess): Promise<number> {
+  await sleep(IDLE_SETTLE_MS);
+  return status(child.pid ?? 0, 'VmRSS');
+}
+
+function row(name: string, bytes: number, base: number, target?: number, extra?: string): BenchRow {
+  const met = target === undefined ? '' : `target ≤ ${target / MB} MB: ${bytes <= target ? 'met' : 'not met'}`;
+  return { bench: 'memory', case: name, value: bytes / MB, unit: 'MB RSS', ratio: bytes / base, ...(met || extra ? { target: [met, extra].filter(Boolean).join('; ') } : {}) };
+}
+
+async function serveRows(dir: string, base: number, extraArgs: string[], label: string, underLoad: boolean): Promise<BenchRow[]> {
+  const server: Server = await startChild(['bin/erdma-smcr.js', 'serve', '--port', '0', '--cert-dir', dir, '--log-level', 'warn', ...extraArgs], /listening on https:\/\/127\.0\.0\.1:(\d+)/);
+  try {
+    const rows = [row(`serve (${label}), idle`, await idle(server.child), base, 100 * MB)];
+    if (underLoad) {
+      const ca = readFileSync(join(dir, 'ca.crt'), 'utf8');
+      const r = await load(server, '/mutate', review(true), ca, undefined, 5);
+      rows.push(row(`serve (${label}), peak under load`, status(server.child.pid ?? 0, 'VmHWM'), base, 128 * MB, `${Math.round(r.rps)} req/s of SMC-R reviews for 5 s`));
+    }
+    return rows;
+  } finally {
+    await stop(server.child);
+  }
+}
+
+export async function benchMemory(): Promise<BenchRow[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-memory-'));
+  const bare = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  try {
+    const base = await idle(bare);
+    const rows: BenchRow[] = [row('bare `node` idling (baseline)', base, base)];
+    rows.push(...(await serveRows(dir, base, [], 'offline view', true)));
+    if (binariesPresent().length === 0) {
+      const cp = await startControlPlane();
+      try {
+        rows.push(...(await serveRows(dir, base, ['--cluster', 'live', '--kubeconfig', cp.kubeconfig], 'live view: watches of the real API server', false)));
+      } finally {
+        await cp.stop();
+      }
+    }
+    const host = join(dir, 'host');
+    cpSync('test/fixtures/sysfs/node-a', host, { recursive: true });
+    mkdirSync(join(host, 'etc/cni/net.d'), { recursive: true });
+    mkdirSync(join(host, 'opt/cni/bin'), { recursive: true });
+    mkdirSync(join(host, 'kubelet/device-plugins'), { recursive: true });
+    writeFileSync(join(host, 'etc/cni/net.d/10-bridge.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'k8s', plugins: [{ type: 'bridge', bridge: 'cni0' }] }));
+    const agent = spawn(process.execPath, ['bin/erdma-smcr.js', 'agent', '--host-root', host, '--kubelet-dir', join(host, 'kubelet'), '--kubeconfig', join(host, 'none')], {
+      env: { ...process.env, ERDMA_SMCR_AGENT_METRICS_PORT: '0', ERDMA_SMCR_LOG_LEVEL: 'warn' },
+      stdio: 'ignore',
+    });
+    try {
+      rows.push(row('agent, idle (no cluster: discovery, CNI chaining, metrics)', await idle(agent), base, 100 * MB));
+    } finally {
+      await stop(agent);
+    }
+    return rows;
+  } finally {
+    bare.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
