@@ -107,10 +107,12 @@ function shown(path: string): string {
 const SAMPLE_REVIEW = fileURLToPath(new URL('../../docs/admission/pod-create-smcr.json', import.meta.url));
 
 function banner(config: Readonly<Config>, port: number, metricsPort: number | undefined, caPath: string): string {
-  const host = config.webhook.host === '0.0.0.0' ? '127.0.0.1' : config.webhook.host;
+  // Bound to every interface: say so, and call it on loopback in the example.
+  const all = config.webhook.host === '0.0.0.0';
+  const host = all ? '127.0.0.1' : config.webhook.host;
   const svc = `${config.webhook.serviceName}.${config.webhook.namespace}.svc`;
   return [
-    `erdma-smcr webhook listening on https://${host}:${port} (/mutate, /validate; HTTP/2 and HTTP/1.1)`,
+    `erdma-smcr webhook listening on https://${config.webhook.host}:${port}${all ? ' (every interface)' : ''} (/mutate, /validate; HTTP/2 and HTTP/1.1)`,
     metricsPort !== undefined ? `metrics and probes on http://${config.webhook.metricsHost}:${metricsPort}/metrics, /healthz, /readyz` : '',
     '',
     'Send it a pod the way the API server does:',

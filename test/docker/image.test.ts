@@ -115,7 +115,7 @@ describe.skipIf(skip)('the image built from our Dockerfile', () => {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no banner: ${out}`)), 60_000);
       const check = (): void => {
-        if (/listening on https:\/\/127\.0\.0\.1:8443/.test(out)) {
+        if (/listening on https:\/\/0\.0\.0\.0:8443 \(every interface\)/.test(out)) {
           clearTimeout(timer);
           resolve();
         }
