@@ -23,6 +23,8 @@ export const profileSchema = z
       .max(2)
       .refine((a) => new Set(a).size === a.length, 'ipFamilies must not repeat a family')
       .optional(),
+    /** Whether the cluster enables RDMA (rdma/hca) for pods without hostNetwork (an IPv6 cluster option). */
+    rdmaNonHostNetwork: z.boolean().optional(),
     nodes: z.union([z.array(nodeObject), nodeList]).optional(),
   })
   .strict();
@@ -74,6 +76,7 @@ export function viewFromProfile(profile: Profile, extraNodes?: readonly NodeFact
   return Object.freeze({
     ...(profile.driverMode ? { driverMode: profile.driverMode } : {}),
     ...(profile.ipFamilies ? { ipFamilies: profile.ipFamilies } : {}),
+    ...(profile.rdmaNonHostNetwork !== undefined ? { rdmaNonHostNetwork: profile.rdmaNonHostNetwork } : {}),
     nodesKnown: nodes !== undefined,
     nodes: nodes ?? [],
   });

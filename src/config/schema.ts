@@ -28,6 +28,13 @@ export const policySchema = z
     disableIPv6: z.boolean().default(true),
     /** Cluster-wide tuning defaults, overridden per pod by the tuning annotations. */
     defaultTuning: tuningSchema.prefault({}),
+    /**
+     * RDMA resources pods may ask for (besides resourceName): RDMA-aware rules apply to pods
+     * that get one. rdma/hca is the shared resource of Lingjun and SCC nodes.
+     */
+    rdmaResources: z.array(z.string().min(1)).default(['rdma/hca']),
+    /** The shared HCA resource that needs hostNetwork unless the cluster enables RDMA for other pods. */
+    hcaResource: z.string().min(1).default('rdma/hca'),
   })
   .strict();
 

@@ -6,6 +6,7 @@ import type { PolicyConfig } from '../config/schema.js';
 import { isObject, keyPath, locatePod, stringMap } from './locate.js';
 import { injectNodeAffinity, injectResource, setSettings, stripSettings } from './mutate.js';
 import { isCanonicalBool, parseGoBool } from './parse-bool.js';
+import { rdmaRules, type RdmaOutcome } from './rdma.js';
 import { RULES, type RuleContext } from './rules.js';
 import { resolveTuning, serializeSettings, settingsDocument } from './settings.js';
 import type { ClusterView, Denial, JsonObject, PodLocation, PolicyResult } from './types.js';
@@ -72,12 +73,13 @@ function withPatch(result: PolicyResult, original: JsonObject, mutated: JsonObje
   return { ...result, patch, mutated: patch.length > 0 ? mutated : original };
 }
 
-function evaluateOff(obj: JsonObject, loc: PodLocation, warnings: string[], mutate: boolean): PolicyResult {
+function evaluateOff(obj: JsonObject, loc: PodLocation, warnings: string[], mutate: boolean, rdma: RdmaOutcome): PolicyResult {
   const annotations = stringMap(loc.metadata.annotations);
   if (Object.values(TUNING_ANNOTATIONS).some((k) => annotations[k] !== undefined)) {
     warnings.push('SMC-R is off for this pod: its smcr.erdma.io tuning annotations have no effect');
   }
-  const result = verdictOf([], warnings, false);
+  const result = verdictOf(rdma.denials, [...warnings, ...rdma.warnings], false);
+  if (!result.allowed) return result;
   if (!mutate || !loc.isPod || annotations[SETTINGS_ANNOTATION] === undefined) return result;
   const clone = { ...obj };
   stripSettings(clone);
@@ -95,7 +97,8 @@ function mutatePod(obj: JsonObject, ctx: RuleContext, settings: string): JsonObj
 
 /**
  * Evaluates one object (a Pod or a workload carrying a pod template) against the policy.
- * Objects of other kinds, and pods without the SMC-R annotation, are allowed untouched.
+ * Objects of other kinds are allowed untouched, and so are pods without the SMC-R annotation,
+ * unless they ask for an RDMA device (then the RDMA rules of rdma.ts apply).
  */
 export function evaluate(obj: unknown, view: ClusterView, config: PolicyConfig, options: EvaluateOptions = {}): PolicyResult {
   if (!isObject(obj)) return UNTOUCHED;
@@ -106,7 +109,11 @@ export function evaluate(obj: unknown, view: ClusterView, config: PolicyConfig, 
   const misplaced = misplacedAnnotation(obj, loc);
   const unquoted = nonStringAnnotations(loc);
   if (unquoted.length > 0) return verdictOf(unquoted, misplaced, false);
-  if (raw === undefined) return misplaced.length > 0 ? verdictOf([], misplaced, false) : UNTOUCHED;
+  if (raw === undefined) {
+    const rdma = rdmaRules(loc, view, config);
+    const warnings = [...misplaced, ...rdma.warnings];
+    return warnings.length > 0 || rdma.denials.length > 0 ? verdictOf(rdma.denials, warnings, false) : UNTOUCHED;
+  }
 
   const mutate = options.mutate !== false && loc.isPod;
   const on = parseGoBool(raw);
@@ -120,7 +127,7 @@ export function evaluate(obj: unknown, view: ClusterView, config: PolicyConfig, 
   }
   const warnings = [...misplaced];
   if (!isCanonicalBool(raw)) warnings.push(`${SMCR_ANNOTATION}: "${raw}" is read as "${String(on)}"; write "${String(on)}"`);
-  if (!on) return evaluateOff(obj, loc, warnings, mutate);
+  if (!on) return evaluateOff(obj, loc, warnings, mutate, rdmaRules(loc, view, config));
 
   const ctx: RuleContext = { loc, view, config, annotations, tuning: resolveTuning(annotations, config) };
   const denials: Denial[] = [];

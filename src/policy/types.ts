@@ -24,6 +24,8 @@ export interface NodeFacts {
 export interface ClusterView {
   readonly driverMode?: DriverMode;
   readonly ipFamilies?: readonly IPFamily[];
+  /** The cluster's "RDMA for non-hostNetwork pods" option (undefined: not known, not checked). */
+  readonly rdmaNonHostNetwork?: boolean;
   readonly nodesKnown: boolean;
   readonly nodes: readonly NodeFacts[];
 }

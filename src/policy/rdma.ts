@@ -1,0 +1,62 @@
+// RDMA-aware rules for pods that get an RDMA device some other way than SMC-R: GPU pods that ask
+// for aliyun/erdma for NCCL, and pods on Lingjun/SCC nodes that ask for the shared rdma/hca. They
+// apply to every pod that requests such a resource and does not turn SMC-R on (an SMC-R pod's
+// device is used by the kernel, which needs no memory lock and no hostNetwork).
+import type { PolicyConfig } from '../config/schema.js';
+import { arrayOf, isObject } from './locate.js';
+import { deviceCount } from './rules.js';
+import type { ClusterView, Denial, PodLocation } from './types.js';
+
+export interface RdmaOutcome {
+  readonly denials: Denial[];
+  readonly warnings: string[];
+}
+
+/** Containers (by name) that get at least one device of any of the resources. */
+function containersWithDevices(loc: PodLocation, resources: readonly string[]): { index: number; field: 'containers' | 'initContainers'; name: string; resource: string }[] {
+  const out: { index: number; field: 'containers' | 'initContainers'; name: string; resource: string }[] = [];
+  for (const field of ['initContainers', 'containers'] as const) {
+    arrayOf(loc.spec[field]).forEach((c, index) => {
+      if (!isObject(c) || !isObject(c.resources)) return;
+      const limits = isObject(c.resources.limits) ? c.resources.limits : {};
+      const requests = isObject(c.resources.requests) ? c.resources.requests : {};
+      const resource = resources.find((r) => (deviceCount(limits[r]) ?? deviceCount(requests[r]) ?? 0) > 0);
+      if (resource) out.push({ index, field, name: typeof c.name === 'string' ? c.name : `#${index}`, resource });
+    });
+  }
+  return out;
+}
+
+/** IPC_LOCK among the added capabilities, or privileged (which has every capability). */
+function canLockMemory(container: unknown): boolean {
+  if (!isObject(container) || !isObject(container.securityContext)) return false;
+  const sc = container.securityContext;
+  if (sc.privileged === true) return true;
+  const add = isObject(sc.capabilities) ? arrayOf(sc.capabilities.add) : [];
+  return add.some((c) => c === 'IPC_LOCK' || c === 'CAP_IPC_LOCK' || c === 'ALL');
+}
+
+/** The rules, for a pod that does not ask for SMC-R. Cheap when no container asks for RDMA. */
+export function rdmaRules(loc: PodLocation, view: ClusterView, config: PolicyConfig): RdmaOutcome {
+  const resources = [config.resourceName, ...config.rdmaResources.filter((r) => r !== config.resourceName)];
+  const users = containersWithDevices(loc, resources);
+  const out: RdmaOutcome = { denials: [], warnings: [] };
+  if (users.length === 0) return out;
+  const unlocked = users.filter((u) => !canLockMemory(arrayOf(loc.spec[u.field])[u.index]));
+  if (unlocked.length === users.length) {
+    const names = unlocked.map((u) => `${u.name} (${u.resource})`).join(', ');
+    // Short: the API server cuts warnings at 120 characters, so the names come last.
+    out.warnings.push(`RDMA without IPC_LOCK: memory registration fails at the default memlock limit; add capability IPC_LOCK to ${names}`);
+  }
+  const hca = users.find((u) => u.resource === config.hcaResource);
+  if (hca && loc.spec.hostNetwork !== true && view.rdmaNonHostNetwork === false) {
+    out.denials.push({
+      rule: 'rdma-host-network',
+      path: `${loc.prefix}spec.${hca.field}[${hca.index}].resources.limits`,
+      message:
+        `${config.hcaResource} needs hostNetwork: true in this cluster, which does not enable RDMA for non-hostNetwork pods. ` +
+        'Set hostNetwork: true, or enable the cluster option "RDMA for non-hostNetwork pods" (it needs an IPv6 cluster) and set rdmaNonHostNetwork: true in the cluster profile.',
+    });
+  }
+  return out;
+}
