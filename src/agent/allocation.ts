@@ -15,6 +15,18 @@ export function pluginDevices(devices: readonly RdmaDevice[], slots: number): Pl
   return devices.flatMap((device) => Array.from({ length: slots }, (_, i) => ({ id: `${device.name}-${i}`, device })));
 }
 
+/**
+ * A shared resource: `slots` identical IDs (`hca-0`, `hca-1`, ...), each standing for every
+ * selected device: healthy while one of them is, on their NUMA node when they share one.
+ */
+export function sharedDevices(devices: readonly RdmaDevice[], slots: number, prefix: string): PluginDevice[] {
+  const first = devices[0];
+  if (!first) return [];
+  const numas = [...new Set(devices.map((d) => d.numaNode))];
+  const device: RdmaDevice = { ...first, name: prefix, healthy: devices.some((d) => d.healthy), numaNode: numas.length === 1 ? (numas[0] ?? -1) : -1 };
+  return Array.from({ length: slots }, (_, i) => ({ id: `${prefix}-${i}`, device }));
+}
+
 /** The device name behind an ID (`erdma_0-3` → `erdma_0`). */
 export function deviceNameOf(id: string): string {
   return id.replace(/-\d+$/, '');

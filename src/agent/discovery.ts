@@ -20,6 +20,8 @@ export interface RdmaDevice {
   readonly name: string;
   readonly driver: string;
   readonly vendor: string;
+  /** PCI device ID (sysfs device/device), '' when unknown. */
+  readonly pciDevice: string;
   readonly nodeGuid: string;
   readonly ports: readonly PortInfo[];
   /** NUMA node, or -1 when unknown. */
@@ -40,6 +42,8 @@ export interface DiscoveryOptions {
   readonly driverMode?: DriverMode | 'auto';
   /** Accept other RDMA drivers too (e.g. rxe for tests); eRDMA only by default. */
   readonly extraDrivers?: readonly string[];
+  /** Every RDMA device whatever its driver (for the device plugin's resource selectors). */
+  readonly anyDriver?: boolean;
 }
 
 function read(path: string): string {
@@ -109,7 +113,7 @@ function deviceAt(opts: DiscoveryOptions, name: string): RdmaDevice | undefined 
   const driver = driverOf(devDir);
   const vendor = read(join(devDir, 'device', 'vendor')).toLowerCase();
   const isErdma = driver === ERDMA_DRIVER || vendor === ERDMA_VENDOR;
-  if (!isErdma && !(opts.extraDrivers ?? []).includes(driver)) return undefined;
+  if (!isErdma && !opts.anyDriver && !(opts.extraDrivers ?? []).includes(driver)) return undefined;
   const nodeGuid = read(join(devDir, 'node_guid'));
   const numaRaw = Number.parseInt(read(join(devDir, 'device', 'numa_node')) || '-1', 10);
   const mac = guidToMac(nodeGuid);
@@ -120,6 +124,7 @@ function deviceAt(opts: DiscoveryOptions, name: string): RdmaDevice | undefined 
     name,
     driver: driver || (isErdma ? ERDMA_DRIVER : ''),
     vendor,
+    pciDevice: read(join(devDir, 'device', 'device')).toLowerCase(),
     nodeGuid,
     ports: p,
     numaNode: Number.isNaN(numaRaw) || numaRaw < 0 ? -1 : numaRaw,

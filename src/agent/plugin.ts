@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { grant, pluginDevices, preferredAllocation, type AllocationMode, type PluginDevice } from './allocation.js';
+import { grant, pluginDevices, preferredAllocation, sharedDevices, type AllocationMode, type PluginDevice } from './allocation.js';
 import type { RdmaDevice } from './discovery.js';
 import { API_VERSION, devicePluginApi } from './grpc.js';
 
@@ -14,8 +14,11 @@ export interface DevicePluginOptions {
   readonly resourceName: string;
   /** Our socket's file name in <kubeletDir>/device-plugins. */
   readonly socketName: string;
+  /** exclusive: IDs per device; shared: IDs in all. */
   readonly slotsPerDevice: number;
   readonly allocation: AllocationMode;
+  /** exclusive (default): a pod gets the devices behind its IDs; shared: every ID gives every device. */
+  readonly mode?: 'exclusive' | 'shared';
   /** How often devices are rescanned and sockets checked. */
   readonly pollMs: number;
   readonly discover: () => RdmaDevice[];
@@ -102,6 +105,8 @@ export class ErdmaDevicePlugin {
   private server: grpc.Server | undefined;
   private streams = new Set<Stream>();
   private devices: PluginDevice[] = [];
+  /** The devices found at the last scan (a shared resource's IDs stand for all of them). */
+  private found: RdmaDevice[] = [];
   private snapshot = '';
   private timer: NodeJS.Timeout | undefined;
   private kubeletSock = '';
@@ -151,12 +156,19 @@ export class ErdmaDevicePlugin {
       this.opts.logger.warn({ err }, 'device discovery failed; keeping the last list');
       return false;
     }
-    const next = pluginDevices(found, this.opts.slotsPerDevice);
-    const snap = JSON.stringify(listResponse(next));
+    const shared = this.opts.mode === 'shared';
+    const next = shared ? sharedDevices(found, this.opts.slotsPerDevice, this.sharedPrefix()) : pluginDevices(found, this.opts.slotsPerDevice);
+    const snap = JSON.stringify(listResponse(next)) + (shared ? found.map((d) => d.name).join() : '');
+    this.found = found;
     if (snap === this.snapshot) return false;
     this.devices = next;
     this.snapshot = snap;
     return true;
+  }
+
+  /** `rdma/hca` → `hca`: the IDs of a shared resource. */
+  private sharedPrefix(): string {
+    return this.opts.resourceName.split('/').pop()?.replace(/[^A-Za-z0-9._-]/g, '-') || 'shared';
   }
 
   private broadcast(): void {
@@ -212,10 +224,10 @@ export class ErdmaDevicePlugin {
       });
     };
     const allocate: Unary<{ container_requests: { devicesIDs: string[] }[] }, unknown> = (call, cb) => {
-      const all = [...new Map(this.devices.map((d) => [d.device.name, d.device])).values()];
       const bad = checkIds(call.request.container_requests.map((r) => r.devicesIDs), new Map(this.devices.map((d) => [d.id, 0])));
       if (bad) return cb(bad);
-      const responses = call.request.container_requests.map((r) => grant(r.devicesIDs, all, this.opts.allocation, this.opts.deviceRoot));
+      const mode = this.opts.mode === 'shared' ? 'all' : this.opts.allocation;
+      const responses = call.request.container_requests.map((r) => grant(r.devicesIDs, this.found, mode, this.opts.deviceRoot));
       this.opts.logger.info({ requests: call.request.container_requests.map((r) => r.devicesIDs) }, 'allocate');
       cb(null, { container_responses: responses });
     };

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { discover } from '../agent/discovery.js';
 import { AgentMetrics, NodeAgent } from '../agent/node-agent.js';
 import { ErdmaDevicePlugin } from '../agent/plugin.js';
+import { servedResources } from '../agent/resources.js';
 import { loadKubeConfig } from '../cluster/kube.js';
 import type { AgentConfig, Config } from '../config/schema.js';
 import { createLogger } from '../log.js';
@@ -53,26 +54,31 @@ export async function runAgent(config: Readonly<Config>, io: CliIO, uninstall: b
   logger.info({ config: a }, 'effective agent configuration');
   const kubeConfig = kubeFor(a, config.cluster.kubeconfig, logger);
   const agent = new NodeAgent({ config: a, logger, metrics, discover: discoverNow, ...(kubeConfig ? { kubeConfig } : {}) });
-  const plugin = a.devicePlugin
-    ? new ErdmaDevicePlugin({
-        kubeletDir: a.kubeletDir,
-        resourceName: a.resourceName,
-        socketName: a.socketName,
-        slotsPerDevice: a.slotsPerDevice,
-        allocation: a.allocation,
-        pollMs: a.pollMs,
-        discover: discoverNow,
-        logger,
-        deviceRoot: a.deviceRoot,
-      })
-    : undefined;
-  await plugin?.start();
+  // One kubelet registration per resource; a configuration the node's devices contradict stops here.
+  const plugins = a.devicePlugin
+    ? servedResources(a, discoverNow).map(
+        (r) =>
+          new ErdmaDevicePlugin({
+            kubeletDir: a.kubeletDir,
+            resourceName: r.name,
+            socketName: r.socketName,
+            slotsPerDevice: r.slots,
+            allocation: r.allocation,
+            mode: r.mode,
+            pollMs: a.pollMs,
+            discover: r.discover,
+            logger: logger.child({ resource: r.name }),
+            deviceRoot: a.deviceRoot,
+          }),
+      )
+    : [];
+  for (const p of plugins) await p.start();
   await agent.start();
   const http = await agentHttp(a, metrics, () => agent.readiness());
   if (http) io.out(`erdma-smcr agent: metrics and probes on http://${a.metricsHost}:${(http.server.address() as AddressInfo).port}\n`);
   await runUntilSignal(logger, 'stopping the agent', async () => {
     await agent.close();
-    await plugin?.stop();
+    for (const p of plugins) await p.stop();
     await http?.close();
   });
 }

@@ -112,6 +112,50 @@ export const clusterSchema = z
   })
   .strict();
 
+/** Which RDMA devices a resource serves; every given field must match (regexes are anchored by you). */
+const selectorSchema = z
+  .object({
+    /** Kernel drivers (sysfs device/driver), e.g. erdma, mlx5_core. */
+    drivers: z.array(z.string().min(1)).min(1).optional(),
+    /** PCI vendor IDs (sysfs device/vendor), e.g. 0x1ded (Alibaba), 0x15b3 (Mellanox). */
+    vendors: z.array(z.string().regex(/^0x[0-9a-fA-F]{4}$/, 'a PCI vendor ID like 0x15b3')).min(1).optional(),
+    /** PCI device IDs (sysfs device/device). */
+    deviceIds: z.array(z.string().regex(/^0x[0-9a-fA-F]{4}$/, 'a PCI device ID like 0x101e')).min(1).optional(),
+    /** Regular expression on the RDMA device name (erdma_0, mlx5_1, ...). */
+    rdmaDevice: z.string().min(1).refine(isRegExp, 'a valid regular expression').optional(),
+    /** Regular expression on the device's network interface name. */
+    netdev: z.string().min(1).refine(isRegExp, 'a valid regular expression').optional(),
+  })
+  .strict()
+  .refine((s) => Object.values(s).some((v) => v !== undefined), 'a selector needs at least one field');
+
+const resourceSchema = z
+  .object({
+    /** Extended resource name, e.g. aliyun/erdma or rdma/hca. */
+    name: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'an extended resource name like rdma/hca'),
+    selector: selectorSchema,
+    /** exclusive: slots per device, a pod gets the devices behind its IDs; shared: `slots` identical IDs, each gets every selected device. */
+    mode: z.enum(['exclusive', 'shared']).default('exclusive'),
+    /** exclusive: IDs per device (default 64); shared: IDs in all (default 1000). */
+    slots: z.number().int().min(1).max(100_000).optional(),
+    /** exclusive only: numa (the devices behind the IDs, NUMA-aligned) or all (every device). */
+    allocation: z.enum(['numa', 'all']).default('numa'),
+    /** Socket in the kubelet's device-plugins directory (default derived from the name). */
+    socketName: z.string().regex(/^[A-Za-z0-9._-]+\.sock$/).optional(),
+  })
+  .strict();
+
+export type ResourceSpec = z.infer<typeof resourceSchema>;
+
+function isRegExp(s: string): boolean {
+  try {
+    new RegExp(s);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export const agentSchema = z
   .object({
     /** This node's name (the DaemonSet sets it from spec.nodeName); needed for labels and the pod watch. */
@@ -125,6 +169,11 @@ export const agentSchema = z
     slotsPerDevice: z.number().int().min(1).max(1024).default(64),
     /** numa: a pod gets the device(s) behind its IDs, NUMA-aligned; all: every pod gets every device. */
     allocation: z.enum(['numa', 'all']).default('numa'),
+    /**
+     * The resources the device plugin serves, one kubelet registration each. Absent: the one
+     * resource above (resourceName, slotsPerDevice, allocation) over the node's eRDMA devices.
+     */
+    resources: z.array(resourceSchema).min(1).optional(),
     pollMs: z.number().int().min(100).default(1000),
     /** eRDMA driver mode; auto: compat when devices are named roce*, else default. */
     driverMode: z.enum(['auto', 'default', 'compat', 'ofed']).default('auto'),

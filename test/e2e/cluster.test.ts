@@ -88,7 +88,16 @@ describe.skipIf(why !== '')('a real single-node cluster: webhook â†’ scheduler â
     // Our node agent, inside the node, with its ServiceAccount token.
     writeFileSync(
       join(dir, 'agent.yaml'),
-      yaml.dump({ agent: { procRoot: proc, deviceRoot: hostRoot, lateApply: false, refreshMs: 1000, podGraceMs: 5000, metricsPort: 0, pollMs: 500 } }),
+      yaml.dump({
+        agent: {
+          procRoot: proc, deviceRoot: hostRoot, lateApply: false, refreshMs: 1000, podGraceMs: 5000, metricsPort: 0, pollMs: 500,
+          // Two resources, as on a node with eRDMA and a Mellanox HCA (the fixture has both).
+          resources: [
+            { name: 'aliyun/erdma', selector: { vendors: ['0x1ded'] } },
+            { name: 'rdma/hca', selector: { drivers: ['mlx5_core'] }, mode: 'shared', slots: 1000 },
+          ],
+        },
+      }),
     );
     node.spawnInNode(process.execPath, [
       join(process.cwd(), 'bin/erdma-smcr.js'), '-c', join(dir, 'agent.yaml'), 'agent', '--host-root', hostRoot, '--node-name', NODE,
@@ -99,9 +108,11 @@ describe.skipIf(why !== '')('a real single-node cluster: webhook â†’ scheduler â
       const n = await getJson('node', NODE);
       return n.status.conditions?.find((c: { type: string; status: string }) => c.type === 'Ready')?.status === 'True' ? true : undefined;
     }, 90_000);
-    await until('node labelled capable with aliyun/erdma capacity', async () => {
+    await until('node labelled capable with aliyun/erdma and rdma/hca capacity', async () => {
       const n = await getJson('node', NODE);
-      return n.metadata.labels?.['smcr.erdma.io/capable'] === 'true' && Number(n.status.allocatable?.['aliyun/erdma'] ?? 0) > 0 ? true : undefined;
+      return n.metadata.labels?.['smcr.erdma.io/capable'] === 'true' && Number(n.status.allocatable?.['aliyun/erdma'] ?? 0) > 0 && n.status.capacity?.['rdma/hca'] === '1k'
+        ? true
+        : undefined;
     });
   }, 240_000);
 
@@ -166,6 +177,40 @@ describe.skipIf(why !== '')('a real single-node cluster: webhook â†’ scheduler â
     expect(readdirSync(join(hostRoot, 'var/lib/cni/erdma-smcr')).filter((f) => f.endsWith('_eth0.json'))).toHaveLength(2);
   }, 240_000);
 
+  it('serves rdma/hca beside aliyun/erdma: every HCA to an rdma/hca pod, one eRDMA device with its NUMA node to a GPU-style pod', async () => {
+    const rdmaPod = (name: string, resources: Record<string, string>, hostNetwork: boolean): string =>
+      JSON.stringify({
+        apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'apps' },
+        spec: {
+          hostNetwork, automountServiceAccountToken: false, terminationGracePeriodSeconds: 1,
+          containers: [{ name: 'app', image: APP, imagePullPolicy: 'Never', resources: { limits: resources }, securityContext: { capabilities: { add: ['IPC_LOCK'] } } }],
+        },
+      });
+    for (const body of [rdmaPod('hca', { 'rdma/hca': '1' }, false), rdmaPod('nccl', { 'aliyun/erdma': '1' }, true)]) {
+      const r = await cp.kubectl(['create', '-f', '-'], body);
+      expect(r.status, r.stderr).toBe(0);
+    }
+    for (const name of ['hca', 'nccl']) {
+      await until(`${name} running`, async () => ((await getJson('pod', '-n', 'apps', name)).status.phase === 'Running' ? true : undefined), 120_000);
+    }
+    const inPod = async (pod: string, ...cmd: string[]): Promise<string> => (await kubectl('exec', '-n', 'apps', pod, '--', ...cmd)).trim();
+    // rdma/hca: the node's one HCA (mlx5_0 is uverbs2 in the fixture) and rdma_cm, nothing of eRDMA.
+    expect((await inPod('hca', 'ls', '/dev/infiniband')).split(/\s+/).sort()).toEqual(['rdma_cm', 'uverbs2']);
+    expect(await inPod('hca', 'sh', '-c', 'echo $ERDMA_DEVICES')).toBe('mlx5_0');
+    // The GPU-style pod (hostNetwork, no SMC-R): one eRDMA device; the kubelet recorded its NUMA node.
+    const dev = await inPod('nccl', 'sh', '-c', 'echo $ERDMA_DEVICES');
+    expect(['erdma_0', 'erdma_2', 'rocep0s6']).toContain(dev);
+    const checkpoint = JSON.parse(node.exec('cat', ['/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint'])) as { Data: { PodDeviceEntries: { PodUID: string; ResourceName: string; DeviceIDs: Record<string, string[]> }[] } };
+    const ncclUid = (await getJson('pod', '-n', 'apps', 'nccl')).metadata.uid as string;
+    const entry = checkpoint.Data.PodDeviceEntries.find((e) => e.PodUID === ncclUid && e.ResourceName === 'aliyun/erdma')!;
+    const [numa, ids] = Object.entries(entry.DeviceIDs)[0]!;
+    expect(ids).toHaveLength(1);
+    expect(ids[0]!.replace(/-\d+$/, '')).toBe(dev);
+    // The fixture: erdma_0 on NUMA 0, rocep0s6 on 1, erdma_2 unknown (-1).
+    expect(numa).toBe(({ erdma_0: '0', rocep0s6: '1', erdma_2: '-1' } as Record<string, string>)[dev]);
+    expect((await cp.kubectl(['delete', 'pod', '-n', 'apps', 'hca', 'nccl', '--wait=true'])).status).toBe(0);
+  }, 240_000);
+
   it('refuses a pod the policy denies, at dry-run and at create, with our message', async () => {
     const pod = JSON.stringify({
       apiVersion: 'v1', kind: 'Pod',
@@ -185,7 +230,11 @@ describe.skipIf(why !== '')('a real single-node cluster: webhook â†’ scheduler â
     const regsBefore = registrations();
     await node.stopKubelet();
     node.startKubelet();
-    await until('the plugin registered again and capacity is back', async () => (registrations() > regsBefore && (await capacity()) > 0 ? true : undefined), 90_000);
+    // Both resources register again.
+    await until('both plugins registered again and capacity is back', async () => {
+      const hcaBack = (await getJson('node', NODE)).status.capacity?.['rdma/hca'] === '1k';
+      return registrations() >= regsBefore + 2 && (await capacity()) > 0 && hcaBack ? true : undefined;
+    }, 90_000);
     const after = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items.map((p) => [p.metadata.uid, p.status.containerStatuses[0].restartCount]);
     expect(after).toEqual(before);
     // New pods still get devices after the restart.
