@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeReason } from '../../src/agent/smc.js';
 
 const root = process.getuid?.() === 0;
 if (!root && process.env.CI) throw new Error('the SMC-R kernel test needs root in CI');
@@ -138,6 +139,21 @@ describe.skipIf(!root)('SMC-R on a real kernel: our CNI chain and host side make
     expect(json('smc_sockets_d')).toEqual(expect.arrayContaining([expect.objectContaining({ mode: 'TCP', fallback: { reason: '0x05000000', peerReason: '0x03030000' } })]));
     expect(json('smc_summary_c')).toMatchObject({ netns: '/run/netns/c', summary: { byMode: { SMCR: 0, TCP: 1 }, fallbacks: { '0x03030000': 1 } } });
     expect((json('smc_stats_c') as { fallbacks: { reasons: unknown[] } }).fallbacks.reasons).toEqual([{ side: 'client', reason: '0x03030000', count: 1 }]);
+  });
+
+  it('an IPv6 connection between SMC-R pods that keep IPv6 is reported as IPv6, with its mode and any fallback reason', () => {
+    const r = find((x) => x.pair === 'e-f');
+    const json = (key: string): unknown => JSON.parse(find((x) => key in x)[key] as string);
+    const client = (json('smc_sockets_e') as { family: string; mode: string; fallback?: { reason: string }; local: string; peer: string }[]).find((x) => x.peer.startsWith('[fd00::f]'));
+    expect(client, JSON.stringify(json('smc_sockets_e'))).toBeDefined();
+    expect(client).toMatchObject({ family: 'IPv6', local: expect.stringMatching(/^\[fd00::e\]:\d+$/), peer: '[fd00::f]:5003' });
+    // What the kernel decided is what both smc-pair (its own smc_diag read) and our binary report.
+    const mode = /mode=(\w+)/.exec(r.client as string)?.[1];
+    expect(client!.mode).toBe(mode);
+    // On this kernel SMC-R over IPv6 with a pnet entry for eth0 declines: reported, with a reason we decode.
+    expect(mode).toBe('TCP');
+    expect(describeReason(client!.fallback!.reason).name).not.toBe('UNKNOWN');
+    console.log(`SMC-R kernel test: the IPv6 pair ran ${mode} (fallback ${client!.fallback!.reason}, ${describeReason(client!.fallback!.reason).name})`);
   });
 
   it('the same pair without the annotation falls back to TCP (the negative control)', () => {

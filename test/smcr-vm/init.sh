@@ -106,13 +106,15 @@ pod_add() { # name annotations -> sets IP_<name>
 
 sent() { rdma statistic show link "rxe_$1/1" | sed -n 's/.* sent_pkts \([0-9]*\).*/\1/p'; }
 
-pair() { # client server port
-  timeout 90 /usr/sbin/ip netns exec "$2" /bin/smc-pair server "$3" 4194304 > "/run/server-$2.out" 2>&1 &
+pair() { # client server port [server address: IPv6 makes both ends IPv6]
+  v6=""; case "$4" in *:*) v6=1 ;; esac
+  SMCPAIR_V6=$v6 timeout 90 /usr/sbin/ip netns exec "$2" /bin/smc-pair server "$3" 4194304 > "/run/server-$2.out" 2>&1 &
   spid=$!
   sleep 1
   before=$(sent "$1")
   say "agent_counters_before_$1=$(node /agent/counters-read.mjs "rxe_$1")"
   eval "dst=\$IP_$2"
+  [ -n "$4" ] && dst=$4
   rm -f "/run/release-$1"
   SMCPAIR_HOLD="/run/release-$1" timeout 60 /usr/sbin/ip netns exec "$1" /bin/smc-pair client "$dst" "$3" 4194304 > "/run/client-$1.out" 2>&1 &
   cpid=$!
@@ -142,6 +144,15 @@ pair a b 5001
 pod_add c '{}'
 pod_add d '{}'
 pair c d 5002
+
+# SMC-R pods that keep IPv6 (smcr.erdma.io/keep-ipv6), talking over IPv6: what our binary reads
+# of that connection (family IPv6, its mode, and the reason when it falls back).
+KEEP6='{"network.alibabacloud.com/erdma-smcr":"true","smcr.erdma.io/keep-ipv6":"true"}'
+pod_add e "$KEEP6"
+pod_add f "$KEEP6"
+ip -n e addr add fd00::e/64 dev eth0 nodad || fail "IPv6 address for e"
+ip -n f addr add fd00::f/64 dev eth0 nodad || fail "IPv6 address for f"
+pair e f 5003 fd00::f
 
 state=$(cat /run/erdma-smcr/state/a_eth0.json 2>/dev/null)
 say "state_a=$state"

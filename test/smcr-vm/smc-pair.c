@@ -6,7 +6,9 @@
  *   smc-pair client ADDR PORT BYTES   connect, send BYTES, check the echo
  *
  * With SMCPAIR_HOLD=FILE the client keeps the connection open after its report until FILE
- * exists, so the connection can be inspected from outside while it is established.
+ * exists, so the connection can be inspected from outside while it is established. An IPv6
+ * ADDR makes the client an IPv6 one (SMCPROTO_SMC6); SMCPAIR_V6=1 makes the server listen on
+ * IPv6 (SMCPROTO_SMC6).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -27,6 +29,7 @@
 #define AF_SMC 43
 #endif
 #define SMCPROTO_SMC 0
+#define SMCPROTO_SMC6 1
 
 static void die(const char *what)
 {
@@ -80,13 +83,14 @@ static int smc_mode(unsigned short lport, unsigned short rport, unsigned *fallba
 
 static void report(const char *who, int fd, long bytes)
 {
-	struct sockaddr_in l, r;
+	struct sockaddr_storage l, r;
 	socklen_t ll = sizeof(l), rl = sizeof(r);
 	unsigned fallback = 0;
 	int mode;
 	if (getsockname(fd, (struct sockaddr *)&l, &ll) || getpeername(fd, (struct sockaddr *)&r, &rl))
 		die("getsockname");
-	mode = smc_mode(ntohs(l.sin_port), ntohs(r.sin_port), &fallback);
+	/* sin_port and sin6_port sit at the same offset. */
+	mode = smc_mode(ntohs(((struct sockaddr_in *)&l)->sin_port), ntohs(((struct sockaddr_in *)&r)->sin_port), &fallback);
 	printf("SMCPAIR %s mode=%s fallback=0x%08x bytes=%ld\n", who,
 	       mode == SMC_DIAG_MODE_SMCR ? "SMCR" : mode == SMC_DIAG_MODE_FALLBACK_TCP ? "TCP" : mode == SMC_DIAG_MODE_SMCD ? "SMCD" : "unknown",
 	       fallback, bytes);
@@ -128,12 +132,15 @@ int main(int argc, char **argv)
 	if (argc == 4 && !strcmp(argv[1], "server")) {
 		int c;
 		long got;
-		fd = socket(AF_SMC, SOCK_STREAM, SMCPROTO_SMC);
+		int v6 = getenv("SMCPAIR_V6") != NULL && getenv("SMCPAIR_V6")[0] != '\0';
+		struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT};
+		fd = socket(AF_SMC, SOCK_STREAM, v6 ? SMCPROTO_SMC6 : SMCPROTO_SMC);
 		if (fd < 0)
 			die("socket(AF_SMC)");
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		a.sin_port = htons((unsigned short)atoi(argv[2]));
-		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 4))
+		a6.sin6_port = a.sin_port;
+		if ((v6 ? bind(fd, (struct sockaddr *)&a6, sizeof(a6)) : bind(fd, (struct sockaddr *)&a, sizeof(a))) || listen(fd, 4))
 			die("bind/listen");
 		printf("SMCPAIR server listening\n");
 		fflush(stdout);
@@ -150,11 +157,15 @@ int main(int argc, char **argv)
 	}
 	if (argc == 5 && !strcmp(argv[1], "client")) {
 		long got;
-		fd = socket(AF_SMC, SOCK_STREAM, SMCPROTO_SMC);
+		int v6 = strchr(argv[2], ':') != NULL;
+		struct sockaddr_in6 a6 = {.sin6_family = AF_INET6};
+		fd = socket(AF_SMC, SOCK_STREAM, v6 ? SMCPROTO_SMC6 : SMCPROTO_SMC);
 		if (fd < 0)
 			die("socket(AF_SMC)");
 		a.sin_port = htons((unsigned short)atoi(argv[3]));
-		if (inet_pton(AF_INET, argv[2], &a.sin_addr) != 1 || connect(fd, (struct sockaddr *)&a, sizeof(a)))
+		a6.sin6_port = a.sin_port;
+		if (v6 ? (inet_pton(AF_INET6, argv[2], &a6.sin6_addr) != 1 || connect(fd, (struct sockaddr *)&a6, sizeof(a6)))
+		       : (inet_pton(AF_INET, argv[2], &a.sin_addr) != 1 || connect(fd, (struct sockaddr *)&a, sizeof(a))))
 			die("connect");
 		got = pump(fd, atol(argv[4]), 0);
 		report("client", fd, got);
