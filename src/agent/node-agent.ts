@@ -188,7 +188,7 @@ export class NodeAgent {
       .map((r) => ({ namespace: r.podNamespace, name: r.podName, uid: r.podUid, netns: r.netns }));
     let pods: PodSmc[];
     try {
-      pods = await collectPodSmc(records, { binary: this.binary, hostRoot: this.a.hostRoot });
+      pods = await collectPodSmc(records, { binary: this.binary, hostRoot: this.a.hostRoot, byPod: (uid) => findPodNetns(this.a.procRoot, uid) });
     } catch (err) {
       this.log.warn({ err }, 'cannot read the SMC connections of pods');
       return [];

@@ -2,6 +2,7 @@
 // (smc_diag and the SMC generic netlink family, read inside the pod's network namespace), the
 // fallback reason codes decoded, and the per-pod view the agent samples and `status` prints.
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -99,6 +100,17 @@ export function reasonLabel(code: string): string {
 /** A netns path as the agent reaches it: /proc/... as is (hostPID), anything else below the host root. */
 export function agentNetnsPath(hostRoot: string, netns: string): string {
   return netns.startsWith('/proc/') || hostRoot === '/' ? netns : join(hostRoot, netns);
+}
+
+/**
+ * The first of the ways to reach a pod's netns that exists: the runtime's path below the host root
+ * (/var/run is /run on the node, so both are tried), else a process of the pod (hostPID).
+ */
+export function reachNetns(hostRoot: string, netns: string, byPod?: () => string | undefined): string {
+  const direct = agentNetnsPath(hostRoot, netns);
+  const candidates = [direct, ...(netns.startsWith('/var/run/') ? [agentNetnsPath(hostRoot, netns.slice('/var'.length))] : [])];
+  const found = candidates.find((p) => existsSync(p));
+  return found ?? byPod?.() ?? direct;
 }
 
 async function native<T>(binary: string, args: string[], timeoutMs: number): Promise<T> {
@@ -204,6 +216,8 @@ export interface CollectOptions {
   /** Pods (namespace/name) whose socket list is wanted too. */
   readonly socketsOf?: ReadonlySet<string>;
   readonly timeoutMs?: number;
+  /** A pod's netns through one of its processes, when the recorded path is not reachable (hostPID). */
+  readonly byPod?: (uid: string) => string | undefined;
 }
 
 /** Network namespaces per native call: one process reads them all (one setns and one dump each). */
@@ -240,8 +254,8 @@ export async function collectPodSmc(
   pods: readonly { readonly namespace: string; readonly name: string; readonly uid: string; readonly netns: string }[],
   o: CollectOptions,
 ): Promise<PodSmc[]> {
-  const paths = pods.filter((p) => p.netns).map((p) => agentNetnsPath(o.hostRoot, p.netns));
-  const summaries = await readSummaries(o.binary, paths, o.timeoutMs);
+  const where = new Map(pods.filter((p) => p.netns).map((p) => [p.uid, reachNetns(o.hostRoot, p.netns, o.byPod ? () => o.byPod?.(p.uid) : undefined)]));
+  const summaries = await readSummaries(o.binary, [...where.values()], o.timeoutMs);
   const out: PodSmc[] = [];
   for (const p of pods) {
     const base = { namespace: p.namespace, name: p.name, uid: p.uid };
@@ -249,7 +263,7 @@ export async function collectPodSmc(
       out.push({ ...base, error: 'no network namespace recorded for the pod' });
       continue;
     }
-    const netns = agentNetnsPath(o.hostRoot, p.netns);
+    const netns = where.get(p.uid) ?? agentNetnsPath(o.hostRoot, p.netns);
     const r = summaries.get(netns) ?? { error: 'not read' };
     if ('error' in r) {
       out.push({ ...base, error: r.error });

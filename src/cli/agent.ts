@@ -81,7 +81,7 @@ export function statusCommand(program: Command, io: CliIO, configFor: ConfigFor,
       if (opts.output !== 'text' && opts.output !== 'json') throw new AppError('USAGE', `--output must be text or json, got "${opts.output}"`);
       if (opts.pod !== undefined && !/^[^/]+\/[^/]+$/.test(opts.pod)) throw new AppError('USAGE', `--pod must be namespace/name, got "${opts.pod}"`);
       const { agent: a } = configFor({ 'agent.hostRoot': opts.hostRoot });
-      const { readRecords } = await import('../agent/pods.js');
+      const { findPodNetns, readRecords } = await import('../agent/pods.js');
       const { collectPodSmc, formatStatus } = await import('../agent/smc.js');
       const { DEFAULT_NATIVE_BINARY } = await import('../agent/node-agent.js');
       const records = [...readRecords(join(a.hostRoot, a.cniStateDir)).values()]
@@ -89,7 +89,12 @@ export function statusCommand(program: Command, io: CliIO, configFor: ConfigFor,
         .filter((r) => opts.pod === undefined || `${r.namespace}/${r.name}` === opts.pod)
         .sort((x, y) => `${x.namespace}/${x.name}`.localeCompare(`${y.namespace}/${y.name}`));
       if (opts.pod !== undefined && records.length === 0) throw new AppError('USAGE', `no SMC-R pod ${opts.pod} on this node (our CNI plugin has no record of it)`);
-      const pods = await collectPodSmc(records, { binary: a.nativeBinary ?? DEFAULT_NATIVE_BINARY, hostRoot: a.hostRoot, ...(opts.pod ? { socketsOf: new Set([opts.pod]) } : {}) });
+      const pods = await collectPodSmc(records, {
+        binary: a.nativeBinary ?? DEFAULT_NATIVE_BINARY,
+        hostRoot: a.hostRoot,
+        byPod: (uid) => findPodNetns(a.procRoot, uid),
+        ...(opts.pod ? { socketsOf: new Set([opts.pod]) } : {}),
+      });
       io.out(opts.output === 'json' ? `${JSON.stringify({ pods }, null, 2)}\n` : formatStatus(pods));
       setCode(pods.some((p) => p.error) ? 1 : 0);
     });

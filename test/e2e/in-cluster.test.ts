@@ -259,6 +259,18 @@ describe.skipIf(why !== '')('installed as shipped: our image and manifests runni
     expect(conflist.plugins.map((p) => p.type)).toEqual(['bridge', 'erdma-smcr']);
   }, 600_000);
 
+  it("answers `status` through kubectl exec into the agent pod, as the README shows: it reaches each pod's netns", async () => {
+    await rolledOut('daemonset', 'erdma-smcr-agent');
+    const [agentPod] = (await kubectl('get', 'pods', '-n', 'erdma-smcr', '-l', 'app.kubernetes.io/component=agent', '-o', 'name')).trim().split('\n');
+    const r = await cp.kubectl(['exec', '-n', 'erdma-smcr', agentPod!, '--', 'node', '/app/bin/erdma-smcr.js', 'status', '-o', 'json']);
+    const { pods } = JSON.parse(r.stdout) as { pods: { namespace: string; name: string; error?: string }[] };
+    const web = pods.filter((p) => p.namespace === 'apps' && p.name.startsWith('web-'));
+    expect(web.length, r.stdout + r.stderr).toBeGreaterThan(0);
+    // This kernel has no smc_diag: the answer for each pod is that, which means its netns was entered
+    // (through the runtime's /run/netns, mounted HostToContainer) and not "cannot enter the netns".
+    for (const p of web) expect(p.error).toMatch(/no SMC socket diagnostics/);
+  });
+
   it('uninstalls exactly as the README says: the conflist as it was, our binary and labels gone, running pods untouched', async () => {
     await rolledOut('daemonset', 'erdma-smcr-agent'); // an agent pod to exec into
     const before = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items.map((p) => p.metadata.uid).sort();

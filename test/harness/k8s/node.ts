@@ -85,7 +85,11 @@ function mountSetup(dir: string, hostRoot: string): string {
   const binds = ['var/lib/cni/erdma-smcr', 'run/erdma-smcr', 'var/log/erdma-smcr'];
   return [
     'set -e',
-    'mount -t tmpfs tmpfs /run',
+    // /run/netns a shared mount inside the node's own mount namespace, as `ip netns` and systemd
+    // leave it on a real host: the agent mounts it HostToContainer, which needs a shared source.
+    // (The machine's own /run/netns mount, copied into this namespace, goes first: the runtime would
+    // find it, private, under the new one.)
+    '(umount -l /run/netns 2>/dev/null || true) && mount -t tmpfs tmpfs /run && mkdir -p /run/netns && mount --bind /run/netns /run/netns && mount --make-shared /run/netns',
     `mkdir -p ${dir}/ovl && mount -t tmpfs tmpfs ${dir}/ovl && mkdir -p ${dir}/ovl/upper ${dir}/ovl/work`,
     `mount -t overlay overlay -o lowerdir=/var/lib,upperdir=${dir}/ovl/upper,workdir=${dir}/ovl/work /var/lib`,
     `mkdir -p ${dir}/log && mount --bind ${dir}/log /var/log`,
