@@ -6,7 +6,7 @@ import type { PolicyConfig } from '../config/schema.js';
 import { isObject, keyPath, locatePod, stringMap } from './locate.js';
 import { injectNodeAffinity, injectResource, setSettings, stripSettings } from './mutate.js';
 import { isCanonicalBool, parseGoBool } from './parse-bool.js';
-import { rdmaRules, type RdmaOutcome } from './rdma.js';
+import { mayUseRdma, rdmaRules, type RdmaOutcome } from './rdma.js';
 import { RULES, type RuleContext } from './rules.js';
 import { resolveTuning, serializeSettings, settingsDocument } from './settings.js';
 import type { ClusterView, Denial, JsonObject, PodLocation, PolicyResult } from './types.js';
@@ -110,6 +110,7 @@ export function evaluate(obj: unknown, view: ClusterView, config: PolicyConfig, 
   const unquoted = nonStringAnnotations(loc);
   if (unquoted.length > 0) return verdictOf(unquoted, misplaced, false);
   if (raw === undefined) {
+    if (misplaced.length === 0 && !mayUseRdma(loc, config)) return UNTOUCHED;
     const rdma = rdmaRules(loc, view, config);
     const warnings = [...misplaced, ...rdma.warnings];
     return warnings.length > 0 || rdma.denials.length > 0 ? verdictOf(rdma.denials, warnings, false) : UNTOUCHED;

@@ -36,11 +36,43 @@ function canLockMemory(container: unknown): boolean {
   return add.some((c) => c === 'IPC_LOCK' || c === 'CAP_IPC_LOCK' || c === 'ALL');
 }
 
-/** The rules, for a pod that does not ask for SMC-R. Cheap when no container asks for RDMA. */
+const resourceLists = new WeakMap<PolicyConfig, readonly string[]>();
+
+/** aliyun/erdma and the configured RDMA resources (computed once per configuration). */
+function rdmaResourcesOf(config: PolicyConfig): readonly string[] {
+  let list = resourceLists.get(config);
+  if (!list) resourceLists.set(config, (list = [config.resourceName, ...config.rdmaResources.filter((r) => r !== config.resourceName)]));
+  return list;
+}
+
+function mentions(res: unknown, resources: readonly string[]): boolean {
+  if (!isObject(res)) return false;
+  for (const r of resources) if (r in res) return true;
+  return false;
+}
+
+/**
+ * Whether any container names an RDMA resource at all: the check every pod without the SMC-R
+ * annotation pays, so it allocates nothing.
+ */
+export function mayUseRdma(loc: PodLocation, config: PolicyConfig): boolean {
+  const resources = rdmaResourcesOf(config);
+  for (const field of ['containers', 'initContainers'] as const) {
+    const list = loc.spec[field];
+    if (!Array.isArray(list)) continue;
+    for (const c of list) {
+      if (!isObject(c) || !isObject(c.resources)) continue;
+      if (mentions(c.resources.limits, resources) || mentions(c.resources.requests, resources)) return true;
+    }
+  }
+  return false;
+}
+
+/** The rules, for a pod that does not ask for SMC-R. */
 export function rdmaRules(loc: PodLocation, view: ClusterView, config: PolicyConfig): RdmaOutcome {
-  const resources = [config.resourceName, ...config.rdmaResources.filter((r) => r !== config.resourceName)];
-  const users = containersWithDevices(loc, resources);
   const out: RdmaOutcome = { denials: [], warnings: [] };
+  if (!mayUseRdma(loc, config)) return out;
+  const users = containersWithDevices(loc, rdmaResourcesOf(config));
   if (users.length === 0) return out;
   const unlocked = users.filter((u) => !canLockMemory(arrayOf(loc.spec[u.field])[u.index]));
   if (unlocked.length === users.length) {
