@@ -95,6 +95,14 @@ function mutatePod(obj: JsonObject, ctx: RuleContext, settings: string): JsonObj
   return clone;
 }
 
+/** A pod without the SMC-R annotation: untouched, unless it uses RDMA or misplaced the annotation. */
+function withoutAnnotation(loc: PodLocation, misplaced: string[], view: ClusterView, config: PolicyConfig): PolicyResult {
+  if (misplaced.length === 0 && !mayUseRdma(loc, config)) return UNTOUCHED;
+  const rdma = rdmaRules(loc, view, config);
+  const warnings = [...misplaced, ...rdma.warnings];
+  return warnings.length > 0 || rdma.denials.length > 0 ? verdictOf(rdma.denials, warnings, false) : UNTOUCHED;
+}
+
 /**
  * Evaluates one object (a Pod or a workload carrying a pod template) against the policy.
  * Objects of other kinds are allowed untouched, and so are pods without the SMC-R annotation,
@@ -109,12 +117,7 @@ export function evaluate(obj: unknown, view: ClusterView, config: PolicyConfig, 
   const misplaced = misplacedAnnotation(obj, loc);
   const unquoted = nonStringAnnotations(loc);
   if (unquoted.length > 0) return verdictOf(unquoted, misplaced, false);
-  if (raw === undefined) {
-    if (misplaced.length === 0 && !mayUseRdma(loc, config)) return UNTOUCHED;
-    const rdma = rdmaRules(loc, view, config);
-    const warnings = [...misplaced, ...rdma.warnings];
-    return warnings.length > 0 || rdma.denials.length > 0 ? verdictOf(rdma.denials, warnings, false) : UNTOUCHED;
-  }
+  if (raw === undefined) return withoutAnnotation(loc, misplaced, view, config);
 
   const mutate = options.mutate !== false && loc.isPod;
   const on = parseGoBool(raw);
