@@ -75,15 +75,20 @@ function peakMiB(args: string[], slowPipe = false): { mib: number; ms: number } 
   return { mib: Number(/maxrss_kib=(\d+)/.exec(r.stderr)?.[1]) / 1024, ms };
 }
 
+/** The corpus: the profile, then `objects` generated objects, PER_FILE to a multi-document file. */
+function writeCorpus(dir: string, objects: number): void {
+  writeFileSync(join(dir, '000-profile.yaml'), jsyaml.dump(PROFILE));
+  for (let f = 0; f < objects / PER_FILE; f++) {
+    const docs = Array.from({ length: PER_FILE }, (_, k) => jsyaml.dump(makeObject(f * PER_FILE + k)));
+    writeFileSync(join(dir, `f${String(f).padStart(4, '0')}.yaml`), docs.join('---\n'));
+  }
+}
+
 /** Memory of `check` on 100,000 objects (1,000 files), against #22's target of 150 MB. */
 function peakMemoryRows(small: string): BenchRow[] {
   const dir = mkdtempSync(join(tmpdir(), 'bench-check-big-'));
   try {
-    writeFileSync(join(dir, '000-profile.yaml'), jsyaml.dump(PROFILE));
-    for (let f = 0; f < BIG / PER_FILE; f++) {
-      const docs = Array.from({ length: PER_FILE }, (_, k) => jsyaml.dump(makeObject(f * PER_FILE + k)));
-      writeFileSync(join(dir, `f${String(f).padStart(4, '0')}.yaml`), docs.join('---\n'));
-    }
+    writeCorpus(dir, BIG);
     const bare = peakMiB(['-e', '0']);
     const smallText = peakMiB(['bin/erdma-smcr.js', 'check', '-o', 'text', small]);
     // Peak memory with stdout a pipe to a slow reader; time with stdout /dev/null (no wait in it).
@@ -118,11 +123,7 @@ function peakMemoryRows(small: string): BenchRow[] {
 export async function benchCheck(): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-check-'));
   try {
-    writeFileSync(join(dir, '000-profile.yaml'), jsyaml.dump(PROFILE));
-    for (let f = 0; f < OBJECTS / PER_FILE; f++) {
-      const docs = Array.from({ length: PER_FILE }, (_, k) => jsyaml.dump(makeObject(f * PER_FILE + k)));
-      writeFileSync(join(dir, `f${String(f).padStart(3, '0')}.yaml`), docs.join('---\n'));
-    }
+    writeCorpus(dir, OBJECTS);
     const config = defaultConfig().policy;
     const parse = best(3, () => readInputs([dir], () => ''));
     const full = best(3, () => {

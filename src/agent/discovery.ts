@@ -46,7 +46,8 @@ export interface DiscoveryOptions {
   readonly anyDriver?: boolean;
 }
 
-function read(path: string): string {
+/** A sysfs (or /proc) file's text, trimmed; '' when it cannot be read. */
+export function read(path: string): string {
   try {
     return readFileSync(path, 'utf8').trim();
   } catch {

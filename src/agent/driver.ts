@@ -13,11 +13,12 @@
 // SMC-R (default mode) needs the `smc` module; GPU nodes in ofed mode need `nvidia_peermem` for
 // GPUDirect RDMA.
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import type { DriverMode } from '../policy/types.js';
+import { read } from './discovery.js';
 
 const run = promisify(execFile);
 
@@ -49,14 +50,6 @@ export interface DriverDecision {
   readonly actions: readonly DriverAction[];
   /** For deferred and manual: what stands in the way, in words. */
   readonly detail: string;
-}
-
-function read(path: string): string {
-  try {
-    return readFileSync(path, 'utf8').trim();
-  } catch {
-    return '';
-  }
 }
 
 function countGpus(hostRoot: string): number {

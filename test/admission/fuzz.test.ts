@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import fastJsonPatch from 'fast-json-patch';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../src/policy/types.js';
-import { fixture, smcrReview, testApp } from '../helpers/reviews.js';
+import { fixture, replaceAt, smcrReview, testApp } from '../helpers/reviews.js';
 import { postH1, startTestServer } from '../helpers/tls.js';
 
 const { app } = testApp();
@@ -13,19 +13,7 @@ afterAll(() => app.close());
 const base = smcrReview('pod-create');
 
 /** Replaces the value at a random JSON pointer of the review with a random JSON value. */
-function mutateAt(review: JsonObject, pointerIndex: number, value: unknown): JsonObject {
-  const copy = structuredClone(review);
-  const pointers: string[] = [];
-  const walk = (v: unknown, p: string): void => {
-    pointers.push(p);
-    if (v && typeof v === 'object') for (const [k, c] of Object.entries(v)) walk(c, `${p}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`);
-  };
-  walk(copy, '');
-  const target = pointers[pointerIndex % pointers.length] ?? '';
-  if (target === '') return value as JsonObject;
-  fastJsonPatch.applyOperation(copy, { op: 'replace', path: target, value }, false, true);
-  return copy;
-}
+const mutateAt = (review: JsonObject, pointerIndex: number, value: unknown): JsonObject => replaceAt(review, pointerIndex, value) as JsonObject;
 
 function checkAnswer(status: number, text: string, uid: unknown): void {
   expect(status).toBeLessThan(500);

@@ -146,17 +146,20 @@ describe.skipIf(why !== '')('installed as shipped: our image and manifests runni
     expect(existsSync(join(HOST, 'opt/cni/bin/erdma-smcr'))).toBe(true);
   }, 300_000);
 
-  it('mutates an annotated Deployment through the Service (API server → kube-proxy → pod), which then runs with a device and our plugin', async () => {
-    const web = {
-      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web', namespace: 'apps' },
-      spec: {
-        replicas: 2, selector: { matchLabels: { app: 'web' } },
-        template: {
-          metadata: { labels: { app: 'web' }, annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' } },
-          spec: { automountServiceAccountToken: false, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: APP, imagePullPolicy: 'Never' }] },
-        },
+  /** An annotated two-replica Deployment of the test image in `apps`. */
+  const smcrDeployment = (name: string): object => ({
+    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name, namespace: 'apps' },
+    spec: {
+      replicas: 2, selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name }, annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' } },
+        spec: { automountServiceAccountToken: false, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: APP, imagePullPolicy: 'Never' }] },
       },
-    };
+    },
+  });
+
+  it('mutates an annotated Deployment through the Service (API server → kube-proxy → pod), which then runs with a device and our plugin', async () => {
+    const web = smcrDeployment('web');
     const r = await cp.kubectl(['apply', '-f', '-'], JSON.stringify(web));
     expect(r.status, r.stderr).toBe(0);
     const pods = await until('2 running web pods', async () => {
@@ -226,16 +229,7 @@ describe.skipIf(why !== '')('installed as shipped: our image and manifests runni
 
   it('gives our plugin to pods created during an agent rolling update', async () => {
     await kubectl('patch', 'daemonset', '-n', 'erdma-smcr', 'erdma-smcr-agent', '-p', JSON.stringify({ spec: { template: { metadata: { annotations: { 'test.erdma-smcr/revision': '2' } } } } }));
-    const during = {
-      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'during', namespace: 'apps' },
-      spec: {
-        replicas: 2, selector: { matchLabels: { app: 'during' } },
-        template: {
-          metadata: { labels: { app: 'during' }, annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' } },
-          spec: { automountServiceAccountToken: false, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: APP, imagePullPolicy: 'Never' }] },
-        },
-      },
-    };
+    const during = smcrDeployment('during');
     expect((await cp.kubectl(['apply', '-f', '-'], JSON.stringify(during))).status).toBe(0);
     await rolledOut('daemonset', 'erdma-smcr-agent');
     const all = await until('2 running pods created during the update', async () => {

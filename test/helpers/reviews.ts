@@ -63,3 +63,21 @@ export function testApp(view?: ClusterView, flags: Record<string, unknown> = {},
   const app = buildApp({ config, views, metrics, logger, serveMetrics: true });
   return { app, metrics, config };
 }
+
+/**
+ * The fuzzers' mutation: the value at one of the review's JSON pointers (chosen by index, modulo
+ * their number; pointer 0 is the whole document) replaced by `value`, on a copy.
+ */
+export function replaceAt(review: JsonObject, pointerIndex: number, value: unknown): unknown {
+  const copy = structuredClone(review);
+  const pointers: string[] = [];
+  const walk = (v: unknown, p: string): void => {
+    pointers.push(p);
+    if (v && typeof v === 'object') for (const [k, c] of Object.entries(v)) walk(c, `${p}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`);
+  };
+  walk(copy, '');
+  const target = pointers[pointerIndex % pointers.length] ?? '';
+  if (target === '') return value;
+  fastJsonPatch.applyOperation(copy, { op: 'replace', path: target, value }, false, true);
+  return copy;
+}
