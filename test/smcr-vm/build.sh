@@ -91,10 +91,11 @@ for tool in /usr/sbin/ip /usr/bin/rdma /usr/bin/kmod "$node_bin"; do
 done
 [ "$node_bin" = /usr/bin/node ] || ln -s "$node_bin" "$root/usr/bin/node"
 ln -s /usr/bin/kmod "$root/usr/sbin/modprobe"
+# The agent's modules as built (ES modules importing only Node's own and each other).
 mkdir -p "$root/agent"
-cp "$repo/dist/agent/driver.js" "$root/agent/driver.mjs"
+echo '{"type":"module"}' > "$root/agent/package.json"
+for m in driver discovery counters; do cp "$repo/dist/agent/$m.js" "$root/agent/$m.js"; done
 cp "$here/driver-pass.mjs" "$root/agent/driver-pass.mjs"
-cp "$repo/dist/agent/counters.js" "$root/agent/counters.mjs"
 cp "$here/counters.mjs" "$root/agent/counters-read.mjs"
 for m in "${modules[@]}"; do cp "$kdir/modules/$m.ko" "$root/lib/modules/"; done
 # smc (and smc_diag) also where modprobe looks, with depmod's index.
