@@ -1,6 +1,13 @@
 // The webhook as a fastify application that never listens: routes, error mapping, logging and
 // metrics. src/admission/server.ts owns TLS, ports, reloads and signals; tests use app.inject().
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import secureJson from 'secure-json-parse';
 import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
@@ -27,6 +34,11 @@ export interface AppDeps {
   readonly readiness?: Readiness;
   /** Serve /metrics on this app too (when there is no separate metrics port). */
   readonly serveMetrics?: boolean;
+  /**
+   * True once shutdown began (server.ts): a response produced from then on tells an HTTP/1.1
+   * client not to reuse the connection. fastify marks only requests that arrive after close().
+   */
+  readonly draining?: () => boolean;
   /** The budget of unfinished request bodies (server.ts shares it with its metrics). */
   readonly bodyBudget?: BodyBudget;
 }
@@ -62,10 +74,13 @@ function toAppError(err: unknown): AppError {
  * a prototype anywhere below. Refusing them instead would answer 400, and with
  * `failurePolicy: Ignore` a 400 admits the pod unreviewed: one string would skip the policy.
  * A `"__proto__"` value is only a string. The scan runs only when the text holds such a key.
+ * Text with neither name, nor a `\u` escape that could spell one, cannot hold such a key: it is
+ * parsed by JSON.parse alone, skipping secure-json-parse's two regular-expression scans.
  */
 export function parseJsonBody(text: string): unknown {
   if (text === '') throw new AppError('REVIEW_NOT_JSON', 'request body is empty');
   try {
+    if (!text.includes('\\u') && !text.includes('__proto__') && !text.includes('constructor')) return JSON.parse(text);
     return secureJson.parse(text, undefined, SAFE_PARSE);
   } catch (err) {
     throw new AppError('REVIEW_NOT_JSON', `request body is not valid JSON: ${(err as Error).message}`);
@@ -103,17 +118,27 @@ export function metricsRoute(app: FastifyInstance, metrics: WebhookMetrics): voi
   });
 }
 
+/** Connection: close on an HTTP/1.1 response produced while draining (HTTP/2 sessions get GOAWAY). */
+function closeIfDraining(deps: AppDeps, request: FastifyRequest, reply: FastifyReply): void {
+  if (deps.draining?.() === true && request.raw.httpVersionMajor === 1) reply.header('connection', 'close');
+}
+
 function reviewRoute(app: FastifyInstance, deps: AppDeps, endpoint: Endpoint): void {
   app.post(`/${endpoint}`, async (request, reply: FastifyReply) => {
     const started = process.hrtime.bigint();
     const req = decodeReview(request.body);
     const decision = admit(req, endpoint, deps.views.current(), deps.config.policy);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    const m = deps.metrics;
-    m.requests.inc({ endpoint, operation: req.operation, kind: kindLabel(req.kind.kind), verdict: decision.verdict, dry_run: String(req.dryRun) });
-    m.duration.observe({ endpoint }, seconds);
-    for (const rule of new Set(decision.rules)) m.denials.inc({ rule });
-    if (decision.patchBytes > 0) m.patchBytes.observe(decision.patchBytes);
+    deps.metrics.observeReview({
+      endpoint,
+      operation: req.operation,
+      kind: kindLabel(req.kind.kind),
+      verdict: decision.verdict,
+      dryRun: req.dryRun,
+      seconds,
+      rules: decision.rules,
+      patchBytes: decision.patchBytes,
+    });
     request.log.info(
       {
         uid: clip(req.uid),
@@ -130,6 +155,7 @@ function reviewRoute(app: FastifyInstance, deps: AppDeps, endpoint: Endpoint): v
       },
       'admission decision',
     );
+    closeIfDraining(deps, request, reply);
     return reply.send(encodeReview(decision.response));
   });
 }
@@ -156,10 +182,12 @@ export function registerWebhook(app: FastifyInstance, deps: AppDeps): void {
     if (appErr.status >= 500) request.log.error({ err }, 'request failed');
     else request.log.warn({ code: appErr.code, reason: appErr.message }, 'bad request');
     const message = appErr.status >= 500 ? 'internal error; see the webhook log' : appErr.message;
+    closeIfDraining(deps, request, reply);
     return reply.code(appErr.status).send({ code: appErr.code, message });
   });
   app.setNotFoundHandler((request, reply) => {
     deps.metrics.badRequests.inc({ code: 'NOT_FOUND' });
+    closeIfDraining(deps, request, reply);
     return reply.code(404).send({ code: 'NOT_FOUND', message: `no route for ${request.method} ${request.url.split('?')[0]}` });
   });
   healthRoutes(app, deps);
@@ -178,6 +206,9 @@ export function buildApp(deps: AppDeps, server: Partial<FastifyServerOptions> = 
   const app = Fastify({
     loggerInstance: deps.logger,
     logController: quietRequests(),
+    // Every line a request logs is its one decision (or error) line, which names the review's
+    // uid: no per-request child logger (and its reqId binding) is built.
+    childLoggerFactory: (logger: FastifyBaseLogger) => logger,
     bodyLimit: deps.config.webhook.bodyLimit,
     ...server,
   } as FastifyServerOptions) as unknown as FastifyInstance;

@@ -36,14 +36,18 @@ export class BodyBudget {
 
   /** Accounts n more bytes for p, dropping older bodies while over the limit. */
   take(p: Pending, n: number): void {
+    if (this.used + n > this.limit) this.makeRoom(p, n);
+    p.bytes += n;
+    this.used += n;
+  }
+
+  private makeRoom(p: Pending, n: number): void {
     for (const old of this.pending) {
       if (this.used + n <= this.limit || old === p) break;
       this.release(old);
       this.dropped += 1;
       old.drop();
     }
-    p.bytes += n;
-    this.used += n;
   }
 
   release(p: Pending): void {

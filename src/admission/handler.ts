@@ -6,6 +6,7 @@ import { evaluate } from '../policy/evaluate.js';
 import { SUPPORTED_KINDS } from '../policy/locate.js';
 import type { ClusterView, Denial, JsonObject, PolicyResult } from '../policy/types.js';
 import type { AdmissionRequest, AdmissionResponse } from './review.js';
+import { patchJson } from '../policy/patch.js';
 import { updateVerdict } from '../policy/update.js';
 
 export type Endpoint = 'mutate' | 'validate';
@@ -38,6 +39,7 @@ export const MAX_WARNING_LENGTH = 120;
 export const MAX_WARNINGS = 10;
 
 export function shapeWarnings(warnings: readonly string[]): string[] {
+  if (warnings.length === 0) return [];
   const unique = [...new Set(warnings.map((w) => w.replace(/^warning:\s*/i, '').trim()))].filter((w) => w !== '');
   return unique
     .slice(0, MAX_WARNINGS)
@@ -68,19 +70,18 @@ function respond(uid: string, result: PolicyResult): Decision {
   }
   let patchBytes = 0;
   if (result.allowed && result.patch.length > 0) {
-    const patch = Buffer.from(JSON.stringify(result.patch));
+    const patch = Buffer.from(patchJson(result.patch));
     patchBytes = patch.length;
     response.patchType = 'JSONPatch';
     response.patch = patch.toString('base64');
   }
   if (warnings.length > 0) response.warnings = warnings;
   const verdict: VerdictLabel = result.untouched ? 'skipped' : result.allowed ? 'allowed' : 'denied';
-  response.auditAnnotations = {
-    decision: verdict,
-    ...(result.smcr ? { smcr: 'true' } : {}),
-    ...(rules.length > 0 ? { 'denied-rules': [...new Set(rules)].join(',') } : {}),
-    ...(patchBytes > 0 ? { mutated: 'true' } : {}),
-  };
+  const audit: Record<string, string> = { decision: verdict };
+  if (result.smcr) audit.smcr = 'true';
+  if (rules.length > 0) audit['denied-rules'] = [...new Set(rules)].join(',');
+  if (patchBytes > 0) audit.mutated = 'true';
+  response.auditAnnotations = audit;
   return { response, verdict, rules, patchBytes, smcr: result.smcr };
 }
 

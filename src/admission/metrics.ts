@@ -1,6 +1,18 @@
 // Prometheus metrics of the webhook (prom-client), in a registry of its own.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
+/** One answered review, as the metrics see it (label values are bounded by the caller). */
+export interface ReviewObservation {
+  readonly endpoint: string;
+  readonly operation: string;
+  readonly kind: string;
+  readonly verdict: string;
+  readonly dryRun: boolean;
+  readonly seconds: number;
+  readonly rules: readonly string[];
+  readonly patchBytes: number;
+}
+
 export class WebhookMetrics {
   readonly registry = new Registry();
   readonly requests = new Counter({
@@ -89,6 +101,39 @@ export class WebhookMetrics {
   trackBodies(budget: { readonly bytes: number; readonly dropped: number }): void {
     readAtScrape(this.pendingBodyBytes, () => budget.bytes);
     readAtScrape(this.droppedBodies, () => budget.dropped);
+  }
+
+  /** Label children of the per-review metrics, by label values: prom-client hashes a label object on every call. */
+  private readonly counted = new Map<string, Counter.Internal>();
+  private readonly timed = new Map<string, Histogram.Internal<'endpoint'>>();
+  private readonly denied = new Map<string, Counter.Internal>();
+
+  /** Counts one answered review: its labels, how long it took, the rules that denied it and its patch size. */
+  observeReview(r: ReviewObservation): void {
+    const key = `${r.endpoint}|${r.operation}|${r.kind}|${r.verdict}|${r.dryRun ? 1 : 0}`;
+    let counter = this.counted.get(key);
+    if (!counter) {
+      counter = this.requests.labels({ endpoint: r.endpoint, operation: r.operation, kind: r.kind, verdict: r.verdict, dry_run: String(r.dryRun) });
+      this.counted.set(key, counter);
+    }
+    counter.inc();
+    let timer = this.timed.get(r.endpoint);
+    if (!timer) {
+      timer = this.duration.labels({ endpoint: r.endpoint });
+      this.timed.set(r.endpoint, timer);
+    }
+    timer.observe(r.seconds);
+    for (let i = 0; i < r.rules.length; i++) {
+      const rule = r.rules[i]!;
+      if (r.rules.indexOf(rule) !== i) continue; // one count per rule and request
+      let denial = this.denied.get(rule);
+      if (!denial) {
+        denial = this.denials.labels({ rule });
+        this.denied.set(rule, denial);
+      }
+      denial.inc();
+    }
+    if (r.patchBytes > 0) this.patchBytes.observe(r.patchBytes);
   }
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {

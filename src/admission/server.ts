@@ -78,12 +78,6 @@ function hookConnections(app: FastifyInstance, conns: Connections): void {
   const server = app.server as unknown as Http2SecureServer;
   server.on('secureConnection', (s: TLSSocket) => conns.track(s));
   server.on('session', (s: ServerHttp2Session) => conns.trackSession(s));
-  // One callback-style hook (no promise per request on the hot path). fastify itself only marks
-  // requests that arrive after close() began; this also covers those already in flight.
-  app.addHook('onSend', (req, reply, payload, done) => {
-    if (conns.closing && req.raw.httpVersionMajor === 1) reply.header('connection', 'close');
-    done(null, payload);
-  });
 }
 
 /**
@@ -188,7 +182,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const bodyBudget = new BodyBudget(w.pendingBodyBytes);
   metrics.trackBodies(bodyBudget);
   const app = buildApp(
-    { config, views: opts.views, metrics, logger, readiness: ready, serveMetrics: false, bodyBudget },
+    { config, views: opts.views, metrics, logger, readiness: ready, serveMetrics: false, bodyBudget, draining: () => conns.closing },
     {
       http2: true,
       https: {

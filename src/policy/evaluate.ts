@@ -1,14 +1,15 @@
 // Entry point of the policy: one object in, a verdict (and for a Pod the mutated object and
-// its JSON Patch) out. Pure: no I/O, no clock, no globals. Shared by webhook, CLI and tests.
-import fastJsonPatch from 'fast-json-patch';
+// its JSON Patch) out. Pure: no I/O, no clock, no state but a bounded memo of settings strings.
+// Shared by webhook, CLI and tests.
 import { OWN_PREFIX, SETTINGS_ANNOTATION, SMCR_ANNOTATION, TUNING_ANNOTATIONS } from '../constants.js';
 import type { PolicyConfig } from '../config/schema.js';
 import { isObject, keyPath, locatePod, stringMap } from './locate.js';
 import { injectNodeAffinity, injectResource, setSettings, stripSettings } from './mutate.js';
 import { isCanonicalBool, parseGoBool } from './parse-bool.js';
+import { patchOfCopy } from './patch.js';
 import { mayUseRdma, rdmaRules, type RdmaOutcome } from './rdma.js';
 import { RULES, type RuleContext } from './rules.js';
-import { resolveTuning, serializeSettings, settingsDocument } from './settings.js';
+import { resolveTuning, settingsAnnotation } from './settings.js';
 import type { ClusterView, Denial, JsonObject, PodLocation, PolicyResult } from './types.js';
 
 export interface EvaluateOptions {
@@ -69,7 +70,7 @@ function nonStringAnnotations(loc: PodLocation): Denial[] {
 }
 
 function withPatch(result: PolicyResult, original: JsonObject, mutated: JsonObject): PolicyResult {
-  const patch = fastJsonPatch.compare(original, mutated);
+  const patch = patchOfCopy(original, mutated);
   return { ...result, patch, mutated: patch.length > 0 ? mutated : original };
 }
 
@@ -87,9 +88,9 @@ function evaluateOff(obj: JsonObject, loc: PodLocation, warnings: string[], muta
 }
 
 function mutatePod(obj: JsonObject, ctx: RuleContext, settings: string): JsonObject {
+  // Only Pods are mutated: the copy's pod is the copy itself, and ctx.loc reads the same values.
   const clone = { ...obj };
-  const loc = locatePod(clone) ?? ctx.loc;
-  if (ctx.config.injectResource) injectResource(clone, loc, ctx.config, ctx.annotations);
+  if (ctx.config.injectResource) injectResource(clone, ctx.loc, ctx.config, ctx.annotations);
   if (ctx.config.injectNodeAffinity) injectNodeAffinity(clone);
   setSettings(clone, settings);
   return clone;
@@ -142,5 +143,5 @@ export function evaluate(obj: unknown, view: ClusterView, config: PolicyConfig, 
   }
   const result = verdictOf(denials, warnings, true);
   if (!result.allowed || !mutate) return result;
-  return withPatch(result, obj, mutatePod(obj, ctx, serializeSettings(settingsDocument(ctx.tuning))));
+  return withPatch(result, obj, mutatePod(obj, ctx, settingsAnnotation(ctx.tuning)));
 }

@@ -1,4 +1,4 @@
-// Mutations of an allowed SMC-R pod, made on a copy; the patch is the diff (fast-json-patch).
+// Mutations of an allowed SMC-R pod, made on a copy; the patch is what the copy changed (patch.ts).
 // Every step is idempotent: applied to its own output it changes nothing.
 // Copy-on-descend: `child` replaces each object it descends into with a shallow copy, so the
 // input is never changed and untouched subtrees stay shared (the diff skips them cheaply).

@@ -109,3 +109,20 @@ export function settingsDocument(t: ResolvedTuning): SettingsDocument {
 export function serializeSettings(doc: SettingsDocument): string {
   return JSON.stringify(doc);
 }
+
+/** Annotation values already serialised, by tuning (a workload's pods share theirs); bounded. */
+const serialised = new Map<string, string>();
+const SERIALISED_MAX = 256;
+
+/** serializeSettings(settingsDocument(t)), remembered: the same tuning gives the same string. */
+export function settingsAnnotation(t: ResolvedTuning): string {
+  let key = t.keepIPv6 ? '6' : '4';
+  for (const knob of KNOBS) key += `,${t.values[knob.field] ?? ''}`;
+  let value = serialised.get(key);
+  if (value === undefined) {
+    if (serialised.size >= SERIALISED_MAX) serialised.clear();
+    value = serializeSettings(settingsDocument(t));
+    serialised.set(key, value);
+  }
+  return value;
+}

@@ -2,13 +2,14 @@
 // set up, so for pods only what can change is checked: our annotations. For workloads the new
 // template is checked fully, but violations already present in the old object only warn, so a
 // controller's routine update of an old object is never blocked by this webhook.
-import fastJsonPatch from 'fast-json-patch';
+import type { Operation } from 'fast-json-patch';
 import { SETTINGS_ANNOTATION, SMCR_ANNOTATION, TUNING_ANNOTATIONS } from '../constants.js';
 import type { PolicyConfig } from '../config/schema.js';
 import { evaluate } from './evaluate.js';
 import { child } from './mutate.js';
 import { keyPath, locatePod, stringMap } from './locate.js';
 import { parseGoBool } from './parse-bool.js';
+import { patchOfCopy } from './patch.js';
 import { resolveTuning } from './settings.js';
 import type { ClusterView, Denial, JsonObject, PolicyResult } from './types.js';
 
@@ -17,17 +18,17 @@ function annotationsOf(obj: JsonObject | undefined): Record<string, string> {
   return stringMap(loc?.metadata.annotations);
 }
 
-function result(denials: Denial[], warnings: string[], smcr: boolean, patch: fastJsonPatch.Operation[] = []): PolicyResult {
+function result(denials: Denial[], warnings: string[], smcr: boolean, patch: Operation[] = []): PolicyResult {
   return { allowed: denials.length === 0, denials, warnings, smcr, untouched: false, patch };
 }
 
 /** Puts the webhook-owned settings annotation back to its old value: users cannot forge it. */
-function restoreSettings(pod: JsonObject, oldValue: string | undefined): fastJsonPatch.Operation[] {
+function restoreSettings(pod: JsonObject, oldValue: string | undefined): Operation[] {
   const copy = { ...pod };
   const annotations = child(child(copy, 'metadata'), 'annotations');
   if (oldValue === undefined) delete annotations[SETTINGS_ANNOTATION];
   else annotations[SETTINGS_ANNOTATION] = oldValue;
-  return fastJsonPatch.compare(pod, copy);
+  return patchOfCopy(pod, copy);
 }
 
 function podUpdate(pod: JsonObject, old: JsonObject | undefined, config: PolicyConfig, mutate: boolean): PolicyResult {
