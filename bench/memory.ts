@@ -4,7 +4,9 @@
 // - `serve` with the offline cluster view: idle, then after 5 s of SMC-R reviews on 16 connections;
 // - `serve` with the live cluster view (watches Nodes and the profile ConfigMap of the harness's
 //   real v1.20.2 API server; skipped when its binaries are not built);
-// - `agent` on a fixture host tree without a cluster (device discovery, CNI chaining, metrics).
+// - `agent` on a fixture host tree without a cluster (device discovery, CNI chaining, metrics),
+//   registered with a stand-in kubelet (test/helpers/fake-kubelet.ts): idle, then the peak after
+//   5 s of GetPreferredAllocation and Allocate calls over its gRPC socket.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,8 +14,11 @@ import { join } from 'node:path';
 import type { BenchRow } from './report.js';
 import { load, review, startChild, stop, type Server } from './webhook.js';
 import { binariesPresent, startControlPlane } from '../test/harness/k8s/control-plane.js';
+import { FakeKubelet } from '../test/helpers/fake-kubelet.js';
 
 const IDLE_SETTLE_MS = 3000;
+/** #25's memory targets are the webhook's; the agent's rows are reported beside them. */
+const AGENT_NOTE = 'no target of its own (its DaemonSet limit is 192 Mi)';
 const MB = 1e6;
 
 function status(pid: number, key: 'VmRSS' | 'VmHWM'): number {
@@ -48,6 +53,29 @@ async function serveRows(dir: string, base: number, extraArgs: string[], label: 
   }
 }
 
+/** Calls the registered plugin as a kubelet placing pods would, 4 calls at a time, for `ms`; returns the pairs made. */
+async function allocateFor(kubelet: FakeKubelet, ms: number): Promise<number> {
+  const deadline = Date.now() + 20_000;
+  while (kubelet.updates.length === 0) {
+    if (Date.now() > deadline) throw new Error(`the agent never registered its device plugin: ${kubelet.errors.join('; ')}`);
+    await sleep(100);
+  }
+  const ids = (kubelet.updates[kubelet.updates.length - 1] ?? []).map((d) => d.ID);
+  const end = Date.now() + ms;
+  let pairs = 0;
+  const worker = async (): Promise<void> => {
+    while (Date.now() < end) {
+      const preferred = await kubelet.unary<{ container_responses: { deviceIDs: string[] }[] }>('GetPreferredAllocation', {
+        container_requests: [{ available_deviceIDs: ids, must_include_deviceIDs: [], allocation_size: 1 }],
+      });
+      await kubelet.unary('Allocate', { container_requests: [{ devicesIDs: preferred.container_responses[0]?.deviceIDs ?? ids.slice(0, 1) }] });
+      pairs++;
+    }
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
+  return pairs;
+}
+
 export async function benchMemory(): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-memory-'));
   const bare = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
@@ -58,7 +86,7 @@ export async function benchMemory(): Promise<BenchRow[]> {
     if (binariesPresent().length === 0) {
       const cp = await startControlPlane();
       try {
-        rows.push(...(await serveRows(dir, base, ['--cluster', 'live', '--kubeconfig', cp.kubeconfig], 'live view: watches of the real API server', false)));
+        rows.push(...(await serveRows(dir, base, ['--cluster', 'live', '--kubeconfig', cp.kubeconfig], 'live view: watches of the real API server', true)));
       } finally {
         await cp.stop();
       }
@@ -69,14 +97,19 @@ export async function benchMemory(): Promise<BenchRow[]> {
     mkdirSync(join(host, 'opt/cni/bin'), { recursive: true });
     mkdirSync(join(host, 'kubelet/device-plugins'), { recursive: true });
     writeFileSync(join(host, 'etc/cni/net.d/10-bridge.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'k8s', plugins: [{ type: 'bridge', bridge: 'cni0' }] }));
+    const kubelet = new FakeKubelet(join(host, 'kubelet'));
+    await kubelet.start();
     const agent = spawn(process.execPath, ['bin/erdma-smcr.js', 'agent', '--host-root', host, '--kubelet-dir', join(host, 'kubelet'), '--kubeconfig', join(host, 'none')], {
       env: { ...process.env, ERDMA_SMCR_AGENT_METRICS_PORT: '0', ERDMA_SMCR_LOG_LEVEL: 'warn' },
       stdio: 'ignore',
     });
     try {
-      rows.push(row('agent, idle (no cluster: discovery, CNI chaining, metrics)', await idle(agent), base, 100 * MB));
+      rows.push(row('agent, idle (no cluster: discovery, CNI chaining, metrics, device plugin)', await idle(agent), base, undefined, AGENT_NOTE));
+      const pairs = await allocateFor(kubelet, 5000);
+      rows.push(row('agent, peak under load', status(agent.pid ?? 0, 'VmHWM'), base, undefined, `${Math.round(pairs / 5)} GetPreferredAllocation + Allocate pairs/s for 5 s from a stand-in kubelet; ${AGENT_NOTE}`));
     } finally {
       await stop(agent);
+      await kubelet.stop();
     }
     return rows;
   } finally {

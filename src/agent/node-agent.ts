@@ -3,7 +3,8 @@
 // switched off; each reports into metrics and the readiness answer.
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CoreV1Api, type CoreV1Event, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import type { KubeClient } from '../cluster/client.js';
 import type { Logger } from 'pino';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { apiReason, WatchedSet } from '../cluster/kube.js';
@@ -80,7 +81,7 @@ export interface NodeAgentOptions {
   readonly metrics: AgentMetrics;
   readonly discover: () => RdmaDevice[];
   /** Needed for labels and pod events; without it those duties are off. */
-  readonly kubeConfig?: KubeConfig;
+  readonly client?: KubeClient;
   readonly now?: () => number;
 }
 
@@ -91,7 +92,8 @@ export class NodeAgent {
   private labeler: NodeLabeler | undefined;
   private cni: CniInstaller | undefined;
   private pods: WatchedSet<V1Pod> | undefined;
-  private core: CoreV1Api | undefined;
+  /** Set once Events may be posted (the pod watch or a Node event started). */
+  private events: KubeClient | undefined;
   private timer: NodeJS.Timeout | undefined;
   private podTimer: NodeJS.Timeout | undefined;
   private readonly told = new Map<string, string>();
@@ -117,17 +119,17 @@ export class NodeAgent {
   }
 
   private needNode(duty: string): string | undefined {
-    if (!this.opts.kubeConfig) return `${duty} needs a Kubernetes API connection`;
+    if (!this.opts.client) return `${duty} needs a Kubernetes API connection`;
     if (!this.a.nodeName) return `${duty} needs agent.nodeName (ERDMA_SMCR_NODE_NAME from spec.nodeName)`;
     return undefined;
   }
 
   async start(): Promise<void> {
-    const kc = this.opts.kubeConfig;
+    const kc = this.opts.client;
     if (this.a.nodeLabels) {
       const why = this.needNode('node labels');
       if (why) this.problems.set('labels', why);
-      else this.labeler = new NodeLabeler(kc as KubeConfig, this.a.nodeName as string, this.log);
+      else this.labeler = new NodeLabeler(kc as KubeClient, this.a.nodeName as string, this.log);
     }
     if (this.a.cniInstall) {
       this.cni = this.cniInstaller((p) => {
@@ -223,7 +225,7 @@ export class NodeAgent {
     const key = codes.join(',') || 'other';
     const last = this.toldFallback.get(p.uid);
     if (last && last.key === key && now - last.at < this.a.fallbackEventMs) return;
-    if (!this.core) return;
+    if (!this.events) return;
     const reasons = codes.map((c) => {
       const r = describeReason(c);
       return `${r.name} (${c}, ${s.fallbacks[c]} connection(s)): ${r.meaning}`;
@@ -231,7 +233,7 @@ export class NodeAgent {
     const total = s.byMode.SMCR + s.byMode.SMCD + s.byMode.TCP;
     const message = `${s.byMode.TCP} of ${total} connection(s) fell back to TCP. ${reasons.join(' ') || 'Reason not in the sample.'} See erdma-smcr status --pod ${p.namespace}/${p.name}.`;
     try {
-      await this.core.createNamespacedEvent({ namespace: p.namespace, body: this.eventFor(pod, { kind: 'tcp', type: 'Warning', reason: 'SMCRFallback', message: message.slice(0, 1000) }) });
+      await this.postEvent(p.namespace, this.eventFor(pod, { kind: 'tcp', type: 'Warning', reason: 'SMCRFallback', message: message.slice(0, 1000) }));
       this.toldFallback.set(p.uid, { key, at: now });
       this.opts.metrics.events.inc({ reason: 'SMCRFallback' });
     } catch (err) {
@@ -340,26 +342,23 @@ export class NodeAgent {
 
   /** Posts an Event on this Node; false when it could not (no API, or the call failed). */
   private async nodeEvent(reason: string, message: string, type: 'Normal' | 'Warning' = 'Warning'): Promise<boolean> {
-    if (this.needNode('node events') || !this.opts.kubeConfig) return false;
-    this.core ??= this.opts.kubeConfig.makeApiClient(CoreV1Api);
+    if (this.needNode('node events') || !this.opts.client) return false;
+    this.events ??= this.opts.client;
     const node = this.a.nodeName as string;
     const now = new Date((this.opts.now ?? Date.now)());
     try {
-      await this.core.createNamespacedEvent({
-        namespace: 'default',
-        body: {
-          metadata: { generateName: `${node}.` },
-          involvedObject: { apiVersion: 'v1', kind: 'Node', name: node, uid: node },
-          reason,
-          message,
-          type,
-          source: { component: 'erdma-smcr-agent', host: node },
-          reportingComponent: 'erdma-smcr-agent',
-          reportingInstance: node,
-          firstTimestamp: now,
-          lastTimestamp: now,
-          count: 1,
-        },
+      await this.postEvent('default', {
+        metadata: { generateName: `${node}.` },
+        involvedObject: { apiVersion: 'v1', kind: 'Node', name: node, uid: node },
+        reason,
+        message,
+        type,
+        source: { component: 'erdma-smcr-agent', host: node },
+        reportingComponent: 'erdma-smcr-agent',
+        reportingInstance: node,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
       });
       this.opts.metrics.events.inc({ reason });
       return true;
@@ -369,16 +368,17 @@ export class NodeAgent {
     }
   }
 
+  private postEvent(namespace: string, body: CoreV1Event): Promise<unknown> {
+    return (this.events as KubeClient).request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, { body });
+  }
+
   private async startPodWatch(): Promise<void> {
     const why = this.needNode('pod events');
     if (why) return void this.problems.set('pods', why);
-    const kc = this.opts.kubeConfig as KubeConfig;
-    const core = (this.core ??= kc.makeApiClient(CoreV1Api));
-    const fieldSelector = `spec.nodeName=${this.a.nodeName}`;
-    this.pods = new WatchedSet<V1Pod>(kc, {
+    const client = (this.events ??= this.opts.client as KubeClient);
+    this.pods = new WatchedSet<V1Pod>(client, {
       path: '/api/v1/pods',
-      fieldSelector,
-      list: () => core.listPodForAllNamespaces({ fieldSelector }),
+      fieldSelector: `spec.nodeName=${this.a.nodeName}`,
       logger: this.log,
       onChange: () => void this.podsPass(),
       onStale: (s) => this.setProblem('pods', s ? 'pod watch broken; retrying' : ''),
@@ -468,9 +468,9 @@ export class NodeAgent {
   private async tell(pod: V1Pod, v: Verdict): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
     const where = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
-    if (this.told.get(uid) === v.reason || !this.core) return;
+    if (this.told.get(uid) === v.reason || !this.events) return;
     try {
-      await this.core.createNamespacedEvent({ namespace: pod.metadata?.namespace ?? 'default', body: this.eventFor(pod, v) });
+      await this.postEvent(pod.metadata?.namespace ?? 'default', this.eventFor(pod, v));
       this.told.set(uid, v.reason);
       this.opts.metrics.events.inc({ reason: v.reason });
       this.log.info({ pod: where, reason: v.reason }, v.message);

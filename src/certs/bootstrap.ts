@@ -2,16 +2,10 @@
 // cert-manager's and Istio's webhooks do): ensure CA → ensure serving certificate → ensure the
 // caBundle of our webhook configurations; renew and rotate in the background; every replica
 // follows the Secret through a watch and swaps its TLS certificate without a restart.
-import {
-  AdmissionregistrationV1Api,
-  CoreV1Api,
-  type KubeConfig,
-  type V1MutatingWebhookConfiguration,
-  type V1Secret,
-  type V1ValidatingWebhookConfiguration,
-} from '@kubernetes/client-node';
+import type { V1MutatingWebhookConfiguration, V1Secret, V1ValidatingWebhookConfiguration } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
+import type { KubeClient } from '../cluster/client.js';
 import { apiReason, apiStatus, WatchedSet } from '../cluster/kube.js';
 import { advance, assess, SECRET_KEYS, splitPem, trustBundle, type CertSecret, type RotationPolicy, type Step } from './rotation.js';
 
@@ -42,19 +36,14 @@ export function secretFromApi(s: V1Secret): CertSecret {
 }
 
 export class KubeSecretStore implements SecretStore {
-  private readonly core: CoreV1Api;
-  constructor(kc: KubeConfig, private readonly namespace: string, private readonly name: string) {
-    this.core = kc.makeApiClient(CoreV1Api);
+  private readonly collection: string;
+  constructor(private readonly client: KubeClient, private readonly namespace: string, private readonly name: string) {
+    this.collection = `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`;
   }
 
   async read(): Promise<{ secret: CertSecret; resourceVersion: string } | undefined> {
-    try {
-      const s = await this.core.readNamespacedSecret({ name: this.name, namespace: this.namespace });
-      return { secret: secretFromApi(s), resourceVersion: s.metadata?.resourceVersion ?? '' };
-    } catch (err) {
-      if (apiStatus(err) === 404) return undefined;
-      throw err;
-    }
+    const s = await this.client.get<V1Secret>(`${this.collection}/${encodeURIComponent(this.name)}`);
+    return s && { secret: secretFromApi(s), resourceVersion: s.metadata?.resourceVersion ?? '' };
   }
 
   private body(secret: CertSecret, resourceVersion?: string): V1Secret {
@@ -77,7 +66,7 @@ export class KubeSecretStore implements SecretStore {
 
   async create(secret: CertSecret): Promise<'ok' | 'exists'> {
     try {
-      await this.core.createNamespacedSecret({ namespace: this.namespace, body: this.body(secret) });
+      await this.client.request('POST', this.collection, { body: this.body(secret) });
       return 'ok';
     } catch (err) {
       if (apiStatus(err) === 409) return 'exists';
@@ -87,7 +76,7 @@ export class KubeSecretStore implements SecretStore {
 
   async update(secret: CertSecret, resourceVersion: string): Promise<'ok' | 'conflict'> {
     try {
-      await this.core.replaceNamespacedSecret({ name: this.name, namespace: this.namespace, body: this.body(secret, resourceVersion) });
+      await this.client.request('PUT', `${this.collection}/${encodeURIComponent(this.name)}`, { body: this.body(secret, resourceVersion) });
       return 'ok';
     } catch (err) {
       if (apiStatus(err) === 409) return 'conflict';
@@ -101,22 +90,18 @@ type WebhookConfig = V1MutatingWebhookConfiguration | V1ValidatingWebhookConfigu
 /** Sets caBundle on every webhook of one Mutating- or ValidatingWebhookConfiguration. */
 export class WebhookConfigTarget implements BundleTarget {
   readonly description: string;
-  private readonly api: AdmissionregistrationV1Api;
-  constructor(kc: KubeConfig, private readonly kind: 'mutating' | 'validating', private readonly name: string) {
-    this.api = kc.makeApiClient(AdmissionregistrationV1Api);
+  private readonly path: string;
+  constructor(private readonly client: KubeClient, kind: 'mutating' | 'validating', name: string) {
     this.description = `${kind === 'mutating' ? 'MutatingWebhookConfiguration' : 'ValidatingWebhookConfiguration'}/${name}`;
+    this.path = `/apis/admissionregistration.k8s.io/v1/${kind}webhookconfigurations/${encodeURIComponent(name)}`;
   }
 
   private get(): Promise<WebhookConfig> {
-    return this.kind === 'mutating'
-      ? this.api.readMutatingWebhookConfiguration({ name: this.name })
-      : this.api.readValidatingWebhookConfiguration({ name: this.name });
+    return this.client.request<WebhookConfig>('GET', this.path);
   }
 
   private replace(body: WebhookConfig): Promise<WebhookConfig> {
-    return this.kind === 'mutating'
-      ? this.api.replaceMutatingWebhookConfiguration({ name: this.name, body: body as V1MutatingWebhookConfiguration })
-      : this.api.replaceValidatingWebhookConfiguration({ name: this.name, body: body as V1ValidatingWebhookConfiguration });
+    return this.client.request<WebhookConfig>('PUT', this.path, { body });
   }
 
   async publish(bundlePem: string): Promise<PublishResult> {
@@ -220,7 +205,7 @@ export class SecretCerts {
 }
 
 export interface CertManagerOptions extends SecretCertsOptions {
-  readonly kubeConfig: KubeConfig;
+  readonly client: KubeClient;
   readonly namespace: string;
   readonly secretName: string;
   /** How often to re-check expiry and the caBundle (drift repair). */
@@ -243,12 +228,9 @@ export class SecretCertManager {
 
   constructor(private readonly opts: CertManagerOptions) {
     this.certs = new SecretCerts(opts);
-    const core = opts.kubeConfig.makeApiClient(CoreV1Api);
-    const fieldSelector = `metadata.name=${opts.secretName}`;
-    this.watch = new WatchedSet<V1Secret>(opts.kubeConfig, {
-      path: `/api/v1/namespaces/${opts.namespace}/secrets`,
-      fieldSelector,
-      list: () => core.listNamespacedSecret({ namespace: opts.namespace, fieldSelector }),
+    this.watch = new WatchedSet<V1Secret>(opts.client, {
+      path: `/api/v1/namespaces/${encodeURIComponent(opts.namespace)}/secrets`,
+      fieldSelector: `metadata.name=${opts.secretName}`,
       logger: opts.logger,
       onChange: () => this.fromWatch(),
       ...(opts.onStale ? { onStale: opts.onStale } : {}),

@@ -3,14 +3,13 @@
 // other subcommands never need.
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import type { KubeConfig } from '@kubernetes/client-node';
+import { loadKubeClient, type Env, type KubeClient } from '../cluster/client.js';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { discover } from '../agent/discovery.js';
 import { AgentMetrics, NodeAgent } from '../agent/node-agent.js';
 import { ErdmaDevicePlugin } from '../agent/plugin.js';
 import { servedResources } from '../agent/resources.js';
-import { loadKubeConfig } from '../cluster/kube.js';
 import type { AgentConfig, Config } from '../config/schema.js';
 import { createLogger } from '../log.js';
 import { discoveryOptions } from './agent.js';
@@ -30,10 +29,10 @@ async function agentHttp(config: AgentConfig, metrics: AgentMetrics, ready: () =
   return app;
 }
 
-function kubeFor(a: AgentConfig, file: string | undefined, logger: Logger): KubeConfig | undefined {
+async function kubeFor(a: AgentConfig, file: string | undefined, env: Env, logger: Logger): Promise<KubeClient | undefined> {
   if (!a.nodeLabels && !a.podEvents) return undefined;
   try {
-    return loadKubeConfig(file);
+    return await loadKubeClient(file, env);
   } catch (err) {
     logger.warn({ reason: (err as Error).message }, 'no Kubernetes API: node labels and pod events are off');
     return undefined;
@@ -52,8 +51,8 @@ export async function runAgent(config: Readonly<Config>, io: CliIO, uninstall: b
     return;
   }
   logger.info({ config: a }, 'effective agent configuration');
-  const kubeConfig = kubeFor(a, config.cluster.kubeconfig, logger);
-  const agent = new NodeAgent({ config: a, logger, metrics, discover: discoverNow, ...(kubeConfig ? { kubeConfig } : {}) });
+  const client = await kubeFor(a, config.cluster.kubeconfig, io.env, logger);
+  const agent = new NodeAgent({ config: a, logger, metrics, discover: discoverNow, ...(client ? { client } : {}) });
   // One kubelet registration per resource; a configuration the node's devices contradict stops here.
   const plugins = a.devicePlugin
     ? servedResources(a, discoverNow).map(

@@ -1,10 +1,10 @@
 // The webhook process behind `erdma-smcr serve`, loaded only when serving: it brings fastify,
-// prom-client and node-forge, which the other subcommands never need. @kubernetes/client-node
-// (most of a second to load, and ~70 MB of resident memory) is imported only when the mode needs
-// it: a live cluster view or certificates kept in a Secret. Offline serving never loads it.
+// prom-client and node-forge, which the other subcommands never need. The Kubernetes client
+// (cluster/client.ts) is loaded only when the mode needs it: a live cluster view or certificates
+// kept in a Secret.
 import { isAbsolute, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeClient } from '../cluster/client.js';
 import type { Logger } from 'pino';
 import { WebhookMetrics } from '../admission/metrics.js';
 import { startServer, type RunningServer, type ServerOptions } from '../admission/server.js';
@@ -24,11 +24,11 @@ function baseProfile(config: Readonly<Config>): Profile {
 }
 
 /** The policy's cluster view: offline (profile files) or live (informers). */
-async function viewSource(config: Readonly<Config>, kc: () => Promise<KubeConfig>, logger: Logger, metrics: WebhookMetrics): Promise<ClusterViewSource> {
+async function viewSource(config: Readonly<Config>, kc: () => Promise<KubeClient>, logger: Logger, metrics: WebhookMetrics): Promise<ClusterViewSource> {
   if (config.cluster.source === 'offline') return offlineView(config);
   const { LiveViewSource } = await import('../cluster/live.js');
   const live = new LiveViewSource({
-    kubeConfig: await kc(),
+    client: await kc(),
     namespace: config.webhook.namespace,
     configMap: config.cluster.configMap,
     baseProfile: baseProfile(config),
@@ -64,7 +64,7 @@ function fileCertificates(config: Readonly<Config>, logger: Logger): Certificate
   return { start: { keyPath: paths.key, certPath: paths.cert }, caPath: shown(paths.caCert), attach: () => {}, close: async () => {} };
 }
 
-async function secretCertificates(config: Readonly<Config>, kc: KubeConfig, logger: Logger, metrics: WebhookMetrics): Promise<Certificates> {
+async function secretCertificates(config: Readonly<Config>, kc: KubeClient, logger: Logger, metrics: WebhookMetrics): Promise<Certificates> {
   const w = config.webhook;
   const { KubeSecretStore, SecretCertManager, WebhookConfigTarget } = await import('../certs/bootstrap.js');
   let server: RunningServer | undefined;
@@ -74,7 +74,7 @@ async function secretCertificates(config: Readonly<Config>, kc: KubeConfig, logg
     ...(w.validatingWebhookConfiguration ? [new WebhookConfigTarget(kc, 'validating', w.validatingWebhookConfiguration)] : []),
   ];
   const manager = new SecretCertManager({
-    kubeConfig: kc,
+    client: kc,
     namespace: w.namespace,
     secretName: w.secretName,
     store: new KubeSecretStore(kc, w.namespace, w.secretName),
@@ -130,8 +130,8 @@ export async function runServe(config: Readonly<Config>, io: CliIO): Promise<voi
   const logger = createLogger(config.logLevel);
   logger.info({ config }, 'effective configuration');
   const metrics = new WebhookMetrics();
-  let kc: KubeConfig | undefined;
-  const kube = async (): Promise<KubeConfig> => (kc ??= (await import('../cluster/kube.js')).loadKubeConfig(config.cluster.kubeconfig));
+  let kc: Promise<KubeClient> | undefined;
+  const kube = (): Promise<KubeClient> => (kc ??= import('../cluster/client.js').then((m) => m.loadKubeClient(config.cluster.kubeconfig, io.env)));
   const certs = config.webhook.certSource === 'secret' ? await secretCertificates(config, await kube(), logger, metrics) : fileCertificates(config, logger);
   const views = await viewSource(config, kube, logger, metrics);
   const server = await startServer({ config, views, logger, metrics, ...certs.start });

@@ -1,29 +1,15 @@
-// The narrow door to the Kubernetes API: kubeconfig loading the standard way, status helpers, and
-// a watched set of objects (client-node's ListWatch) that restarts itself with backoff and says
-// when it is stale.
-import { KubeConfig, ListWatch, Watch, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+// The narrow door to the Kubernetes API: the client (client.ts), status helpers, and a watched
+// set of objects (list, then watch from its resourceVersion) that restarts itself with backoff
+// and says when it is stale.
 import type { Logger } from 'pino';
-import { AppError } from '../errors.js';
+import { ApiError, type KubeClient, type WatchHandle } from './client.js';
 
-/**
- * Kubeconfig chosen the way kubectl and client-go choose it: an explicit file, else $KUBECONFIG,
- * else ~/.kube/config, else the in-cluster service account.
- */
-export function loadKubeConfig(file?: string): KubeConfig {
-  const kc = new KubeConfig();
-  try {
-    if (file) kc.loadFromFile(file);
-    else kc.loadFromDefault();
-  } catch (err) {
-    throw new AppError('KUBE_UNAVAILABLE', `cannot load kubeconfig${file ? ` ${file}` : ''}: ${(err as Error).message}`);
-  }
-  if (!kc.getCurrentCluster()) {
-    throw new AppError('KUBE_UNAVAILABLE', 'no Kubernetes cluster configured: pass --kubeconfig, set KUBECONFIG, or run in a pod');
-  }
-  return kc;
+/** What a watched object has: metadata with a name, maybe a namespace and a resourceVersion. */
+export interface KubeObject {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
 }
 
-/** HTTP status of a failed API call (client-node's ApiException carries `code`). */
+/** HTTP status of a failed API call (ApiError, like client-node's ApiException, carries `code`). */
 export function apiStatus(err: unknown): number | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'number' ? code : undefined;
@@ -44,10 +30,9 @@ export function apiReason(err: unknown): string {
   return status !== undefined ? `HTTP ${status}: ${message.split('\n')[0]}` : message;
 }
 
-export interface WatchedSetOptions<T extends KubernetesObject> {
+export interface WatchedSetOptions {
   /** API path of the collection, e.g. /api/v1/nodes. */
   readonly path: string;
-  readonly list: () => Promise<KubernetesListObject<T>>;
   readonly labelSelector?: string;
   readonly fieldSelector?: string;
   readonly logger: Logger;
@@ -58,13 +43,19 @@ export interface WatchedSetOptions<T extends KubernetesObject> {
   readonly backoffMs?: { readonly initial: number; readonly max: number };
 }
 
+/** The server ends a watch after this long plus up to as much again (spread, as client-go does). */
+const WATCH_SECONDS = 300;
+
+const keyOf = (o: KubeObject): string => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+
 /**
- * A ListWatch kept alive: client-node stops a ListWatch on any error other than 410 Gone; this
- * restarts it (a fresh list, then watch) with exponential backoff and keeps the last good objects
- * meanwhile.
+ * A collection listed, then watched from the list's resourceVersion; a watch the server ends is
+ * resumed from the last version seen (bookmarks included), and a 410 Gone lists again. Any other
+ * failure marks the set stale, keeps the last good objects, and starts over (a fresh list, then
+ * watch) with exponential backoff.
  */
-export class WatchedSet<T extends KubernetesObject> {
-  private readonly lw: ListWatch<T>;
+export class WatchedSet<T extends KubeObject> {
+  private readonly items = new Map<string, T>();
   private listed = false;
   private broke = false;
   private closed = false;
@@ -72,32 +63,88 @@ export class WatchedSet<T extends KubernetesObject> {
   private delay: number;
   private firstSync: Promise<void>;
   private resolveFirst!: () => void;
+  private current: WatchHandle | undefined;
+  /** Each start (and restart after a failure) is a new generation; older cycles stop. */
+  private generation = 0;
 
-  constructor(kc: KubeConfig, private readonly opts: WatchedSetOptions<T>) {
+  constructor(
+    private readonly client: KubeClient,
+    private readonly opts: WatchedSetOptions,
+  ) {
     this.delay = opts.backoffMs?.initial ?? 500;
     this.firstSync = new Promise((r) => (this.resolveFirst = r));
-    const list = async (): Promise<KubernetesListObject<T>> => {
-      const result = await opts.list();
-      this.listed = true;
-      this.broke = false;
-      this.delay = opts.backoffMs?.initial ?? 500;
-      opts.onStale?.(false);
-      this.resolveFirst();
-      queueMicrotask(opts.onChange);
-      return result;
-    };
-    this.lw = new ListWatch<T>(opts.path, new Watch(kc), list, false, opts.labelSelector, opts.fieldSelector);
-    for (const verb of ['add', 'update', 'delete'] as const) this.lw.on(verb, () => opts.onChange());
-    this.lw.on('error', (err: unknown) => this.broken(err));
   }
 
   /** Starts listing and watching; resolves after the first successful list or `timeoutMs`. */
   async start(timeoutMs = 10_000): Promise<boolean> {
-    void this.lw.start().catch((err: unknown) => this.broken(err));
+    this.run();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.firstSync, new Promise((r) => (timer = setTimeout(r, timeoutMs)))]);
     clearTimeout(timer);
     return this.listed;
+  }
+
+  private selectors(): Record<string, string | undefined> {
+    return { labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector };
+  }
+
+  private run(): void {
+    const generation = ++this.generation;
+    void this.cycle(generation).catch((err: unknown) => {
+      if (generation === this.generation) this.broken(err);
+    });
+  }
+
+  private async cycle(generation: number): Promise<void> {
+    const current = (): boolean => !this.closed && generation === this.generation;
+    while (current()) {
+      let version = await this.list();
+      // Resumes each watch the server ends from the last version seen; a 410 Gone lists again.
+      for (let gone = false; !gone && current(); ) {
+        const watched = await this.watchOnce(version);
+        version = watched.version;
+        gone = watched.gone;
+      }
+    }
+  }
+
+  /** Lists the collection into the set; returns the list's resourceVersion. */
+  private async list(): Promise<string> {
+    const list = await this.client.request<{ metadata?: { resourceVersion?: string }; items?: T[] }>('GET', this.opts.path, { query: this.selectors() });
+    if (this.closed) return '';
+    this.items.clear();
+    for (const item of list.items ?? []) this.items.set(keyOf(item), item);
+    this.listed = true;
+    this.broke = false;
+    this.delay = this.opts.backoffMs?.initial ?? 500;
+    this.opts.onStale?.(false);
+    this.resolveFirst();
+    this.opts.onChange();
+    return list.metadata?.resourceVersion ?? '';
+  }
+
+  /** One watch from `version`, applied to the set until the server ends it. */
+  private async watchOnce(version: string): Promise<{ version: string; gone: boolean }> {
+    let last = version;
+    let gone = false;
+    const query = { ...this.selectors(), resourceVersion: version, allowWatchBookmarks: true, timeoutSeconds: WATCH_SECONDS + Math.floor(Math.random() * WATCH_SECONDS) };
+    this.current = await this.client.watch(this.opts.path, query, (e) => {
+      const code = (e.object as { code?: number }).code;
+      if (e.type === 'ERROR') {
+        if (code !== 410) throw new ApiError(Number(code ?? 0), JSON.stringify(e.object), 'GET', `${this.opts.path}?watch=1`);
+        gone = true;
+        return;
+      }
+      const obj = e.object as T;
+      last = obj.metadata?.resourceVersion ?? last;
+      if (e.type === 'BOOKMARK') return;
+      if (e.type === 'DELETED') this.items.delete(keyOf(obj));
+      else this.items.set(keyOf(obj), obj);
+      this.opts.onChange();
+    });
+    if (this.closed) this.current.abort();
+    await this.current.done;
+    return { version: last, gone };
   }
 
   get synced(): boolean {
@@ -110,11 +157,11 @@ export class WatchedSet<T extends KubernetesObject> {
   }
 
   objects(): readonly T[] {
-    return this.lw.list();
+    return [...this.items.values()];
   }
 
   get(name: string, namespace?: string): T | undefined {
-    return this.lw.get(name, namespace);
+    return this.items.get(`${namespace ?? ''}/${name}`);
   }
 
   private broken(err: unknown): void {
@@ -122,16 +169,18 @@ export class WatchedSet<T extends KubernetesObject> {
     this.broke = true;
     this.opts.onStale?.(true);
     this.opts.logger.warn({ path: this.opts.path, reason: apiReason(err), retryInMs: this.delay }, 'watch broken; serving the last good state');
+    this.current?.abort();
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
-      if (!this.closed) void this.lw.start().catch((e: unknown) => this.broken(e));
+      if (!this.closed) this.run();
     }, this.delay);
     this.delay = Math.min(this.delay * 2, this.opts.backoffMs?.max ?? 30_000);
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    this.generation++;
     clearTimeout(this.timer);
-    await this.lw.stop();
+    this.current?.abort();
   }
 }

@@ -1,19 +1,20 @@
 // The live cluster view: informers on the nodes and on the ConfigMap holding the cluster profile
 // (driver mode, IP families: the same ClusterProfile document `erdma-smcr check --profile` reads).
 // Ready after the first sync of both; a broken watch keeps the last good view and says so.
-import { CoreV1Api, type KubeConfig, type V1ConfigMap, type V1Node } from '@kubernetes/client-node';
+import type { V1ConfigMap, V1Node } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { ClusterView, NodeFacts } from '../policy/types.js';
 import { parseYamlFirst } from '../yaml.js';
 import { parseProfile, viewFromProfile, type Profile } from './profile.js';
 import { WatchedSet } from './kube.js';
+import type { KubeClient } from './client.js';
 import { nodeFacts, type ClusterViewSource } from './view.js';
 
 /** Key of the ConfigMap entry holding the ClusterProfile YAML. */
 export const PROFILE_KEY = 'profile.yaml';
 
 export interface LiveViewOptions {
-  readonly kubeConfig: KubeConfig;
+  readonly client: KubeClient;
   readonly namespace: string;
   /** ConfigMap in `namespace` whose `profile.yaml` overrides `baseProfile`; absent is fine. */
   readonly configMap: string;
@@ -33,21 +34,18 @@ export class LiveViewSource implements ClusterViewSource {
   private readonly stale = new Set<string>();
 
   constructor(private readonly opts: LiveViewOptions) {
-    const core = opts.kubeConfig.makeApiClient(CoreV1Api);
     this.profile = opts.baseProfile;
     this.view = viewFromProfile(opts.baseProfile);
     const common = { logger: opts.logger, onChange: () => this.rebuild(), ...(opts.backoffMs ? { backoffMs: opts.backoffMs } : {}) };
-    this.nodes = new WatchedSet<V1Node>(opts.kubeConfig, {
+    this.nodes = new WatchedSet<V1Node>(opts.client, {
       ...common,
       path: '/api/v1/nodes',
-      list: () => core.listNode(),
       onStale: (s) => this.setStale('nodes', s),
     });
-    this.maps = new WatchedSet<V1ConfigMap>(opts.kubeConfig, {
+    this.maps = new WatchedSet<V1ConfigMap>(opts.client, {
       ...common,
-      path: `/api/v1/namespaces/${opts.namespace}/configmaps`,
+      path: `/api/v1/namespaces/${encodeURIComponent(opts.namespace)}/configmaps`,
       fieldSelector: `metadata.name=${opts.configMap}`,
-      list: () => core.listNamespacedConfigMap({ namespace: opts.namespace, fieldSelector: `metadata.name=${opts.configMap}` }),
       onStale: (s) => this.setStale('configmap', s),
     });
   }

@@ -11,12 +11,12 @@ import { createServer, type AddressInfo } from 'node:net';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentMetrics, NodeAgent } from '../../src/agent/node-agent.js';
 import { discover } from '../../src/agent/discovery.js';
-import { loadKubeConfig } from '../../src/cluster/kube.js';
+import { loadKubeClient, type KubeClient } from '../../src/cluster/client.js';
 import { loadConfig } from '../../src/config/load.js';
 import { ensureBinaries, startControlPlane, type ControlPlane } from '../harness/k8s/control-plane.js';
 import { canUseNetns, cleanupNetns, createNetns, readSysctlIn, runPlugin } from '../helpers/netns.js';
@@ -32,7 +32,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => {
   let cp: ControlPlane;
   let admin: CoreV1Api;
-  let kc: KubeConfig;
+  let kc: KubeClient;
   let agent: NodeAgent;
   let metrics: AgentMetrics;
   let dir: string;
@@ -64,8 +64,10 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
       expect(r.status, r.stderr).toBe(0);
     }
     expect((await cp.kubectl(['create', 'namespace', 'apps'])).status).toBe(0);
-    admin = loadKubeConfig(cp.kubeconfig).makeApiClient(CoreV1Api);
-    kc = loadKubeConfig(await cp.kubeconfigFor(SA_NS, SA_NAME));
+    const adminConfig = new KubeConfig(); // the tests' own client: client-node, independent of ours
+    adminConfig.loadFromFile(cp.kubeconfig);
+    admin = adminConfig.makeApiClient(CoreV1Api);
+    kc = await loadKubeClient(await cp.kubeconfigFor(SA_NS, SA_NAME), {});
     const config = loadConfig({
       flags: {
         'agent.hostRoot': host, 'agent.procRoot': proc, 'agent.nodeName': NODE, 'agent.nativeBinary': PLUGIN,
@@ -73,7 +75,7 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
       },
     });
     metrics = new AgentMetrics({ defaultMetrics: false });
-    agent = new NodeAgent({ config: config.agent, logger: pino({ level: 'silent' }), metrics, kubeConfig: kc, discover: () => discover({ hostRoot: host }) });
+    agent = new NodeAgent({ config: config.agent, logger: pino({ level: 'silent' }), metrics, client: kc, discover: () => discover({ hostRoot: host }) });
     await agent.start();
   }, 120_000);
 
@@ -213,7 +215,7 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
           },
         });
         const m = new AgentMetrics({ defaultMetrics: false });
-        return { a: new NodeAgent({ config: config.agent, logger: pino({ level: 'silent' }), metrics: m, kubeConfig: kc, discover: () => devices.filter((d) => d.mac === eni.mac) }), m };
+        return { a: new NodeAgent({ config: config.agent, logger: pino({ level: 'silent' }), metrics: m, client: kc, discover: () => devices.filter((d) => d.mac === eni.mac) }), m };
       };
       const { a, m } = make(`http://127.0.0.1:${port}`);
       await a.start();
@@ -264,7 +266,7 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
           'agent.cniInstall': false, 'agent.hostPnet': false, 'agent.podEvents': false, 'agent.nodeLabels': false,
         },
       });
-      return new NodeAgent({ config: config.agent, logger: pino({ level: 'silent' }), metrics: new AgentMetrics({ defaultMetrics: false }), kubeConfig: kc, discover: () => [] });
+      return new NodeAgent({ config: config.agent, logger: pino({ level: 'silent' }), metrics: new AgentMetrics({ defaultMetrics: false }), client: kc, discover: () => [] });
     };
     const events = async (reason: string) =>
       (await admin.listNamespacedEvent({ namespace: 'default', fieldSelector: `involvedObject.kind=Node,involvedObject.name=${NODE},reason=${reason}` })).items;
@@ -296,7 +298,7 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
       },
     });
     const m = new AgentMetrics({ defaultMetrics: false });
-    const a = new NodeAgent({ config: config.agent, logger: pino({ level: 'silent' }), metrics: m, kubeConfig: kc, discover: () => [] });
+    const a = new NodeAgent({ config: config.agent, logger: pino({ level: 'silent' }), metrics: m, client: kc, discover: () => [] });
     await a.start();
     try {
       const pods = await a.sampleSmc();

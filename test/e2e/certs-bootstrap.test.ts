@@ -10,13 +10,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { AdmissionregistrationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { AdmissionregistrationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeSecretStore, SecretCertManager, SecretCerts, WebhookConfigTarget, secretFromApi } from '../../src/certs/bootstrap.js';
 import { generateCA, serviceNames } from '../../src/certs/pki.js';
 import { SECRET_KEYS, splitPem, type RotationPolicy } from '../../src/certs/rotation.js';
-import { loadKubeConfig } from '../../src/cluster/kube.js';
+import { loadKubeClient, type KubeClient } from '../../src/cluster/client.js';
 import { LiveViewSource } from '../../src/cluster/live.js';
 import { DEFAULT_PROFILE } from '../../src/cluster/profile.js';
 import { ensureBinaries, freePort, startControlPlane, type ControlPlane } from '../harness/k8s/control-plane.js';
@@ -53,7 +53,7 @@ function handshake(port: number, caPem: string, servername = SNI): Promise<strin
 
 describe.skipIf(why !== '')('certificates in a Secret, caBundle, and the live view (real kube-apiserver)', () => {
   let cp: ControlPlane;
-  let kc: KubeConfig;
+  let kc: KubeClient;
   let admin: KubeConfig;
   let webhookPort: number;
 
@@ -61,7 +61,7 @@ describe.skipIf(why !== '')('certificates in a Secret, caBundle, and the live vi
   const targets = (): WebhookConfigTarget[] => [new WebhookConfigTarget(kc, 'mutating', 'erdma-smcr'), new WebhookConfigTarget(kc, 'validating', 'erdma-smcr')];
   const certs = (): SecretCerts => new SecretCerts({ store: store(), targets: targets(), policy, logger });
   const certManager = (checkIntervalMs: number, onServing: (cert: string) => void = () => {}): SecretCertManager =>
-    new SecretCertManager({ kubeConfig: kc, namespace: NS, secretName: SECRET, store: store(), targets: targets(), policy, logger, checkIntervalMs, onServing: (_k, cert) => onServing(cert) });
+    new SecretCertManager({ client: kc, namespace: NS, secretName: SECRET, store: store(), targets: targets(), policy, logger, checkIntervalMs, onServing: (_k, cert) => onServing(cert) });
   const caBundles = async (): Promise<string[]> => {
     const api = admin.makeApiClient(AdmissionregistrationV1Api);
     const m = await api.readMutatingWebhookConfiguration({ name: 'erdma-smcr' });
@@ -82,8 +82,9 @@ describe.skipIf(why !== '')('certificates in a Secret, caBundle, and the live vi
     }
     const r = await cp.kubectl(['apply', '-f', '-'], registration(webhookPort));
     expect(r.status, r.stderr).toBe(0);
-    kc = loadKubeConfig(await cp.kubeconfigFor(SA_NS, SA_NAME));
-    admin = loadKubeConfig(cp.kubeconfig);
+    kc = await loadKubeClient(await cp.kubeconfigFor(SA_NS, SA_NAME), {});
+    admin = new KubeConfig(); // the tests' own client: client-node, independent of ours
+    admin.loadFromFile(cp.kubeconfig);
   }, 120_000);
 
   afterAll(async () => {
@@ -302,7 +303,7 @@ describe.skipIf(why !== '')('certificates in a Secret, caBundle, and the live vi
   it('keeps serving the last good view when the API server goes away, and says so', async () => {
     let stale = false;
     const view = new LiveViewSource({
-      kubeConfig: kc, namespace: NS, configMap: 'erdma-smcr-cluster', baseProfile: DEFAULT_PROFILE, logger,
+      client: kc, namespace: NS, configMap: 'erdma-smcr-cluster', baseProfile: DEFAULT_PROFILE, logger,
       onStale: (s) => (stale = s), backoffMs: { initial: 100, max: 500 },
     });
     try {

@@ -1,0 +1,148 @@
+// The webhook's and the agent's own Kubernetes client (src/cluster/client.ts) against the real
+// kube-apiserver (v1.20.2 from Debian's source package): each way of choosing and authenticating
+// that kubectl knows and the client claims, the watch protocol, and errors that say what to fix.
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiError, loadKubeClient, type KubeClient, type WatchEvent } from '../../src/cluster/client.js';
+import { isAppError } from '../../src/errors.js';
+import { ensureBinaries, startControlPlane, type ControlPlane } from '../harness/k8s/control-plane.js';
+
+const why = ensureBinaries();
+
+interface NodeList {
+  kind: string;
+  metadata: { resourceVersion: string };
+  items: unknown[];
+}
+
+function kubeconfig(server: string, user: Record<string, unknown>, cluster: Record<string, unknown>, context = 'test'): string {
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    'current-context': context,
+    clusters: [{ name: 'c', cluster: { server, ...cluster } }],
+    users: [{ name: 'u', user }],
+    contexts: [{ name: 'test', context: { cluster: 'c', user: 'u', namespace: 'team-a' } }],
+  });
+}
+
+async function failure(p: Promise<unknown>): Promise<{ code: string; message: string }> {
+  try {
+    await p;
+  } catch (err) {
+    if (isAppError(err)) return { code: err.code, message: err.message };
+    throw err;
+  }
+  throw new Error('expected a failure');
+}
+
+describe.skipIf(why !== '')('Kubernetes client (real kube-apiserver)', () => {
+  let cp: ControlPlane;
+  let dir: string;
+  const caData = (): string => Buffer.from(cp.caPem).toString('base64');
+  const write = (name: string, text: string): string => {
+    const path = join(dir, name);
+    writeFileSync(path, text, { mode: 0o600 });
+    return path;
+  };
+  const listNodes = (c: KubeClient): Promise<NodeList> => c.request<NodeList>('GET', '/api/v1/nodes');
+
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    dir = mkdtempSync(join(tmpdir(), 'kube-client-'));
+  }, 120_000);
+
+  afterAll(async () => {
+    await cp?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a token and an inline CA: lists, and reports the context namespace', async () => {
+    const c = await loadKubeClient(write('token.yaml', kubeconfig(cp.url, { token: cp.token }, { 'certificate-authority-data': caData() })), {});
+    expect((await listNodes(c)).kind).toBe('NodeList');
+    expect(c.namespace).toBe('team-a');
+  });
+
+  it('a client certificate and a CA as files, relative to the kubeconfig', async () => {
+    const sub = join(dir, 'certs');
+    mkdirSync(sub, { recursive: true });
+    copyFileSync(join(cp.dir, 'kubelet-client.crt'), join(sub, 'client.crt'));
+    copyFileSync(join(cp.dir, 'kubelet-client.key'), join(sub, 'client.key'));
+    copyFileSync(join(cp.dir, 'ca.crt'), join(sub, 'ca.crt'));
+    const file = join(sub, 'cert.yaml');
+    writeFileSync(file, kubeconfig(cp.url, { 'client-certificate': 'client.crt', 'client-key': 'client.key' }, { 'certificate-authority': 'ca.crt' }));
+    expect((await listNodes(await loadKubeClient(file, {}))).kind).toBe('NodeList');
+  });
+
+  it('KUBECONFIG holding several files: the first to name the current context wins', async () => {
+    const bad = write('bad.yaml', kubeconfig(cp.url, { token: 'wrong' }, { 'certificate-authority-data': caData() }, 'test'));
+    const good = write('good.yaml', kubeconfig(cp.url, { token: cp.token }, { 'certificate-authority-data': caData() }, 'test'));
+    // Both define cluster "c", user "u" and context "test": kubectl takes the first file's.
+    const first = await loadKubeClient(undefined, { KUBECONFIG: `${good}:${bad}` });
+    expect((await listNodes(first)).kind).toBe('NodeList');
+    const wrong = await loadKubeClient(undefined, { KUBECONFIG: `${bad}:${good}` });
+    await expect(listNodes(wrong)).rejects.toMatchObject({ code: 401 });
+  });
+
+  it('a credential plugin (exec): credentials come from client-node, loaded only for it', async () => {
+    const plugin = write('plugin.sh', `#!/bin/sh\necho '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"${cp.token}"}}'\n`);
+    chmodSync(plugin, 0o755);
+    const exec = { apiVersion: 'client.authentication.k8s.io/v1beta1', command: plugin };
+    const c = await loadKubeClient(write('exec.yaml', kubeconfig(cp.url, { exec }, { 'certificate-authority-data': caData() })), {});
+    expect((await listNodes(c)).kind).toBe('NodeList');
+  });
+
+  it('in a pod: the service account token, CA and namespace, and the service host and port', async () => {
+    const sa = join(dir, 'serviceaccount');
+    mkdirSync(sa, { recursive: true });
+    writeFileSync(join(sa, 'token'), `${cp.token}\n`);
+    writeFileSync(join(sa, 'ca.crt'), cp.caPem);
+    writeFileSync(join(sa, 'namespace'), 'erdma-smcr');
+    const url = new URL(cp.url);
+    const env = { KUBERNETES_SERVICE_HOST: url.hostname, KUBERNETES_SERVICE_PORT: url.port, HOME: dir };
+    const c = await loadKubeClient(undefined, env, sa);
+    expect((await listNodes(c)).kind).toBe('NodeList');
+    expect(c.namespace).toBe('erdma-smcr');
+  });
+
+  it('answers an API error with its status and the server message, and get() of a missing object with undefined', async () => {
+    const c = await loadKubeClient(cp.kubeconfig, {});
+    expect(await c.get('/api/v1/namespaces/default/secrets/nope')).toBeUndefined();
+    const err = await c.request('GET', '/api/v1/namespaces/default/secrets/nope').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ApiError);
+    expect((err as ApiError).code).toBe(404);
+    expect(JSON.parse((err as ApiError).body)).toMatchObject({ kind: 'Status', reason: 'NotFound' });
+    const created = await c.request<{ metadata: { resourceVersion: string } }>('POST', '/api/v1/namespaces/default/configmaps', { body: { metadata: { name: 'c1' }, data: { a: '1' } } });
+    const conflict = await c.request('POST', '/api/v1/namespaces/default/configmaps', { body: { metadata: { name: 'c1' } } }).catch((e: unknown) => e);
+    expect((conflict as ApiError).code).toBe(409);
+    const patched = await c.request<{ data: Record<string, string> }>('PATCH', '/api/v1/namespaces/default/configmaps/c1', { body: { data: { b: '2' } }, contentType: 'application/merge-patch+json' });
+    expect(patched.data).toEqual({ a: '1', b: '2' });
+    const stale = await c.request('PUT', '/api/v1/namespaces/default/configmaps/c1', { body: { metadata: { name: 'c1', resourceVersion: created.metadata.resourceVersion }, data: {} } }).catch((e: unknown) => e);
+    expect((stale as ApiError).code).toBe(409);
+  });
+
+  it('watches from a version: the events after it, in order, until the server ends the watch', async () => {
+    const c = await loadKubeClient(cp.kubeconfig, {});
+    const list = await c.request<NodeList>('GET', '/api/v1/namespaces/default/configmaps');
+    const events: WatchEvent[] = [];
+    const w = await c.watch('/api/v1/namespaces/default/configmaps', { resourceVersion: list.metadata.resourceVersion, timeoutSeconds: 5 }, (e) => events.push(e));
+    await c.request('POST', '/api/v1/namespaces/default/configmaps', { body: { metadata: { name: 'w1' } } });
+    await c.request('DELETE', '/api/v1/namespaces/default/configmaps/w1');
+    await w.done; // the server ends it after timeoutSeconds
+    expect(events.map((e) => `${e.type} ${(e.object.metadata as { name: string }).name}`)).toEqual(['ADDED w1', 'DELETED w1']);
+  });
+
+  it('says what to fix when nothing usable is configured', async () => {
+    expect(await failure(loadKubeClient(join(dir, 'missing.yaml'), {}))).toMatchObject({ code: 'KUBE_UNAVAILABLE', message: expect.stringContaining('no such file') });
+    const noContext = write('nocontext.yaml', JSON.stringify({ clusters: [], users: [], contexts: [] }));
+    expect((await failure(loadKubeClient(noContext, {}))).message).toContain('no current-context');
+    const plain = write('http.yaml', kubeconfig('http://127.0.0.1:1', { token: 'x' }, {}));
+    expect((await failure(loadKubeClient(plain, {}))).message).toContain('is not https');
+    const home = join(dir, 'empty-home');
+    mkdirSync(home, { recursive: true });
+    const none = await failure(loadKubeClient(undefined, { HOME: home }, join(dir, 'no-serviceaccount')));
+    expect(none.message).toBe('no Kubernetes cluster configured: pass --kubeconfig, set KUBECONFIG, or run in a pod');
+  });
+});
