@@ -56,7 +56,7 @@ function yamlType(v: unknown): string {
  */
 function nonStringAnnotations(loc: PodLocation): Denial[] {
   const raw = loc.metadata.annotations;
-  if (!isObject(raw)) return [];
+  if (!isObject(raw) || Object.values(raw).every((v) => typeof v === 'string')) return [];
   return Object.entries(raw)
     .filter(([k, v]) => typeof v !== 'string' && (k === SMCR_ANNOTATION || k.startsWith(OWN_PREFIX)))
     .map(([k, v]) => ({

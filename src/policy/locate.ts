@@ -72,7 +72,10 @@ export function locatePod(obj: JsonObject): PodLocation | undefined {
 export function stringMap(v: unknown): Record<string, string> {
   if (!isObject(v)) return {};
   const out: Record<string, string> = {};
-  for (const [k, val] of Object.entries(v)) if (typeof val === 'string') out[k] = val;
+  for (const k of Object.keys(v)) {
+    const val = v[k];
+    if (typeof val === 'string') out[k] = val;
+  }
   return out;
 }
 
