@@ -6,11 +6,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
-import { parseJsonBody } from '../src/admission/app.js';
-import { admit } from '../src/admission/handler.js';
-import { decodeReview, encodeReview } from '../src/admission/review.js';
-import { offlineView } from '../src/cli/webhook.js';
-import { defaultConfig } from '../src/config/load.js';
 import { median, type BenchRow } from './report.js';
 
 const SNI = 'erdma-smcr-webhook.erdma-smcr.svc';
@@ -212,21 +207,32 @@ function interleaved(fns: readonly (() => void)[], rounds = 41): { us: number; r
   return times.map((t) => ({ us: median(t), ratio: median(t.map((x, i) => x / times[0]![i]!)) }));
 }
 
+/** A module of the build (dist/, what `serve` runs), typed as its source: not through tsx's transform. */
+async function built<T>(source: string): Promise<T> {
+  return (await import(new URL(`../dist/${source}`, import.meta.url).href)) as T;
+}
+
 /**
  * The route's own work without HTTP, in this process: parse, decode, decide and serialise the
- * response, as the /mutate handler does. Steady where the loaded server is noisy, so it is the
- * figure to compare when the decision code changes. Baseline: JSON.parse of the same body.
+ * response, as the /mutate handler does, with the built modules. Steady where the loaded server is
+ * noisy, so it is the figure to compare when the decision code changes. Baseline: JSON.parse of
+ * the same body.
  */
-function inProcessRows(smcr: string, plain: string): BenchRow[] {
+export async function inProcessRows(smcr: string, plain: string): Promise<BenchRow[]> {
+  const { parseJsonBody } = await built<typeof import('../src/admission/app.js')>('admission/app.js');
+  const { admit } = await built<typeof import('../src/admission/handler.js')>('admission/handler.js');
+  const { decodeReview, encodeReviewJson } = await built<typeof import('../src/admission/review.js')>('admission/review.js');
+  const { offlineView } = await built<typeof import('../src/cli/webhook.js')>('cli/webhook.js');
+  const { defaultConfig } = await built<typeof import('../src/config/load.js')>('config/load.js');
   const config = defaultConfig();
   const view = offlineView(config).current();
   const route = (text: string) => (): void => {
     const decision = admit(decodeReview(parseJsonBody(text)), 'mutate', view, config.policy);
-    JSON.stringify(encodeReview(decision.response));
+    Buffer.byteLength(encodeReviewJson(decision.response)); // fastify measures it for Content-Length, flattening it
   };
   const names = [
     `in process: JSON.parse of the ${(smcr.length / 1024).toFixed(1)} KiB review (baseline)`,
-    'in process: SMC-R pod review (parse, decode, decide, serialise)',
+    'in process: SMC-R pod review (parse, decode, decide, serialise, measure)',
     'in process: pod without the annotation',
   ];
   const measured = interleaved([() => JSON.parse(smcr), route(smcr), route(plain)]);
@@ -248,7 +254,7 @@ export async function benchWebhook(): Promise<BenchRow[]> {
   try {
     const smcr = review(true);
     const plain = review(false);
-    const inProcess = inProcessRows(smcr, plain);
+    const inProcess = await inProcessRows(smcr, plain);
     const cases: Case[] = [
       { name: `bare node:https, fixed response (ceiling), ${CONNECTIONS} connections`, server: ceiling, body: smcr },
       { name: 'bare node:https that JSON.parses the body, fixed response', server: parsing, body: smcr },

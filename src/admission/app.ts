@@ -16,9 +16,11 @@ import { isObject } from '../policy/locate.js';
 import { BODY_TOO_LARGE_MESSAGE, BodyBudget, readBody } from './body.js';
 import { admit, kindLabel, type Endpoint } from './handler.js';
 import type { WebhookMetrics } from './metrics.js';
-import { decodeReview, encodeReview, type AdmissionRequest } from './review.js';
+import { decodeReview, encodeReviewJson, type AdmissionRequest } from './review.js';
 
 const SAFE_PARSE = { protoAction: 'remove', constructorAction: 'remove' } as const;
+/** What fastify sends for an object it serialises: reviews keep it when we serialise them. */
+const JSON_UTF8 = 'application/json; charset=utf-8';
 
 export interface Readiness {
   /** '' when ready, else why not. */
@@ -156,7 +158,7 @@ function reviewRoute(app: FastifyInstance, deps: AppDeps, endpoint: Endpoint): v
       'admission decision',
     );
     closeIfDraining(deps, request, reply);
-    return reply.send(encodeReview(decision.response));
+    return reply.type(JSON_UTF8).send(encodeReviewJson(decision.response));
   });
 }
 

@@ -6,7 +6,6 @@ import { evaluate } from '../policy/evaluate.js';
 import { SUPPORTED_KINDS } from '../policy/locate.js';
 import type { ClusterView, Denial, JsonObject, PolicyResult } from '../policy/types.js';
 import type { AdmissionRequest, AdmissionResponse } from './review.js';
-import { patchJson } from '../policy/patch.js';
 import { updateVerdict } from '../policy/update.js';
 
 export type Endpoint = 'mutate' | 'validate';
@@ -70,7 +69,7 @@ function respond(uid: string, result: PolicyResult): Decision {
   }
   let patchBytes = 0;
   if (result.allowed && result.patch.length > 0) {
-    const patch = Buffer.from(patchJson(result.patch));
+    const patch = Buffer.from(JSON.stringify(result.patch));
     patchBytes = patch.length;
     response.patchType = 'JSONPatch';
     response.patch = patch.toString('base64');

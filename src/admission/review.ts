@@ -109,3 +109,18 @@ export function decodeReview(body: unknown): AdmissionRequest {
 export function encodeReview(response: AdmissionResponse): AdmissionReviewResponse {
   return { apiVersion: REVIEW_API_VERSION, kind: REVIEW_KIND, response };
 }
+
+/**
+ * JSON.stringify(encodeReview(response)), byte for byte, for a response built as the handler
+ * builds it (keys in AdmissionResponse's order; test/admission/review.test.ts checks both). The
+ * base64 patch, most of the text, is copied as it is: base64 has nothing JSON must escape.
+ */
+export function encodeReviewJson(r: AdmissionResponse): string {
+  let out = `{"apiVersion":"${REVIEW_API_VERSION}","kind":"${REVIEW_KIND}","response":{"uid":${JSON.stringify(r.uid)},"allowed":${String(r.allowed)}`;
+  if (r.status !== undefined) out += `,"status":${JSON.stringify(r.status)}`;
+  if (r.patchType !== undefined) out += `,"patchType":${JSON.stringify(r.patchType)}`;
+  if (r.patch !== undefined) out += `,"patch":"${r.patch}"`;
+  if (r.warnings !== undefined) out += `,"warnings":${JSON.stringify(r.warnings)}`;
+  if (r.auditAnnotations !== undefined) out += `,"auditAnnotations":${JSON.stringify(r.auditAnnotations)}`;
+  return `${out}}}`;
+}

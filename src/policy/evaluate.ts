@@ -30,6 +30,12 @@ function verdictOf(denials: Denial[], warnings: string[], smcr: boolean): Policy
   return { allowed: denials.length === 0, denials, warnings, smcr, untouched: false, patch: [] };
 }
 
+/** An allowed verdict with the patch from `original` to its copy `mutated` (the original when it changed nothing). */
+function withPatch(warnings: readonly string[], smcr: boolean, original: JsonObject, mutated: JsonObject): PolicyResult {
+  const patch = patchOfCopy(original, mutated);
+  return { allowed: true, denials: [], warnings, smcr, untouched: false, patch, mutated: patch.length > 0 ? mutated : original };
+}
+
 /** Warns when the annotation sits on a workload's own metadata, where it does nothing. */
 function misplacedAnnotation(obj: JsonObject, loc: PodLocation): string[] {
   if (loc.isPod || !isObject(obj.metadata)) return [];
@@ -69,11 +75,6 @@ function nonStringAnnotations(loc: PodLocation): Denial[] {
     }));
 }
 
-function withPatch(result: PolicyResult, original: JsonObject, mutated: JsonObject): PolicyResult {
-  const patch = patchOfCopy(original, mutated);
-  return { ...result, patch, mutated: patch.length > 0 ? mutated : original };
-}
-
 function evaluateOff(obj: JsonObject, loc: PodLocation, warnings: string[], mutate: boolean, rdma: RdmaOutcome): PolicyResult {
   const annotations = stringMap(loc.metadata.annotations);
   if (Object.values(TUNING_ANNOTATIONS).some((k) => annotations[k] !== undefined)) {
@@ -84,7 +85,7 @@ function evaluateOff(obj: JsonObject, loc: PodLocation, warnings: string[], muta
   if (!mutate || !loc.isPod || annotations[SETTINGS_ANNOTATION] === undefined) return result;
   const clone = { ...obj };
   stripSettings(clone);
-  return withPatch(result, obj, clone);
+  return withPatch(result.warnings, false, obj, clone);
 }
 
 function mutatePod(obj: JsonObject, ctx: RuleContext, settings: string): JsonObject {
@@ -141,7 +142,6 @@ export function evaluate(obj: unknown, view: ClusterView, config: PolicyConfig, 
     denials.push(...out.denials);
     warnings.push(...out.warnings);
   }
-  const result = verdictOf(denials, warnings, true);
-  if (!result.allowed || !mutate) return result;
-  return withPatch(result, obj, mutatePod(obj, ctx, settingsAnnotation(ctx.tuning)));
+  if (denials.length > 0 || !mutate) return verdictOf(denials, warnings, true);
+  return withPatch(warnings, true, obj, mutatePod(obj, ctx, settingsAnnotation(ctx.tuning)));
 }

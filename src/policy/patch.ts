@@ -74,33 +74,3 @@ export function patchOfCopy(original: object, copy: object): Operation[] {
   return ops;
 }
 
-/** JSON of long string values seen before (the settings annotation repeats across a workload's pods); bounded. */
-const quoted = new Map<string, string>();
-const QUOTED_MAX = 256;
-
-function stringJson(s: string): string {
-  if (s.length < 64) return JSON.stringify(s);
-  let json = quoted.get(s);
-  if (json === undefined) {
-    if (quoted.size >= QUOTED_MAX) quoted.clear();
-    json = JSON.stringify(s);
-    quoted.set(s, json);
-  }
-  return json;
-}
-
-/**
- * JSON.stringify(ops), byte for byte (test/policy/patch.test.ts), for operations shaped as
- * patchOfCopy makes them ({op, path[, value]}). Long string values are quoted once and
- * remembered: escaping the settings annotation's JSON was the largest part of the patch's cost.
- */
-export function patchJson(ops: readonly Operation[]): string {
-  let out = '[';
-  for (let i = 0; i < ops.length; i++) {
-    const op = ops[i] as { readonly op: string; readonly path: string; readonly value?: unknown };
-    out += `${i === 0 ? '' : ','}{"op":${JSON.stringify(op.op)},"path":${JSON.stringify(op.path)}`;
-    if (op.value !== undefined) out += `,"value":${typeof op.value === 'string' ? stringJson(op.value) : JSON.stringify(op.value)}`;
-    out += '}';
-  }
-  return `${out}]`;
-}

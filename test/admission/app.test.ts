@@ -15,14 +15,15 @@ async function post(path: string, body: unknown, headers: Record<string, string>
     payload: typeof body === 'string' ? body : JSON.stringify(body),
     headers: { 'content-type': 'application/json', ...headers },
   });
-  return { status: res.statusCode, body: res.json() as JsonObject & { response: Record<string, unknown> } };
+  return { status: res.statusCode, type: res.headers['content-type'], body: res.json() as JsonObject & { response: Record<string, unknown> } };
 }
 
 describe('POST /mutate', () => {
   it('mutates a ReplicaSet-created pod (generateName, no name) and the patch applies', async () => {
     const review = smcrReview('pod-create-by-replicaset-controller');
-    const { status, body } = await post('/mutate', review);
+    const { status, type, body } = await post('/mutate', review);
     expect(status).toBe(200);
+    expect(type).toBe('application/json; charset=utf-8');
     expect(body).toMatchObject({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' });
     const r = body.response;
     expect(r).toMatchObject({ uid: (review.request as { uid: string }).uid, allowed: true, patchType: 'JSONPatch' });
