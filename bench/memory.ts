@@ -6,11 +6,13 @@
 //   real v1.20.2 API server; skipped when its binaries are not built);
 // - `agent` on a fixture host tree without a cluster (device discovery, CNI chaining, metrics),
 //   registered with a stand-in kubelet (test/helpers/fake-kubelet.ts): idle, then the peak after
-//   5 s of GetPreferredAllocation and Allocate calls over its gRPC socket.
+//   5 s of GetPreferredAllocation and Allocate calls over its gRPC socket, with the NODE_OPTIONS its
+//   DaemonSet sets.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import jsyaml from 'js-yaml';
 import type { BenchRow } from './report.js';
 import { load, review, startChild, stop, type Server } from './webhook.js';
 import { binariesPresent, startControlPlane } from '../test/harness/k8s/control-plane.js';
@@ -51,6 +53,14 @@ async function serveRows(dir: string, base: number, extraArgs: string[], label: 
   } finally {
     await stop(server.child);
   }
+}
+
+/** A variable the agent's DaemonSet sets (the agent is measured as it ships). */
+function daemonSetEnv(name: string): string {
+  const ds = jsyaml.load(readFileSync('manifests/base/agent.yaml', 'utf8')) as { spec: { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } } };
+  const value = ds.spec.template.spec.containers[0]?.env?.find((e) => e.name === name)?.value;
+  if (value === undefined) throw new Error(`manifests/base/agent.yaml sets no ${name}`);
+  return value;
 }
 
 /** Calls the registered plugin as a kubelet placing pods would, 4 calls at a time, for `ms`; returns the pairs made. */
@@ -100,7 +110,7 @@ export async function benchMemory(): Promise<BenchRow[]> {
     const kubelet = new FakeKubelet(join(host, 'kubelet'));
     await kubelet.start();
     const agent = spawn(process.execPath, ['bin/erdma-smcr.js', 'agent', '--host-root', host, '--kubelet-dir', join(host, 'kubelet'), '--kubeconfig', join(host, 'none')], {
-      env: { ...process.env, ERDMA_SMCR_AGENT_METRICS_PORT: '0', ERDMA_SMCR_LOG_LEVEL: 'warn' },
+      env: { ...process.env, NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS'), ERDMA_SMCR_AGENT_METRICS_PORT: '0', ERDMA_SMCR_LOG_LEVEL: 'warn' },
       stdio: 'ignore',
     });
     try {
