@@ -45,6 +45,8 @@ export interface WatchedSetOptions {
 
 /** The server ends a watch after this long plus up to as much again (spread, as client-go does). */
 const WATCH_SECONDS = 300;
+/** How long past its timeoutSeconds a watch may stay open before it is taken for dead. */
+const WATCH_GRACE_SECONDS = 30;
 
 const keyOf = (o: KubeObject): string => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
 
@@ -143,7 +145,16 @@ export class WatchedSet<T extends KubeObject> {
       this.opts.onChange();
     });
     if (this.closed) this.current.abort();
-    await this.current.done;
+    // The server ends the watch at timeoutSeconds; past that (and a margin) the connection is
+    // dead without having said so: drop it, and the set goes stale and starts over.
+    const watched = this.current;
+    const deadline = setTimeout(() => watched.abort(), (query.timeoutSeconds + WATCH_GRACE_SECONDS) * 1000);
+    deadline.unref();
+    try {
+      await watched.done;
+    } finally {
+      clearTimeout(deadline);
+    }
     return { version: last, gone };
   }
 
