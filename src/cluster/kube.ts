@@ -41,6 +41,8 @@ export interface WatchedSetOptions {
   /** Called with true when the watch breaks and false once it is healthy again. */
   readonly onStale?: (stale: boolean) => void;
   readonly backoffMs?: { readonly initial: number; readonly max: number };
+  /** Seconds each watch asks the server to end it after (spread up to twice that), and the grace past it before it is taken for dead. */
+  readonly watchSeconds?: { readonly timeout: number; readonly grace: number };
 }
 
 /** The server ends a watch after this long plus up to as much again (spread, as client-go does). */
@@ -129,7 +131,8 @@ export class WatchedSet<T extends KubeObject> {
   private async watchOnce(version: string): Promise<{ version: string; gone: boolean }> {
     let last = version;
     let gone = false;
-    const query = { ...this.selectors(), resourceVersion: version, allowWatchBookmarks: true, timeoutSeconds: WATCH_SECONDS + Math.floor(Math.random() * WATCH_SECONDS) };
+    const { timeout, grace } = this.opts.watchSeconds ?? { timeout: WATCH_SECONDS, grace: WATCH_GRACE_SECONDS };
+    const query = { ...this.selectors(), resourceVersion: version, allowWatchBookmarks: true, timeoutSeconds: timeout + Math.floor(Math.random() * timeout) };
     this.current = await this.client.watch(this.opts.path, query, (e) => {
       const code = (e.object as { code?: number }).code;
       if (e.type === 'ERROR') {
@@ -148,7 +151,7 @@ export class WatchedSet<T extends KubeObject> {
     // The server ends the watch at timeoutSeconds; past that (and a margin) the connection is
     // dead without having said so: drop it, and the set goes stale and starts over.
     const watched = this.current;
-    const deadline = setTimeout(() => watched.abort(), (query.timeoutSeconds + WATCH_GRACE_SECONDS) * 1000);
+    const deadline = setTimeout(() => watched.abort(), (query.timeoutSeconds + grace) * 1000);
     deadline.unref();
     try {
       await watched.done;

@@ -1,12 +1,16 @@
 // The webhook's and the agent's own Kubernetes client (src/cluster/client.ts) against the real
 // kube-apiserver (v1.20.2 from Debian's source package): each way of choosing and authenticating
 // that kubectl knows and the client claims, the watch protocol, and errors that say what to fix.
+import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, loadKubeClient, type KubeClient, type WatchEvent } from '../../src/cluster/client.js';
+import { WatchedSet } from '../../src/cluster/kube.js';
 import { isAppError } from '../../src/errors.js';
+import { pino } from 'pino';
+import { until } from '../helpers/wait.js';
 import { ensureBinaries, startControlPlane, type ControlPlane } from '../harness/k8s/control-plane.js';
 
 const why = ensureBinaries();
@@ -132,6 +136,25 @@ describe.skipIf(why !== '')('Kubernetes client (real kube-apiserver)', () => {
     await c.request('DELETE', '/api/v1/namespaces/default/configmaps/w1');
     await w.done; // the server ends it after timeoutSeconds
     expect(events.map((e) => `${e.type} ${(e.object.metadata as { name: string }).name}`)).toEqual(['ADDED w1', 'DELETED w1']);
+  });
+
+  it('a watch on a connection gone silent (API server stopped, SIGSTOP) goes stale past its deadline, and recovers', async () => {
+    const c = await loadKubeClient(cp.kubeconfig, {});
+    let stale = false;
+    const set = new WatchedSet(c, { path: '/api/v1/namespaces', logger: pino({ level: 'silent' }), onChange: () => {}, onStale: (s) => (stale = s), backoffMs: { initial: 200, max: 1000 }, watchSeconds: { timeout: 2, grace: 1 } });
+    const pid = execFileSync('pgrep', ['-f', `kube-apiserver.*--secure-port=${new URL(cp.url).port}`], { encoding: 'utf8' }).trim().split('\n')[0] as string;
+    try {
+      expect(await set.start()).toBe(true);
+      await new Promise((r) => setTimeout(r, 500)); // the watch is open
+      process.kill(Number(pid), 'SIGSTOP');
+      await until('the set to go stale on the silent connection', () => stale || undefined, 15_000);
+      expect(set.fresh).toBe(false);
+      process.kill(Number(pid), 'SIGCONT');
+      await until('the set to list again', () => set.fresh || undefined, 30_000);
+    } finally {
+      process.kill(Number(pid), 'SIGCONT');
+      await set.close();
+    }
   });
 
   it('says what to fix when nothing usable is configured', async () => {
