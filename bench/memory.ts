@@ -17,6 +17,7 @@ import type { BenchRow } from './report.js';
 import { load, review, startChild, stop, type Server } from './webhook.js';
 import { binariesPresent, startControlPlane } from '../test/harness/k8s/control-plane.js';
 import { FakeKubelet } from '../test/helpers/fake-kubelet.js';
+import { until } from '../test/helpers/wait.js';
 
 const IDLE_SETTLE_MS = 3000;
 /** #25's memory targets are the webhook's; the agent's rows are reported beside them. */
@@ -65,11 +66,7 @@ function daemonSetEnv(name: string): string {
 
 /** Calls the registered plugin as a kubelet placing pods would, 4 calls at a time, for `ms`; returns the pairs made. */
 async function allocateFor(kubelet: FakeKubelet, ms: number): Promise<number> {
-  const deadline = Date.now() + 20_000;
-  while (kubelet.updates.length === 0) {
-    if (Date.now() > deadline) throw new Error(`the agent never registered its device plugin: ${kubelet.errors.join('; ')}`);
-    await sleep(100);
-  }
+  await until('the agent to register its device plugin', () => kubelet.updates.length > 0 || undefined, { timeoutMs: 20_000, details: () => kubelet.errors.join('; ') });
   const ids = (kubelet.updates[kubelet.updates.length - 1] ?? []).map((d) => d.ID);
   const end = Date.now() + ms;
   let pairs = 0;

@@ -218,7 +218,7 @@ async function built<T>(source: string): Promise<T> {
  * noisy, so it is the figure to compare when the decision code changes. Baseline: JSON.parse of
  * the same body.
  */
-export async function inProcessRows(smcr: string, plain: string): Promise<BenchRow[]> {
+async function inProcessRows(smcr: string, plain: string): Promise<BenchRow[]> {
   const { parseJsonBody } = await built<typeof import('../src/admission/app.js')>('admission/app.js');
   const { admit } = await built<typeof import('../src/admission/handler.js')>('admission/handler.js');
   const { decodeReview, encodeReviewJson } = await built<typeof import('../src/admission/review.js')>('admission/review.js');

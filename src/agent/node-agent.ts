@@ -345,21 +345,8 @@ export class NodeAgent {
     if (this.needNode('node events') || !this.opts.client) return false;
     this.events ??= this.opts.client;
     const node = this.a.nodeName as string;
-    const now = new Date((this.opts.now ?? Date.now)());
     try {
-      await this.postEvent('default', {
-        metadata: { generateName: `${node}.` },
-        involvedObject: { apiVersion: 'v1', kind: 'Node', name: node, uid: node },
-        reason,
-        message,
-        type,
-        source: { component: 'erdma-smcr-agent', host: node },
-        reportingComponent: 'erdma-smcr-agent',
-        reportingInstance: node,
-        firstTimestamp: now,
-        lastTimestamp: now,
-        count: 1,
-      });
+      await this.postEvent('default', this.event({ generateName: `${node}.` }, { apiVersion: 'v1', kind: 'Node', name: node, uid: node }, { reason, message, type }));
       this.opts.metrics.events.inc({ reason });
       return true;
     } catch (err) {
@@ -447,14 +434,21 @@ export class NodeAgent {
 
   private eventFor(pod: V1Pod, v: Verdict): CoreV1Event {
     const md = pod.metadata ?? {};
+    return this.event(
+      { generateName: `${md.name}.`, namespace: md.namespace },
+      { apiVersion: 'v1', kind: 'Pod', name: md.name, namespace: md.namespace, uid: md.uid },
+      { reason: v.reason, message: v.message, type: v.type },
+    );
+  }
+
+  /** An Event from this agent about `involvedObject`, happening now, once. */
+  private event(metadata: CoreV1Event['metadata'], involvedObject: CoreV1Event['involvedObject'], what: Pick<CoreV1Event, 'reason' | 'message' | 'type'>): CoreV1Event {
     const now = new Date((this.opts.now ?? Date.now)());
     const node = this.a.nodeName ?? '';
     return {
-      metadata: { generateName: `${md.name}.`, namespace: md.namespace },
-      involvedObject: { apiVersion: 'v1', kind: 'Pod', name: md.name, namespace: md.namespace, uid: md.uid },
-      reason: v.reason,
-      message: v.message,
-      type: v.type,
+      metadata,
+      involvedObject,
+      ...what,
       source: { component: 'erdma-smcr-agent', host: node },
       reportingComponent: 'erdma-smcr-agent',
       reportingInstance: node,
