@@ -54,7 +54,9 @@ describe.skipIf(why !== '')('Kubernetes client (real kube-apiserver)', () => {
   const listNodes = (c: KubeClient): Promise<NodeList> => c.request<NodeList>('GET', '/api/v1/nodes');
 
   beforeAll(async () => {
-    cp = await startControlPlane();
+    // Pod templates (which nothing else here uses) skip the API server's watch cache: their
+    // watches read etcd itself, so compacting etcd makes an old version Gone (410) at once.
+    cp = await startControlPlane({ apiserverArgs: ['--watch-cache-sizes=podtemplates#0'] });
     dir = mkdtempSync(join(tmpdir(), 'kube-client-'));
   }, 120_000);
 
@@ -156,6 +158,50 @@ describe.skipIf(why !== '')('Kubernetes client (real kube-apiserver)', () => {
       await set.close();
     }
   });
+
+  it('a watch resumed from a version etcd has compacted away gets 410 Gone: the set lists again, without going stale', async () => {
+    const c = await loadKubeClient(cp.kubeconfig, {});
+    const ns = '/api/v1/namespaces/gone/podtemplates';
+    await c.request('POST', '/api/v1/namespaces', { body: { metadata: { name: 'gone' } } });
+    const template = (name: string): object => ({ metadata: { name }, template: { spec: { containers: [{ name: 'c', image: 'busybox' }] } } });
+    // What the set asks and hears, seen from outside it: its lists, and the watch events it gets.
+    const lists: string[] = [];
+    const errors: unknown[] = [];
+    const spy = Object.create(c) as KubeClient;
+    spy.request = (method, path, opts) => {
+      if (method === 'GET' && path === ns) lists.push(path);
+      return c.request(method, path, opts);
+    };
+    spy.watch = (path, query, onEvent) => c.watch(path, query, (e) => {
+      if (e.type === 'ERROR') errors.push(e.object);
+      onEvent(e);
+    });
+    const staleness: boolean[] = [];
+    const set = new WatchedSet(spy, { path: ns, logger: pino({ level: 'silent' }), onChange: () => {}, onStale: (s) => staleness.push(s), backoffMs: { initial: 200, max: 1000 }, watchSeconds: { timeout: 1, grace: 5 } });
+    const names = (): string[] => set.objects().map((o) => o.metadata?.name ?? '').sort();
+    try {
+      expect(await set.start()).toBe(true);
+      await c.request('POST', ns, { body: template('a') });
+      await until('the set to see a', () => names().includes('a') || undefined, 10_000);
+      // Writes elsewhere move etcd's revision past a's; compacting there makes a's version (the
+      // one the next watch resumes from: nothing else in the namespace changes) too old.
+      await c.request('POST', '/api/v1/namespaces/default/podtemplates', { body: template('elsewhere-1') });
+      const { metadata } = await c.request<{ metadata: { resourceVersion: string } }>('POST', '/api/v1/namespaces/default/podtemplates', { body: template('elsewhere-2') });
+      const compacted = await fetch(`${cp.etcdUrl}/v3/kv/compaction`, { method: 'POST', body: JSON.stringify({ revision: metadata.resourceVersion, physical: true }) });
+      expect(compacted.status).toBe(200);
+      await until('the watch to be told 410 Gone', () => errors.length > 0 || undefined, 15_000);
+      expect(errors[0]).toMatchObject({ kind: 'Status', code: 410, reason: 'Expired' });
+      await until('the set to list again', () => lists.length >= 2 || undefined, 10_000);
+      // The set watches again from the new list: a change after it arrives.
+      await c.request('POST', ns, { body: template('b') });
+      await until('the set to see b', () => names().includes('b') || undefined, 10_000);
+      expect(names()).toEqual(['a', 'b']);
+      expect(staleness).not.toContain(true); // 410 is the protocol at work, not a failure
+      expect(set.fresh).toBe(true);
+    } finally {
+      await set.close();
+    }
+  }, 60_000);
 
   it('says what to fix when nothing usable is configured', async () => {
     expect(await failure(loadKubeClient(join(dir, 'missing.yaml'), {}))).toMatchObject({ code: 'KUBE_UNAVAILABLE', message: expect.stringContaining('no such file') });

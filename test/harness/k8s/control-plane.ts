@@ -89,6 +89,8 @@ export interface ControlPlane {
   readonly kubeconfig: string;
   /** The network namespace everything listens in ('' for the host's loopback). */
   readonly netns: string;
+  /** etcd's client URL (plain HTTP on loopback; its v3 JSON gateway included). */
+  readonly etcdUrl: string;
   /**
    * A kubeconfig holding a real token of ServiceAccount `namespace/name` (TokenRequest API, so
    * the API server's ServiceAccount authenticator validates it): RBAC applies as in a pod.
@@ -186,6 +188,8 @@ export interface ControlPlaneOptions {
    * Endpoints.
    */
   readonly inClusterPods?: { readonly nodeIp: string; readonly serviceCidr: string };
+  /** More kube-apiserver flags (e.g. `--watch-cache-sizes` to send one resource's watches to etcd). */
+  readonly apiserverArgs?: readonly string[];
 }
 
 /** The first address of a /24 service range: the `kubernetes` Service's ClusterIP. */
@@ -240,6 +244,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         `--kubelet-client-key=${join(dir, 'kubelet-client.key')}`,
         '--kubelet-preferred-address-types=InternalIP',
         '--v=1',
+        ...(opts.apiserverArgs ?? []),
       ], opts.netns),
     );
     const kubeconfig = join(dir, 'kubeconfig');
@@ -290,7 +295,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       writeFileSync(file, kubeconfigYaml(url, caPem, saToken), { mode: 0o600 });
       return file;
     };
-    return { dir, url, caPem, token, kubeconfig, netns: opts.netns ?? '', kubeconfigFor, kubectl, stop };
+    return { dir, url, caPem, token, kubeconfig, netns: opts.netns ?? '', etcdUrl: `http://127.0.0.1:${etcdPort}`, kubeconfigFor, kubectl, stop };
   } catch (err) {
     await stop();
     throw err;
