@@ -1,5 +1,4 @@
 // `erdma-smcr check`: runs the admission policy over manifests offline, for people and CI.
-import type { Operation } from 'fast-json-patch';
 import type { PolicyConfig } from '../config/schema.js';
 import {
   DEFAULT_PROFILE,
@@ -14,7 +13,7 @@ import { AppError } from '../errors.js';
 import { evaluate } from '../policy/evaluate.js';
 import { isObject, locatePod } from '../policy/locate.js';
 import { SMCR_ANNOTATION } from '../constants.js';
-import type { ClusterView, Denial } from '../policy/types.js';
+import type { ClusterView, Denial, Operation } from '../policy/types.js';
 import { expandPaths, visitInputs, type InputError, type SourcedObject } from './inputs.js';
 
 export interface CheckResult {

@@ -8,7 +8,7 @@
 // keys gone), then, when keys were removed or added, an "add" per new key in insertion order.
 // Unlike compare(), values are not deep-cloned through a JSON round trip: they are the copy's
 // own, fresh from the mutation, and the caller serialises the patch without changing either.
-import type { Operation } from 'fast-json-patch';
+import type { Operation } from './types.js';
 
 type Container = Record<string, unknown> | unknown[];
 

@@ -1,5 +1,13 @@
 // Types shared by every policy rule: the inputs (object, cluster view, config) and the verdict.
-import type { Operation } from 'fast-json-patch';
+
+/**
+ * One RFC 6902 operation of the patches the policy makes: it adds, removes and replaces only (the
+ * operations fast-json-patch's `compare` emits, which test/policy/patch.test.ts holds it to).
+ */
+export type Operation =
+  | { readonly op: 'add'; readonly path: string; readonly value: unknown }
+  | { readonly op: 'remove'; readonly path: string }
+  | { readonly op: 'replace'; readonly path: string; readonly value: unknown };
 
 export type DriverMode = 'default' | 'compat' | 'ofed';
 export const DRIVER_MODES: readonly DriverMode[] = ['default', 'compat', 'ofed'];

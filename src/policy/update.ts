@@ -2,7 +2,6 @@
 // set up, so for pods only what can change is checked: our annotations. For workloads the new
 // template is checked fully, but violations already present in the old object only warn, so a
 // controller's routine update of an old object is never blocked by this webhook.
-import type { Operation } from 'fast-json-patch';
 import { SETTINGS_ANNOTATION, SMCR_ANNOTATION, TUNING_ANNOTATIONS } from '../constants.js';
 import type { PolicyConfig } from '../config/schema.js';
 import { evaluate } from './evaluate.js';
@@ -11,7 +10,7 @@ import { keyPath, locatePod, stringMap } from './locate.js';
 import { parseGoBool } from './parse-bool.js';
 import { patchOfCopy } from './patch.js';
 import { resolveTuning } from './settings.js';
-import type { ClusterView, Denial, JsonObject, PolicyResult } from './types.js';
+import type { ClusterView, Denial, JsonObject, Operation, PolicyResult } from './types.js';
 
 function annotationsOf(obj: JsonObject | undefined): Record<string, string> {
   const loc = obj ? locatePod(obj) : undefined;
