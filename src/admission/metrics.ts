@@ -24,7 +24,7 @@ export class WebhookMetrics {
   });
   readonly duration = new Histogram({
     name: 'erdma_smcr_admission_duration_seconds',
-    help: 'Time from request received to response sent, by endpoint.',
+    help: "Time to decide a review (decode, policy, patch), by endpoint; reading the body and sending the answer are not included (the API server's apiserver_admission_webhook_admission_duration_seconds has the round trip).",
     labelNames: ['endpoint'] as const,
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
