@@ -1,6 +1,7 @@
 // The resources the device plugin serves (agent.resources): each a name, a device selector and a
 // sharing mode. Absent, the one resource of before: agent.resourceName over the node's eRDMA
-// devices. Checked at start: a configured selector that matches nothing, two exclusive resources
+// devices. Checked at start: a configured selector that matches nothing (unless the resource is
+// optional: then it is served with no devices until one appears), two exclusive resources
 // claiming one device, or two resources with one name or socket refuse to start, with what the
 // node has.
 import { AppError } from '../errors.js';
@@ -56,7 +57,7 @@ export function servedResources(a: AgentConfig, defaultDiscover: () => RdmaDevic
       seen.set(`${what}:${key}`, spec.name);
     }
     const mine = now.filter((d) => matches(d, spec.selector));
-    if (mine.length === 0) problems.push(`resource ${spec.name}: its selector ${JSON.stringify(spec.selector)} matches no RDMA device (${describeNode(now)})`);
+    if (mine.length === 0 && !spec.optional) problems.push(`resource ${spec.name}: its selector ${JSON.stringify(spec.selector)} matches no RDMA device (${describeNode(now)})`);
     if (spec.mode === 'exclusive') {
       for (const d of mine) {
         const other = claimed.get(d.name);

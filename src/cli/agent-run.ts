@@ -55,21 +55,22 @@ export async function runAgent(config: Readonly<Config>, io: CliIO, uninstall: b
   const agent = new NodeAgent({ config: a, logger, metrics, discover: discoverNow, ...(client ? { client } : {}) });
   // One kubelet registration per resource; a configuration the node's devices contradict stops here.
   const plugins = a.devicePlugin
-    ? servedResources(a, discoverNow).map(
-        (r) =>
-          new ErdmaDevicePlugin({
-            kubeletDir: a.kubeletDir,
-            resourceName: r.name,
-            socketName: r.socketName,
-            slotsPerDevice: r.slots,
-            allocation: r.allocation,
-            mode: r.mode,
-            pollMs: a.pollMs,
-            discover: r.discover,
-            logger: logger.child({ resource: r.name }),
-            deviceRoot: a.deviceRoot,
-          }),
-      )
+    ? servedResources(a, discoverNow).map((r) => {
+        const log = logger.child({ resource: r.name });
+        if (r.discover().length === 0) log.info('no device on this node is selected for this resource: serving it with none until one appears');
+        return new ErdmaDevicePlugin({
+          kubeletDir: a.kubeletDir,
+          resourceName: r.name,
+          socketName: r.socketName,
+          slotsPerDevice: r.slots,
+          allocation: r.allocation,
+          mode: r.mode,
+          pollMs: a.pollMs,
+          discover: r.discover,
+          logger: log,
+          deviceRoot: a.deviceRoot,
+        });
+      })
     : [];
   for (const p of plugins) await p.start();
   await agent.start();

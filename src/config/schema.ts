@@ -142,6 +142,11 @@ const resourceSchema = z
     allocation: z.enum(['numa', 'all']).default('numa'),
     /** Socket in the kubelet's device-plugins directory (default derived from the name). */
     socketName: z.string().regex(/^[A-Za-z0-9._-]+\.sock$/).optional(),
+    /**
+     * true: on a node where the selector matches nothing, the resource is served with no devices
+     * (capacity 0, until one appears) instead of refusing to start: one DaemonSet for mixed nodes.
+     */
+    optional: z.boolean().default(false),
   })
   .strict();
 

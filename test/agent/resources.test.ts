@@ -59,6 +59,18 @@ describe('resources as configuration', () => {
     expect(() => servedResources(agentConfig(resources), () => [])).toThrow(message);
   });
 
+  it('an optional resource whose selector matches nothing here is served with no devices, not refused', () => {
+    const none = { name: 'rdma/hca', selector: { drivers: ['bnxt_re'] }, mode: 'shared', optional: true };
+    const served = servedResources(agentConfig([erdma, none]), () => []);
+    expect(served.map((r) => [r.name, r.socketName, r.discover().map((d) => d.name)])).toEqual([
+      ['aliyun/erdma', 'erdma-smcr-aliyun-erdma.sock', ['erdma_0', 'erdma_2']],
+      ['rdma/hca', 'erdma-smcr-rdma-hca.sock', []],
+    ]);
+    // optional waives only the empty selector: conflicts are still refused
+    expect(() => servedResources(agentConfig([erdma, { ...erdma, name: 'example.com/rdma', optional: true }]), () => [])).toThrow(/both claim erdma_0 exclusively/);
+    expect(() => agentConfig([{ ...none, optional: 'yes' }])).toThrow(/optional/);
+  });
+
   it.each([
     ['an unknown mode', [{ ...hca, mode: 'pooled' }], /mode/],
     ['an empty selector', [{ name: 'rdma/hca', selector: {} }], /a selector needs at least one field/],
@@ -70,6 +82,27 @@ describe('resources as configuration', () => {
 });
 
 describe('a shared resource over gRPC', () => {
+  it('optional and with no device yet: registers, advertises nothing, and advertises the device once it appears', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hca-'));
+    const hostRoot = join(dir, 'host');
+    addDevice(hostRoot, { name: 'erdma_0', driver: 'erdma', vendor: '0x1ded', guid: '0216:3eff:fe00:0001', numa: 0, uverbs: 'uverbs0' });
+    const kubelet = new FakeKubelet(join(dir, 'kubelet'));
+    const [r] = servedResources(agentConfig([{ ...hca, slots: 8, optional: true }], hostRoot), () => []);
+    const plugin = new ErdmaDevicePlugin({
+      kubeletDir: join(dir, 'kubelet'), resourceName: r!.name, socketName: r!.socketName, slotsPerDevice: r!.slots, allocation: r!.allocation, mode: r!.mode,
+      pollMs: 100, discover: r!.discover, logger: pino({ level: 'silent' }),
+    });
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => kubelet.stop(), () => plugin.stop());
+    await kubelet.start();
+    await plugin.start();
+    await until('registration', () => kubelet.registrations.length === 1);
+    expect(kubelet.registrations[0]).toMatchObject({ resource_name: 'rdma/hca' });
+    expect(await until('the first list', () => kubelet.updates[0])).toEqual([]);
+    addDevice(hostRoot, { name: 'mlx5_0', driver: 'mlx5_core', vendor: '0x15b3', guid: 'b859:9f03:00c1:0a00', numa: 0, uverbs: 'uverbs1' });
+    const devs = (await until('the device to be advertised', () => (kubelet.updates[kubelet.updates.length - 1]?.length ? kubelet.updates[kubelet.updates.length - 1] : undefined))) as DeviceMsg[];
+    expect(devs.map((d) => [d.ID, d.health])).toEqual(Array.from({ length: 8 }, (_, i) => [`hca-${i}`, 'Healthy']));
+  });
+
   it('advertises N identical IDs and gives every selected device to each container', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hca-'));
     const hostRoot = join(dir, 'host');

@@ -91,10 +91,12 @@ describe.skipIf(why !== '')('a real single-node cluster: webhook â†’ scheduler â
       yaml.dump({
         agent: {
           procRoot: proc, deviceRoot: hostRoot, lateApply: false, refreshMs: 1000, podGraceMs: 5000, metricsPort: 0, pollMs: 500,
-          // Two resources, as on a node with eRDMA and a Mellanox HCA (the fixture has both).
+          // Two resources, as on a node with eRDMA and a Mellanox HCA (the fixture has both), and
+          // an optional third this node has no device for (one DaemonSet for mixed nodes).
           resources: [
             { name: 'aliyun/erdma', selector: { vendors: ['0x1ded'] } },
             { name: 'rdma/hca', selector: { drivers: ['mlx5_core'] }, mode: 'shared', slots: 1000 },
+            { name: 'example.com/bnxt', selector: { drivers: ['bnxt_re'] }, mode: 'shared', optional: true },
           ],
         },
       }),
@@ -108,9 +110,10 @@ describe.skipIf(why !== '')('a real single-node cluster: webhook â†’ scheduler â
       const n = await getJson('node', NODE);
       return n.status.conditions?.find((c: { type: string; status: string }) => c.type === 'Ready')?.status === 'True' ? true : undefined;
     }, 90_000);
-    await until('node labelled capable with aliyun/erdma and rdma/hca capacity', async () => {
+    await until('node labelled capable with aliyun/erdma and rdma/hca capacity, and example.com/bnxt at 0', async () => {
       const n = await getJson('node', NODE);
-      return n.metadata.labels?.['smcr.erdma.io/capable'] === 'true' && Number(n.status.allocatable?.['aliyun/erdma'] ?? 0) > 0 && n.status.capacity?.['rdma/hca'] === '1k'
+      const c = n.status.capacity ?? {};
+      return n.metadata.labels?.['smcr.erdma.io/capable'] === 'true' && Number(n.status.allocatable?.['aliyun/erdma'] ?? 0) > 0 && c['rdma/hca'] === '1k' && c['example.com/bnxt'] === '0'
         ? true
         : undefined;
     });
@@ -230,10 +233,10 @@ describe.skipIf(why !== '')('a real single-node cluster: webhook â†’ scheduler â
     const regsBefore = registrations();
     await node.stopKubelet();
     node.startKubelet();
-    // Both resources register again.
-    await until('both plugins registered again and capacity is back', async () => {
+    // All three resources register again.
+    await until('all three plugins registered again and capacity is back', async () => {
       const hcaBack = (await getJson('node', NODE)).status.capacity?.['rdma/hca'] === '1k';
-      return registrations() >= regsBefore + 2 && (await capacity()) > 0 && hcaBack ? true : undefined;
+      return registrations() >= regsBefore + 3 && (await capacity()) > 0 && hcaBack ? true : undefined;
     }, 90_000);
     const after = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items.map((p) => [p.metadata.uid, p.status.containerStatuses[0].restartCount]);
     expect(after).toEqual(before);
