@@ -13,6 +13,7 @@ import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
 import { AppError, isAppError, type ErrorCode } from '../errors.js';
 import { isObject } from '../policy/locate.js';
+import { ReplyBatch } from './batch.js';
 import { BODY_TOO_LARGE_MESSAGE, BodyBudget, readBody } from './body.js';
 import { admit, kindLabel, type Endpoint } from './handler.js';
 import type { WebhookMetrics } from './metrics.js';
@@ -125,8 +126,12 @@ function closeIfDraining(deps: AppDeps, request: FastifyRequest, reply: FastifyR
   if (deps.draining?.() === true && request.raw.httpVersionMajor === 1) reply.header('connection', 'close');
 }
 
-function reviewRoute(app: FastifyInstance, deps: AppDeps, endpoint: Endpoint): void {
-  app.post(`/${endpoint}`, async (request, reply: FastifyReply) => {
+/**
+ * A review route. Synchronous: a bad review throws to the error handler; a decided one is
+ * answered through `batch`, with the other replies of this turn of the event loop (batch.ts).
+ */
+function reviewRoute(app: FastifyInstance, deps: AppDeps, endpoint: Endpoint, batch: ReplyBatch): void {
+  app.post(`/${endpoint}`, (request, reply: FastifyReply): void => {
     const started = process.hrtime.bigint();
     const req = decodeReview(request.body);
     const decision = admit(req, endpoint, deps.views.current(), deps.config.policy);
@@ -158,7 +163,7 @@ function reviewRoute(app: FastifyInstance, deps: AppDeps, endpoint: Endpoint): v
       'admission decision',
     );
     closeIfDraining(deps, request, reply);
-    return reply.type(JSON_UTF8).send(encodeReviewJson(decision.response));
+    batch.send(reply.type(JSON_UTF8), encodeReviewJson(decision.response));
   });
 }
 
@@ -194,8 +199,9 @@ export function registerWebhook(app: FastifyInstance, deps: AppDeps): void {
   });
   healthRoutes(app, deps);
   if (deps.serveMetrics) metricsRoute(app, deps.metrics);
-  reviewRoute(app, deps, 'mutate');
-  reviewRoute(app, deps, 'validate');
+  const batch = new ReplyBatch((err) => deps.logger.error({ err }, 'sending a review response failed'));
+  reviewRoute(app, deps, 'mutate', batch);
+  reviewRoute(app, deps, 'validate', batch);
 }
 
 /** Fastify's per-request "incoming request"/"request completed" lines off: we log one decision line. */

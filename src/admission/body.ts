@@ -109,7 +109,9 @@ export function readBody(raw: RawRequest, limit: number, budget: BodyBudget, don
       finish(new AppError('REVIEW_NOT_JSON', 'request body is shorter or longer than its Content-Length'));
       return;
     }
-    finish(null, Buffer.concat(chunks, received).toString('utf8'));
+    // A review usually arrives in one chunk: decode it as it is rather than copy it first.
+    const whole = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received);
+    finish(null, whole.toString('utf8'));
   };
   // A client that goes away mid-body ('close', or 'error' with 'aborted'/ECONNRESET) is not our
   // failure: a 4xx, no 5xx and no error log.
