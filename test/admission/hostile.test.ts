@@ -3,7 +3,9 @@
 // 4xx admits a pod unreviewed, so a well-formed review must always get a verdict.
 import fc from 'fast-check';
 import { pino } from 'pino';
+import secureJson from 'secure-json-parse';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parseJsonBody } from '../../src/admission/app.js';
 import { SETTINGS_ANNOTATION } from '../../src/constants.js';
 import type { JsonObject } from '../../src/policy/types.js';
 import { GOOD_KERNEL, node, view } from '../helpers/policy.js';
@@ -191,5 +193,36 @@ describe('media types and kinds', () => {
     expect(body.response.allowed).toBe(false);
     expect(body.response.patch).toBeUndefined();
     expect(body.response.status?.message).toMatch(/\[object-kind\].*Deployment.*Pod/);
+  });
+});
+
+/** Writes some characters of a JSON text's strings as \u escapes, as another encoder might. */
+function escapeSome(text: string, pick: readonly boolean[]): string {
+  let i = 0;
+  return text.replace(/"(?:[^"\\]|\\.)*"/g, (s) =>
+    // Escapes already there are kept whole; only plain letters and underscores are rewritten.
+    s.replace(/(\\u[0-9a-fA-F]{4}|\\.)|[a-z_]/g, (c, escape?: string) =>
+      escape || !pick[i++ % pick.length] ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+    ),
+  );
+}
+
+describe('parseJsonBody', () => {
+  it('gives what secure-json-parse gives (dangerous keys removed), whether or not it takes the JSON.parse-only path', () => {
+    let fast = 0;
+    fc.assert(
+      fc.property(hostileJson, fc.array(fc.boolean(), { minLength: 1, maxLength: 7 }), (json, pick) => {
+        const text = pick.every((p) => !p) ? json : escapeSome(json, pick);
+        const expected = secureJson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' });
+        if (!text.includes('\\u') && !text.includes('proto')) fast += 1;
+        const got = parseJsonBody(text);
+        expect(JSON.stringify(got)).toBe(JSON.stringify(expected));
+        expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+      }),
+      { numRuns: 3000 },
+    );
+    // Both paths ran.
+    expect(fast).toBeGreaterThan(100);
+    expect(fast).toBeLessThan(2900);
   });
 });
