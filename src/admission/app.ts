@@ -129,44 +129,51 @@ function closeIfDraining(deps: AppDeps, request: FastifyRequest, reply: FastifyR
 }
 
 /**
- * A review route. Synchronous: a bad review throws to the error handler; a decided one is
- * answered through `batch`, with the other replies of this turn of the event loop (batch.ts).
+ * A review route. The review is decided, logged and answered at the end of this turn of the
+ * event loop, with the others that arrived in it (batch.ts); a bad review is answered through
+ * the error handler.
  */
 function reviewRoute(app: FastifyInstance, deps: AppDeps, endpoint: Endpoint, batch: ReplyBatch): void {
   app.post(`/${endpoint}`, (request, reply: FastifyReply): void => {
-    const started = process.hrtime.bigint();
-    const req = decodeReview(request.body);
-    const decision = admit(req, endpoint, deps.views.current(), deps.config.policy);
-    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    deps.metrics.observeReview({
+    batch.answer(reply, () => review(deps, endpoint, request, reply));
+  });
+}
+
+/** Decides one review, records it (metrics, one log line) and returns the response body. */
+function review(deps: AppDeps, endpoint: Endpoint, request: FastifyRequest, reply: FastifyReply): string {
+  const started = process.hrtime.bigint();
+  const req = decodeReview(request.body);
+  const decision = admit(req, endpoint, deps.views.current(), deps.config.policy);
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  deps.metrics.observeReview({
+    endpoint,
+    operation: req.operation,
+    kind: kindLabel(req.kind.kind),
+    verdict: decision.verdict,
+    dryRun: req.dryRun,
+    seconds,
+    rules: decision.rules,
+    patchBytes: decision.patchBytes,
+  });
+  request.log.info(
+    {
+      uid: clip(req.uid),
       endpoint,
       operation: req.operation,
-      kind: kindLabel(req.kind.kind),
-      verdict: decision.verdict,
+      kind: clip(req.kind.kind),
+      namespace: clip(req.namespace ?? ''),
+      name: clip(objectName(req)),
       dryRun: req.dryRun,
-      seconds,
+      verdict: decision.verdict,
       rules: decision.rules,
       patchBytes: decision.patchBytes,
-    });
-    request.log.info(
-      {
-        uid: clip(req.uid),
-        endpoint,
-        operation: req.operation,
-        kind: clip(req.kind.kind),
-        namespace: clip(req.namespace ?? ''),
-        name: clip(objectName(req)),
-        dryRun: req.dryRun,
-        verdict: decision.verdict,
-        rules: decision.rules,
-        patchBytes: decision.patchBytes,
-        ms: Math.round(seconds * 1e5) / 100,
-      },
-      'admission decision',
-    );
-    closeIfDraining(deps, request, reply);
-    batch.send(reply.type(JSON_UTF8), encodeReviewJson(decision.response));
-  });
+      ms: Math.round(seconds * 1e5) / 100,
+    },
+    'admission decision',
+  );
+  closeIfDraining(deps, request, reply);
+  reply.type(JSON_UTF8);
+  return encodeReviewJson(decision.response);
 }
 
 /** Registers every route and handler on an app (also usable as a plugin-style function). */

@@ -37,8 +37,15 @@ export function kindLabel(kind: string): string {
 export const MAX_WARNING_LENGTH = 120;
 export const MAX_WARNINGS = 10;
 
+/** A warning that shapeWarnings would leave as it is. */
+function isShaped(w: string): boolean {
+  return w !== '' && w.length < MAX_WARNING_LENGTH && w.trim() === w && !/^warning:/i.test(w);
+}
+
 export function shapeWarnings(warnings: readonly string[]): string[] {
   if (warnings.length === 0) return [];
+  // The usual case, one warning of our own making: nothing to drop, trim or clip.
+  if (warnings.length === 1 && isShaped(warnings[0]!)) return [warnings[0]!];
   const unique = [...new Set(warnings.map((w) => w.replace(/^warning:\s*/i, '').trim()))].filter((w) => w !== '');
   return unique
     .slice(0, MAX_WARNINGS)

@@ -1,55 +1,79 @@
-// ReplyBatch: replies decided in one turn of the event loop are sent together at its end, in
-// order; one that cannot be sent is reported and does not hold up the others. The replies here
-// are stand-ins recording what send() received (the batch calls nothing else on a reply); the
-// real app, over TLS and HTTP/2, answers through it in app.test.ts, pinned.test.ts and tls.test.ts.
+// ReplyBatch: reviews that arrive in one turn of the event loop are decided at its end, all of
+// them, and then answered, in order; a decision that throws is answered with its error (fastify's
+// Reply.send routes an Error to the error handler), and a reply that cannot be sent is reported
+// without holding up the others. The replies here are stand-ins recording what send() received
+// (the batch calls nothing else on a reply); the real app answers through it over TLS and HTTP/2
+// in app.test.ts, hostile.test.ts, pinned.test.ts and tls.test.ts, where a bad review's 400
+// comes through the error handler.
 import type { FastifyReply } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { ReplyBatch } from '../../src/admission/batch.js';
 
-function recorder(log: string[], fail = false): FastifyReply {
+function recorder(events: string[], fail = false): FastifyReply {
   return {
-    send(payload: string) {
-      if (fail) throw new Error(`socket gone for ${payload}`);
-      log.push(payload);
+    send(payload: unknown) {
+      if (fail) throw new Error(`socket gone for ${String(payload)}`);
+      events.push(payload instanceof Error ? `error ${payload.message}` : `sent ${String(payload)}`);
       return this;
     },
   } as unknown as FastifyReply;
 }
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+const never = (): void => expect.unreachable();
 
 describe('ReplyBatch', () => {
-  it('sends nothing during the turn, then every reply of the turn in order', async () => {
-    const sent: string[] = [];
-    const batch = new ReplyBatch(() => expect.unreachable());
-    for (let i = 0; i < 5; i++) batch.send(recorder(sent), `r${i}`);
-    expect(sent).toEqual([]);
-    expect(batch.pending).toBe(5);
+  it('decides nothing during the turn, then every review of the turn, then sends every reply in order', async () => {
+    const events: string[] = [];
+    const batch = new ReplyBatch(never);
+    for (let i = 0; i < 3; i++) {
+      batch.answer(recorder(events), () => {
+        events.push(`decided r${i}`);
+        return `r${i}`;
+      });
+    }
+    expect(events).toEqual([]);
+    expect(batch.pending).toBe(3);
     await turn();
-    expect(sent).toEqual(['r0', 'r1', 'r2', 'r3', 'r4']);
+    expect(events).toEqual(['decided r0', 'decided r1', 'decided r2', 'sent r0', 'sent r1', 'sent r2']);
     expect(batch.pending).toBe(0);
   });
 
-  it('starts a new batch for replies decided in a later turn', async () => {
-    const sent: string[] = [];
-    const batch = new ReplyBatch(() => expect.unreachable());
-    batch.send(recorder(sent), 'first');
+  it('starts a new batch for reviews that arrive in a later turn', async () => {
+    const events: string[] = [];
+    const batch = new ReplyBatch(never);
+    batch.answer(recorder(events), () => 'first');
     await turn();
-    batch.send(recorder(sent), 'second');
-    expect(sent).toEqual(['first']);
+    batch.answer(recorder(events), () => 'second');
+    expect(events).toEqual(['sent first']);
     await turn();
-    expect(sent).toEqual(['first', 'second']);
+    expect(events).toEqual(['sent first', 'sent second']);
+  });
+
+  it('answers a decision that throws with its error (a non-Error wrapped in one), and the rest as usual', async () => {
+    const events: string[] = [];
+    const batch = new ReplyBatch(never);
+    batch.answer(recorder(events), () => 'a');
+    batch.answer(recorder(events), () => {
+      throw new Error('bad review');
+    });
+    batch.answer(recorder(events), () => {
+      throw 'not an Error';
+    });
+    batch.answer(recorder(events), () => 'd');
+    await turn();
+    expect(events).toEqual(['sent a', 'error bad review', 'error not an Error', 'sent d']);
   });
 
   it('reports a reply that cannot be sent and still sends the rest', async () => {
-    const sent: string[] = [];
+    const events: string[] = [];
     const failures: unknown[] = [];
     const batch = new ReplyBatch((err) => failures.push(err));
-    batch.send(recorder(sent), 'a');
-    batch.send(recorder(sent, true), 'b');
-    batch.send(recorder(sent), 'c');
+    batch.answer(recorder(events), () => 'a');
+    batch.answer(recorder(events, true), () => 'b');
+    batch.answer(recorder(events), () => 'c');
     await turn();
-    expect(sent).toEqual(['a', 'c']);
+    expect(events).toEqual(['sent a', 'sent c']);
     expect(failures).toHaveLength(1);
     expect(String(failures[0])).toContain('socket gone for b');
   });
