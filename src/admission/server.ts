@@ -190,6 +190,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         key: pair.key,
         cert: pair.cert,
         ...TLS_POLICY,
+        // TCP_NODELAY, as Node's plain HTTP server and Go's servers set it: the TLS server does
+        // not, and with Nagle's algorithm on, a response written while the client's delayed ACK
+        // of the previous one is pending waited up to 40 ms (p99 of 41-63 ms at 500 req/s).
+        noDelay: true,
         handshakeTimeout: w.headersTimeoutMs,
         settings: { maxConcurrentStreams: MAX_STREAMS_PER_SESSION },
       },
