@@ -77,4 +77,21 @@ describe('ReplyBatch', () => {
     expect(failures).toHaveLength(1);
     expect(String(failures[0])).toContain('socket gone for b');
   });
+
+  it('answers a full batch at once, and the rest of the turn at its end', async () => {
+    const events: string[] = [];
+    const batch = new ReplyBatch(never, 3);
+    for (let i = 0; i < 4; i++) batch.answer(recorder(events), () => `r${i}`);
+    expect(events).toEqual(['sent r0', 'sent r1', 'sent r2']);
+    expect(batch.pending).toBe(1);
+    await turn();
+    expect(events).toEqual(['sent r0', 'sent r1', 'sent r2', 'sent r3']);
+    // A turn whose batches were all full leaves nothing behind, and the next turn batches again.
+    for (let i = 4; i < 7; i++) batch.answer(recorder(events), () => `r${i}`);
+    await turn();
+    batch.answer(recorder(events), () => 'r7');
+    expect(events).toHaveLength(7);
+    await turn();
+    expect(events.at(-1)).toBe('sent r7');
+  });
 });
