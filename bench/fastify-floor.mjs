@@ -1,7 +1,8 @@
 // A floor for the webhook benchmark: fastify with our transport options (HTTP/2 with HTTP/1.1
 // fallback over TLS), its default JSON body parser, and a fixed response. What any fastify-based
 // webhook costs before doing any work. Its TLS is ours too (TLS_POLICY: TLS 1.2+, AEAD suites,
-// server cipher order), as #25's target asks, and so is TCP_NODELAY (src/admission/server.ts). Prints its port on stdout.
+// server cipher order), as #25's target asks, and so is TCP_NODELAY (src/admission/server.ts).
+// Prints its port on stdout.
 import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
 import { TLS_POLICY } from '../dist/admission/server.js';
