@@ -47,7 +47,7 @@ async function serveRows(dir: string, base: number, extraArgs: string[], label: 
     const rows = [row(`serve (${label}), idle`, await idle(server.child), base, 100 * MB)];
     if (underLoad) {
       const ca = readFileSync(join(dir, 'ca.crt'), 'utf8');
-      const r = await load(server, '/mutate', review(true), ca, undefined, 5);
+      const r = await load(server, '/mutate', review(true), ca, 5);
       rows.push(row(`serve (${label}), peak under load`, status(server.child.pid ?? 0, 'VmHWM'), base, 128 * MB, `${Math.round(r.rps)} req/s of SMC-R reviews for 5 s`));
     }
     return rows;

@@ -1,0 +1,96 @@
+// Latency at a fixed request rate, for the webhook benchmark: nghttp2's h2load sends the reviews
+// on one keep-alive HTTP/1.1 connection at times set by a timing script, and logs each response
+// time in microseconds.
+//
+// Why not autocannon, which the throughput rows use: its `overallRate` lets each connection send
+// its quota for the second back to back as soon as the second starts and then idle, so a "fixed
+// 500 req/s" is a burst at full load every second, and its p99 is the queue in that burst (a
+// throughput figure in disguise). It also records latency in whole milliseconds, while the
+// latencies here are a few tenths of one.
+import { execFile } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+/** The authority h2load puts in SNI and the Host header; it connects to 127.0.0.1 (`--connect-to`). */
+const URI = 'https://erdma-smcr-webhook.erdma-smcr.svc/mutate';
+
+export interface PacedLoad {
+  /** Every response time, ms, ascending. */
+  readonly latencies: readonly number[];
+  /** Requests per second actually sent: the requests over the time from the first to the last. */
+  readonly rate: number;
+  /** Responses that were not 200, and requests h2load counted as failed. */
+  readonly errors: number;
+}
+
+/** The nearest-rank percentile (0 < p ≤ 1) of ascending values. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]!;
+}
+
+/** h2load's version line, or an error that says how to install it. */
+export async function h2loadVersion(): Promise<string> {
+  try {
+    return (await run('h2load', ['--version'])).stdout.trim();
+  } catch {
+    throw new Error('the fixed-rate rows need h2load: apt-get install nghttp2-client (`.ci/run` installs it)');
+  }
+}
+
+/**
+ * Writes a timing script for `seconds` at `rate` requests per second into `dir`, and returns its path.
+ *
+ * h2load arms the timer for each request when the previous one fires, and libev sleeps in whole
+ * milliseconds, so every gap comes out about 0.3 ms longer than asked and a fractional gap is
+ * rounded up: at 2 ms gaps the rate is about 430/s, not 500. For 500/s the script mixes 1 ms and
+ * 2 ms gaps, three in ten of 1 ms (measured 1.3 and 2.3 ms here), spread out; the rate reached is
+ * measured on every load and printed with the result, so a machine whose timers differ shows it.
+ */
+export function timingScript(dir: string, rate: number, seconds: number): string {
+  const count = Math.round(rate * seconds);
+  const nominal = 1000 / rate;
+  // Gaps of a whole number of ms, a fraction `short` of them one ms shorter than the rest, so that
+  // the mean, each gap lengthened by about 0.3 ms, is the nominal gap.
+  const long = Math.max(1, Math.ceil(nominal));
+  const short = Math.min(1, Math.max(0, long + 0.3 - nominal));
+  const lines: string[] = [];
+  let at = 0;
+  let owed = 0;
+  for (let i = 0; i < count; i++) {
+    lines.push(`${at.toFixed(3)}\t${URI}`);
+    owed += short;
+    const gap = owed >= 1 && long > 1 ? long - 1 : long;
+    if (gap < long) owed -= 1;
+    at += gap;
+  }
+  const path = join(dir, `timing-${rate}-${seconds}.txt`);
+  writeFileSync(path, `${lines.join('\n')}\n`);
+  return path;
+}
+
+/** One load: the timing script's requests, POSTing `bodyFile`, on one connection to `port`. */
+export async function pacedLoad(port: number, bodyFile: string, script: string, logFile: string): Promise<PacedLoad> {
+  rmSync(logFile, { force: true }); // h2load appends to it
+  const { stdout } = await run(
+    'h2load',
+    ['--h1', '--clients', '1', '--data', bodyFile, '--header', 'content-type: application/json', `--connect-to=127.0.0.1:${port}`, '--timing-script-file', script, '--log-file', logFile],
+    { maxBuffer: 1 << 20 },
+  );
+  // The log: start (µs since the epoch), status, response time (µs), one request a line.
+  const rows = readFileSync(logFile, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => l.split('\t').map(Number));
+  const failed = Number(/(\d+) failed/.exec(stdout)?.[1] ?? 0);
+  const starts = rows.map((r) => r[0]!);
+  const span = (Math.max(...starts) - Math.min(...starts)) / 1e6;
+  return {
+    latencies: rows.map((r) => r[2]! / 1000).sort((a, b) => a - b),
+    rate: span > 0 ? (rows.length - 1) / span : 0,
+    errors: rows.filter((r) => r[1] !== 200).length + failed,
+  };
+}
