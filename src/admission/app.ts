@@ -13,9 +13,9 @@ import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
 import { AppError, isAppError, type ErrorCode } from '../errors.js';
 import { isObject } from '../policy/locate.js';
-import { ReplyBatch } from './batch.js';
+import { ReplyBatch, type Answer } from './batch.js';
 import { BODY_TOO_LARGE_MESSAGE, BodyBudget, readBody } from './body.js';
-import { admit, kindLabel, type Endpoint } from './handler.js';
+import { admit, kindLabel, type Decision, type Endpoint } from './handler.js';
 import type { WebhookMetrics } from './metrics.js';
 import { decodeReview, encodeReviewJson, type AdmissionRequest } from './review.js';
 
@@ -129,9 +129,9 @@ function closeIfDraining(deps: AppDeps, request: FastifyRequest, reply: FastifyR
 }
 
 /**
- * A review route. The review is decided, logged and answered at the end of this turn of the
- * event loop, with the others that arrived in it (batch.ts); a bad review is answered through
- * the error handler.
+ * A review route. The review is decided and answered at the end of this turn of the event loop,
+ * with the others that arrived in it, and logged once they are all answered (batch.ts); a bad
+ * review is answered through the error handler.
  */
 function reviewRoute(app: FastifyInstance, deps: AppDeps, endpoint: Endpoint, batch: ReplyBatch): void {
   app.post(`/${endpoint}`, (request, reply: FastifyReply): void => {
@@ -139,12 +139,19 @@ function reviewRoute(app: FastifyInstance, deps: AppDeps, endpoint: Endpoint, ba
   });
 }
 
-/** Decides one review, records it (metrics, one log line) and returns the response body. */
-function review(deps: AppDeps, endpoint: Endpoint, request: FastifyRequest, reply: FastifyReply): string {
+/** Decides one review: the response body, and its record (metrics, one log line) for after the reply. */
+function review(deps: AppDeps, endpoint: Endpoint, request: FastifyRequest, reply: FastifyReply): Answer {
   const started = process.hrtime.bigint();
   const req = decodeReview(request.body);
   const decision = admit(req, endpoint, deps.views.current(), deps.config.policy);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  closeIfDraining(deps, request, reply);
+  reply.type(JSON_UTF8);
+  return { payload: encodeReviewJson(decision.response), after: () => record(deps, endpoint, request, req, decision, seconds) };
+}
+
+/** A decided review's metrics and its log line. */
+function record(deps: AppDeps, endpoint: Endpoint, request: FastifyRequest, req: AdmissionRequest, decision: Decision, seconds: number): void {
   deps.metrics.observeReview({
     endpoint,
     operation: req.operation,
@@ -171,9 +178,6 @@ function review(deps: AppDeps, endpoint: Endpoint, request: FastifyRequest, repl
     },
     'admission decision',
   );
-  closeIfDraining(deps, request, reply);
-  reply.type(JSON_UTF8);
-  return encodeReviewJson(decision.response);
 }
 
 /** Registers every route and handler on an app (also usable as a plugin-style function). */
@@ -208,7 +212,7 @@ export function registerWebhook(app: FastifyInstance, deps: AppDeps): void {
   });
   healthRoutes(app, deps);
   if (deps.serveMetrics) metricsRoute(app, deps.metrics);
-  const batch = new ReplyBatch((err) => deps.logger.error({ err }, 'sending a review response failed'));
+  const batch = new ReplyBatch((err) => deps.logger.error({ err }, 'sending or recording a review response failed'));
   reviewRoute(app, deps, 'mutate', batch);
   reviewRoute(app, deps, 'validate', batch);
 }

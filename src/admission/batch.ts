@@ -5,15 +5,23 @@
 // interleaved with TLS and HTTP parsing), and their replies leave back to back: the client (the
 // API server, or a load generator) is woken once for them rather than once each. On this machine
 // that cut server CPU per SMC-R review by about a quarter under load (docs/benchmarks.md, "#25").
+// What a review records (its log line, its metrics) waits until every reply of the batch is sent:
+// at a steady 500 reviews/s that took about 25 µs off each response (docs/benchmarks.md, "#25").
 // A lone request waits only for the rest of its own turn: microseconds, not a timer. A turn
 // that brings many reviews (hundreds of HTTP/2 streams at once) is answered every `max` reviews,
 // so no reply waits for more than `max` decisions before its own is sent.
 import type { FastifyReply } from 'fastify';
 
-/** Produces a reply's payload; a throw is answered through fastify's error handler. */
-export type Work = () => string;
+/** A decided review: the reply's payload, and what to record once the replies are sent. */
+export interface Answer {
+  readonly payload: string;
+  readonly after?: () => void;
+}
 
-/** What a failed send is reported to; the reply's own error handling has already run. */
+/** Decides a review; a throw is answered through fastify's error handler. */
+export type Work = () => Answer;
+
+/** What a failed send, or a failed `after`, is reported to; the reply's own error handling has already run. */
 export type SendFailure = (err: unknown) => void;
 
 export class ReplyBatch {
@@ -29,7 +37,10 @@ export class ReplyBatch {
     private readonly max = ReplyBatch.DEFAULT_MAX,
   ) {}
 
-  /** Runs `work` at the end of this turn of the event loop (at once when `max` reviews wait), and sends what it returns on `reply`. */
+  /**
+   * Runs `work` at the end of this turn of the event loop (at once when `max` reviews wait), sends
+   * its payload on `reply`, and runs its `after` once every reply of the batch has been sent.
+   */
   answer(reply: FastifyReply, work: Work): void {
     this.replies.push(reply);
     this.work.push(work);
@@ -57,8 +68,8 @@ export class ReplyBatch {
     if (replies.length === 0) return; // a full batch was answered before the turn ended
     this.replies = [];
     this.work = [];
-    // Every decision first, then every send.
-    const payloads: (string | Error)[] = work.map((w) => {
+    // Every decision first, then every send, then what each decision records.
+    const answers: (Answer | Error)[] = work.map((w) => {
       try {
         return w();
       } catch (err) {
@@ -67,10 +78,19 @@ export class ReplyBatch {
       }
     });
     for (let i = 0; i < replies.length; i++) {
+      const answer = answers[i]!;
       try {
-        replies[i]!.send(payloads[i]);
+        replies[i]!.send(answer instanceof Error ? answer : answer.payload);
       } catch (err) {
         // One reply that cannot be sent (its socket gone mid-write) must not hold up the rest.
+        this.onFailure(err);
+      }
+    }
+    for (const answer of answers) {
+      if (answer instanceof Error || answer.after === undefined) continue;
+      try {
+        answer.after();
+      } catch (err) {
         this.onFailure(err);
       }
     }

@@ -1,5 +1,5 @@
 // ReplyBatch: reviews that arrive in one turn of the event loop are decided at its end, all of
-// them, and then answered, in order; a decision that throws is answered with its error (fastify's
+// them, then answered, in order, and only then recorded (each answer's `after`); a decision that throws is answered with its error (fastify's
 // Reply.send routes an Error to the error handler), and a reply that cannot be sent is reported
 // without holding up the others. The replies here are stand-ins recording what send() received
 // (the batch calls nothing else on a reply); the real app answers through it over TLS and HTTP/2
@@ -29,7 +29,7 @@ describe('ReplyBatch', () => {
     for (let i = 0; i < 3; i++) {
       batch.answer(recorder(events), () => {
         events.push(`decided r${i}`);
-        return `r${i}`;
+        return { payload: `r${i}` };
       });
     }
     expect(events).toEqual([]);
@@ -39,12 +39,41 @@ describe('ReplyBatch', () => {
     expect(batch.pending).toBe(0);
   });
 
+  it('runs every answer\'s after once every reply of the batch is sent, in order', async () => {
+    const events: string[] = [];
+    const batch = new ReplyBatch(never);
+    for (let i = 0; i < 3; i++) {
+      batch.answer(recorder(events), () => ({ payload: `r${i}`, after: () => events.push(`recorded r${i}`) }));
+    }
+    await turn();
+    expect(events).toEqual(['sent r0', 'sent r1', 'sent r2', 'recorded r0', 'recorded r1', 'recorded r2']);
+  });
+
+  it('records nothing for a decision that throws, and reports an after that throws without skipping the rest', async () => {
+    const events: string[] = [];
+    const failures: unknown[] = [];
+    const batch = new ReplyBatch((err) => failures.push(err));
+    batch.answer(recorder(events), () => ({
+      payload: 'a',
+      after: () => {
+        throw new Error('log gone');
+      },
+    }));
+    batch.answer(recorder(events), () => {
+      throw new Error('bad review');
+    });
+    batch.answer(recorder(events), () => ({ payload: 'c', after: () => events.push('recorded c') }));
+    await turn();
+    expect(events).toEqual(['sent a', 'error bad review', 'sent c', 'recorded c']);
+    expect(failures.map(String)).toEqual(['Error: log gone']);
+  });
+
   it('starts a new batch for reviews that arrive in a later turn', async () => {
     const events: string[] = [];
     const batch = new ReplyBatch(never);
-    batch.answer(recorder(events), () => 'first');
+    batch.answer(recorder(events), () => ({ payload: 'first' }));
     await turn();
-    batch.answer(recorder(events), () => 'second');
+    batch.answer(recorder(events), () => ({ payload: 'second' }));
     expect(events).toEqual(['sent first']);
     await turn();
     expect(events).toEqual(['sent first', 'sent second']);
@@ -53,14 +82,14 @@ describe('ReplyBatch', () => {
   it('answers a decision that throws with its error (a non-Error wrapped in one), and the rest as usual', async () => {
     const events: string[] = [];
     const batch = new ReplyBatch(never);
-    batch.answer(recorder(events), () => 'a');
+    batch.answer(recorder(events), () => ({ payload: 'a' }));
     batch.answer(recorder(events), () => {
       throw new Error('bad review');
     });
     batch.answer(recorder(events), () => {
       throw 'not an Error';
     });
-    batch.answer(recorder(events), () => 'd');
+    batch.answer(recorder(events), () => ({ payload: 'd' }));
     await turn();
     expect(events).toEqual(['sent a', 'error bad review', 'error not an Error', 'sent d']);
   });
@@ -69,9 +98,9 @@ describe('ReplyBatch', () => {
     const events: string[] = [];
     const failures: unknown[] = [];
     const batch = new ReplyBatch((err) => failures.push(err));
-    batch.answer(recorder(events), () => 'a');
-    batch.answer(recorder(events, true), () => 'b');
-    batch.answer(recorder(events), () => 'c');
+    batch.answer(recorder(events), () => ({ payload: 'a' }));
+    batch.answer(recorder(events, true), () => ({ payload: 'b' }));
+    batch.answer(recorder(events), () => ({ payload: 'c' }));
     await turn();
     expect(events).toEqual(['sent a', 'sent c']);
     expect(failures).toHaveLength(1);
@@ -81,15 +110,15 @@ describe('ReplyBatch', () => {
   it('answers a full batch at once, and the rest of the turn at its end', async () => {
     const events: string[] = [];
     const batch = new ReplyBatch(never, 3);
-    for (let i = 0; i < 4; i++) batch.answer(recorder(events), () => `r${i}`);
+    for (let i = 0; i < 4; i++) batch.answer(recorder(events), () => ({ payload: `r${i}` }));
     expect(events).toEqual(['sent r0', 'sent r1', 'sent r2']);
     expect(batch.pending).toBe(1);
     await turn();
     expect(events).toEqual(['sent r0', 'sent r1', 'sent r2', 'sent r3']);
     // A turn whose batches were all full leaves nothing behind, and the next turn batches again.
-    for (let i = 4; i < 7; i++) batch.answer(recorder(events), () => `r${i}`);
+    for (let i = 4; i < 7; i++) batch.answer(recorder(events), () => ({ payload: `r${i}` }));
     await turn();
-    batch.answer(recorder(events), () => 'r7');
+    batch.answer(recorder(events), () => ({ payload: 'r7' }));
     expect(events).toHaveLength(7);
     await turn();
     expect(events.at(-1)).toBe('sent r7');
