@@ -1,5 +1,6 @@
-// Benchmark: the webhook under load over TLS with keep-alive (autocannon), against a bare
-// node:https server returning a fixed response (the ceiling for Node on this machine), same run.
+// Benchmark: the webhook under load over TLS with keep-alive (autocannon), and at a fixed rate
+// (h2load, bench/paced.ts), against a bare node:https server returning a fixed response (the
+// ceiling for Node on this machine) and bare fastify, in the same run.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -172,9 +173,9 @@ async function pacedRuns(servers: readonly Server[], body: string, dir: string):
 /**
  * A fixed-rate row: percentiles of every response of every round pooled, and each round's p99.
  * The p99 ratios to the ceiling (and to bare fastify) are of the pooled p99s: a round's p99 rests
- * on its 20 slowest responses and moves by ±30% from round to round, the pooled one on 160 of
- * responses spread over the same interleaved rounds. The median of the per-round ratios is
- * printed beside it.
+ * on its 1% slowest responses (20 at the defaults) and moves by ±30% from round to round; the
+ * pooled one rests on PACED_ROUNDS times as many, spread over the same interleaved rounds. The
+ * median of the per-round ratios is printed beside it.
  */
 function pacedRow(name: string, runs: readonly PacedLoad[], ceiling?: readonly PacedLoad[], floor?: readonly PacedLoad[], tool?: string): BenchRow {
   const pool = (rs: readonly PacedLoad[]): number[] => rs.flatMap((r) => r.latencies).sort((a, b) => a - b);
