@@ -1,0 +1,100 @@
+// The webhook benchmark's fixed-rate load (bench/paced.ts): the timing script it hands h2load, the
+// percentile it reports, and a real h2load run against the real webhook over TLS, whose
+// per-request log the bench parses (start in µs, status, response time in µs). Timings here only
+// have to be plausible; the figures belong to `npm run bench`.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pacedLoad, percentile, timingScript } from '../../bench/paced.js';
+import { smcrReview } from '../helpers/reviews.js';
+import { startTestServer, type TestServer } from '../helpers/tls.js';
+
+function h2loadMissing(): string {
+  try {
+    execFileSync('h2load', ['--version'], { stdio: 'ignore' });
+    return '';
+  } catch {
+    return 'h2load missing (apt-get install nghttp2-client)';
+  }
+}
+
+const why = h2loadMissing();
+if (why && process.env.CI) throw new Error(`the fixed-rate bench suite cannot run in CI: ${why}`);
+
+const dir = mkdtempSync(join(tmpdir(), 'paced-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The timing script's offsets, ms. */
+const offsets = (path: string): number[] =>
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => Number(l.split('\t')[0]));
+
+describe('timingScript', () => {
+  it('schedules rate × seconds requests from 0, in whole-ms gaps that average the nominal gap once each is 0.3 ms late', () => {
+    const at = offsets(timingScript(dir, 500, 4));
+    expect(at).toHaveLength(2000);
+    expect(at[0]).toBe(0);
+    const gaps = at.slice(1).map((t, i) => t - at[i]!);
+    expect(new Set(gaps)).toEqual(new Set([1, 2]));
+    const late = gaps.map((g) => g + 0.3);
+    expect(late.reduce((a, b) => a + b, 0) / late.length).toBeCloseTo(2, 2);
+    // The short gaps are spread out, never two in a row.
+    expect(gaps.some((g, i) => g === 1 && gaps[i + 1] === 1)).toBe(false);
+  });
+
+  it('uses one gap for a rate whose gap is a whole ms plus the lateness', () => {
+    const gaps = offsets(timingScript(dir, 1000 / 3.3, 1)).slice(0, 50);
+    expect(new Set(gaps.slice(1).map((t, i) => t - gaps[i]!))).toEqual(new Set([3]));
+  });
+
+  it('names the webhook Service in every line (SNI and Host), so h2load connects with --connect-to only', () => {
+    const lines = readFileSync(timingScript(dir, 100, 1), 'utf8').trim().split('\n');
+    expect(lines.every((l) => l.endsWith('\thttps://erdma-smcr-webhook.erdma-smcr.svc/mutate'))).toBe(true);
+  });
+});
+
+describe('percentile', () => {
+  const xs = Array.from({ length: 100 }, (_, i) => i + 1);
+  it('is the nearest rank', () => {
+    expect(percentile(xs, 0.5)).toBe(50);
+    expect(percentile(xs, 0.99)).toBe(99);
+    expect(percentile(xs, 1)).toBe(100);
+    expect(percentile(xs, 0.001)).toBe(1);
+    expect(percentile([7], 0.99)).toBe(7);
+  });
+  it('is NaN for no values', () => {
+    expect(percentile([], 0.5)).toBeNaN();
+  });
+});
+
+describe.skipIf(why !== '')('pacedLoad: h2load against the real webhook over TLS', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(async () => server?.stop());
+
+  it('reads every response time from the log, in ms, and the rate the script reached', async () => {
+    const body = join(dir, 'review.json');
+    writeFileSync(body, JSON.stringify(smcrReview('pod-create')));
+    const load = await pacedLoad(server.server.port, body, timingScript(dir, 200, 1), join(dir, 'ok.log'));
+    expect(load.errors).toBe(0);
+    expect(load.latencies).toHaveLength(200);
+    expect(load.latencies.every((x, i) => x > 0 && x < 5_000 && (i === 0 || x >= load.latencies[i - 1]!))).toBe(true);
+    // 200/s asked; h2load's timers are late by a fraction of a ms per request, never early by much.
+    expect(load.rate).toBeGreaterThan(120);
+    expect(load.rate).toBeLessThan(230);
+  });
+
+  it('counts answers that are not 200 as errors (a body that is not JSON gets a 400)', async () => {
+    const body = join(dir, 'bad.json');
+    writeFileSync(body, '{"apiVersion": ');
+    const load = await pacedLoad(server.server.port, body, timingScript(dir, 100, 0.2), join(dir, 'bad.log'));
+    expect(load.latencies).toHaveLength(20);
+    expect(load.errors).toBe(20);
+  });
+});
