@@ -38,8 +38,9 @@ export interface AppDeps {
   /** Serve /metrics on this app too (when there is no separate metrics port). */
   readonly serveMetrics?: boolean;
   /**
-   * True once shutdown began (server.ts): a response produced from then on tells an HTTP/1.1
-   * client not to reuse the connection. fastify marks only requests that arrive after close().
+   * True once shutdown began (server.ts, at SIGTERM, before the shutdown delay): a response
+   * produced from then on tells an HTTP/1.1 client not to reuse the connection. fastify marks
+   * only requests that arrive after close().
    */
   readonly draining?: () => boolean;
   /** The budget of unfinished request bodies (server.ts shares it with its metrics). */

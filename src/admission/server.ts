@@ -182,7 +182,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const bodyBudget = new BodyBudget(w.pendingBodyBytes);
   metrics.trackBodies(bodyBudget);
   const app = buildApp(
-    { config, views: opts.views, metrics, logger, readiness: ready, serveMetrics: false, bodyBudget, draining: () => conns.closing },
+    { config, views: opts.views, metrics, logger, readiness: ready, serveMetrics: false, bodyBudget, draining: () => stopping },
     {
       http2: true,
       https: {
@@ -238,7 +238,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
-      stopping = true; // /readyz fails from now on
+      // /readyz fails from now on, and every HTTP/1.1 response says Connection: close. The API
+      // server calls webhooks over HTTP/1.1 and keeps idle connections: one we closed while idle
+      // could be the one it just sent a review on, and it does not retry a POST, so that pod
+      // would be admitted unmutated (failurePolicy: Ignore). Closing each connection after a
+      // response instead moves the API server to new connections, which the Service routes to
+      // the other replicas once kube-proxy has let go of us.
+      stopping = true;
       if (config.webhook.shutdownDelayMs > 0) {
         // Serve as usual (new connections too) until Endpoints and kube-proxy have let go of us.
         logger.info({ ms: config.webhook.shutdownDelayMs }, 'not ready; still serving while endpoints drop this pod');

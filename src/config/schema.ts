@@ -75,6 +75,7 @@ export const webhookSchema = z
      * On SIGTERM, keep accepting and serving this long while /readyz fails, before the graceful
      * close: Endpoints and kube-proxy need a moment to stop sending new connections to a pod that
      * is going away, and a refused connection admits the pod unmutated (failurePolicy: Ignore).
+     * Every HTTP/1.1 response from SIGTERM on says Connection: close (server.ts says why).
      */
     shutdownDelayMs: z.number().int().min(0).default(0),
     /**

@@ -163,4 +163,30 @@ describe('shutdown delay (webhook.shutdownDelayMs)', () => {
     await closed;
     await expect(postH1(s.server.port, s.ca(), '/mutate', body)).rejects.toThrow(/ECONNREFUSED/);
   });
+
+  it('closes each kept-alive HTTP/1.1 connection after its next response during the delay, so that none is closed idle under a client that just sent on it', async () => {
+    const s = await startTestServer({ 'webhook.shutdownDelayMs': 1500 });
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    onTestFinished(async () => {
+      agent.destroy();
+      await s.stop();
+    });
+    const before = await postH1(s.server.port, s.ca(), '/mutate', body, agent);
+    expect(before.headers.connection).toBe('keep-alive');
+    const [socket] = Object.values(agent.freeSockets).flat();
+    expect(socket).toBeDefined();
+    const socketClosed = new Promise<void>((r) => socket!.once('close', () => r()));
+    const closed = s.server.close();
+    // The API server's next review on its kept-alive connection, while we still serve.
+    const during = await postH1(s.server.port, s.ca(), '/mutate', body, agent);
+    expect(during.status).toBe(200);
+    expectMutated(during.body);
+    expect(during.headers.connection).toBe('close');
+    // The server ends that connection itself, long before the delay is over.
+    const t0 = Date.now();
+    await socketClosed;
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(Object.values(agent.freeSockets).flat()).toHaveLength(0);
+    await closed;
+  });
 });
