@@ -41,22 +41,26 @@ export async function h2loadVersion(): Promise<string> {
   }
 }
 
+/** How much later than asked h2load's timer fires, ms, before a server is calibrated (see timingScript). */
+export const DEFAULT_LATENESS = 0.3;
+
 /**
  * Writes a timing script for `seconds` at `rate` requests per second into `dir`, and returns its path.
  *
  * h2load arms the timer for each request when the previous one fires, and libev sleeps in whole
- * milliseconds, so every gap comes out about 0.3 ms longer than asked and a fractional gap is
- * rounded up: at 2 ms gaps the rate is about 430/s, not 500. For 500/s the script mixes 1 ms and
- * 2 ms gaps, three in ten of 1 ms (measured 1.3 and 2.3 ms here), spread out; the rate reached is
- * measured on every load and printed with the result, so a machine whose timers differ shows it.
+ * milliseconds, so every gap comes out longer than asked (by `lateness` ms on average) and a
+ * fractional gap is rounded up: at 2 ms gaps the rate is about 430/s, not 500. For 500/s the
+ * script mixes 1 ms and 2 ms gaps, spread out, a fraction of them 1 ms such that the mean gap,
+ * each lengthened by `lateness`, is the nominal one. How late the timer fires depends on when the
+ * previous response woke h2load, so on the server: `calibrate` measures it per server.
  */
-export function timingScript(dir: string, rate: number, seconds: number): string {
+export function timingScript(dir: string, rate: number, seconds: number, lateness = DEFAULT_LATENESS): string {
   const count = Math.round(rate * seconds);
   const nominal = 1000 / rate;
   // Gaps of a whole number of ms, a fraction `short` of them one ms shorter than the rest, so that
-  // the mean, each gap lengthened by about 0.3 ms, is the nominal gap.
+  // the mean, each gap lengthened by `lateness`, is the nominal gap.
   const long = Math.max(1, Math.ceil(nominal));
-  const short = Math.min(1, Math.max(0, long + 0.3 - nominal));
+  const short = Math.min(1, Math.max(0, long + lateness - nominal));
   const lines: string[] = [];
   let at = 0;
   let owed = 0;
@@ -67,9 +71,44 @@ export function timingScript(dir: string, rate: number, seconds: number): string
     if (gap < long) owed -= 1;
     at += gap;
   }
-  const path = join(dir, `timing-${rate}-${seconds}.txt`);
+  const path = join(dir, `timing-${rate}-${seconds}-${lateness.toFixed(3)}.txt`);
   writeFileSync(path, `${lines.join('\n')}\n`);
   return path;
+}
+
+/** The mean gap between the requests of a timing script, ms. */
+export function plannedGap(script: string): number {
+  const at = readFileSync(script, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => Number(l.split('\t')[0]));
+  return at.length > 1 ? at[at.length - 1]! / (at.length - 1) : Number.NaN;
+}
+
+export interface Calibration {
+  /** How late h2load's timer fires against this server, ms: `timingScript`'s `lateness`. */
+  readonly lateness: number;
+  /** The rate the last calibration load reached. */
+  readonly rate: number;
+}
+
+/**
+ * Measures how late h2load's timer fires against the server on `port` at `rate`: short loads
+ * (which also warm the server) until one reaches `rate` within 1%, or `tries` have run. A slower
+ * response wakes h2load later within its millisecond, so one script for every server would load a
+ * slower server at a lower rate than a faster one.
+ */
+export async function calibrate(port: number, bodyFile: string, dir: string, rate: number, tries = 4, seconds = 2): Promise<Calibration> {
+  let lateness = DEFAULT_LATENESS;
+  let reached = 0;
+  for (let i = 0; i < tries; i++) {
+    const script = timingScript(dir, rate, seconds, lateness);
+    reached = (await pacedLoad(port, bodyFile, script, join(dir, 'calibrate.log'))).rate;
+    if (!(reached > 0) || Math.abs(reached - rate) <= rate / 100) break;
+    // The gaps came out `1000 / reached` ms long on average where the script asked `plannedGap`.
+    lateness = Math.max(0, 1000 / reached - plannedGap(script));
+  }
+  return { lateness, rate: reached };
 }
 
 /** One load: the timing script's requests, POSTing `bodyFile`, on one connection to `port`. */

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
-import { h2loadVersion, pacedLoad, percentile, timingScript, type PacedLoad } from './paced.js';
+import { calibrate, h2loadVersion, pacedLoad, percentile, timingScript, type PacedLoad } from './paced.js';
 import { median, type BenchRow } from './report.js';
 
 const SNI = 'erdma-smcr-webhook.erdma-smcr.svc';
@@ -154,17 +154,22 @@ function row(c: Case, runs: readonly Load[], ceiling?: readonly Load[], floor?: 
 /**
  * Latency at a fixed rate (bench/paced.ts): each round loads every server for PACED_SECONDS,
  * starting from a different one, so that each sees the same mix of the machine's moods (a VM
- * whose vCPUs stall now and then, whatever runs on them).
+ * whose vCPUs stall now and then, whatever runs on them). Each server gets its own timing script,
+ * calibrated first, so that every one of them is loaded at PACED_RATE.
  */
 async function pacedRuns(servers: readonly Server[], body: string, dir: string): Promise<PacedLoad[][]> {
   const bodyFile = join(dir, 'review.json');
   writeFileSync(bodyFile, body);
-  const script = timingScript(dir, PACED_RATE, PACED_SECONDS);
+  const scripts: string[] = [];
+  for (const server of servers) {
+    const { lateness } = await calibrate(server.port, bodyFile, dir, PACED_RATE);
+    scripts.push(timingScript(dir, PACED_RATE, PACED_SECONDS, lateness));
+  }
   const runs = servers.map((): PacedLoad[] => []);
   for (let round = 0; round < PACED_ROUNDS; round++) {
     for (let k = 0; k < servers.length; k++) {
       const i = (k + round) % servers.length;
-      runs[i]!.push(await pacedLoad(servers[i]!.port, bodyFile, script, join(dir, 'paced.log')));
+      runs[i]!.push(await pacedLoad(servers[i]!.port, bodyFile, scripts[i]!, join(dir, 'paced.log')));
     }
   }
   return runs;

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pacedLoad, percentile, timingScript } from '../../bench/paced.js';
+import { calibrate, pacedLoad, percentile, plannedGap, timingScript } from '../../bench/paced.js';
 import { smcrReview } from '../helpers/reviews.js';
 import { startTestServer, type TestServer } from '../helpers/tls.js';
 
@@ -44,6 +44,17 @@ describe('timingScript', () => {
     expect(late.reduce((a, b) => a + b, 0) / late.length).toBeCloseTo(2, 2);
     // The short gaps are spread out, never two in a row.
     expect(gaps.some((g, i) => g === 1 && gaps[i + 1] === 1)).toBe(false);
+  });
+
+  it('writes the mix for the lateness it is given, and plannedGap reads the mean gap back', () => {
+    for (const lateness of [0, 0.45, 0.8]) {
+      const script = timingScript(dir, 500, 2, lateness);
+      const gaps = offsets(script).slice(1).map((t, i, a) => t - (i === 0 ? 0 : a[i - 1]!));
+      expect(gaps.every((g) => g === 1 || g === 2)).toBe(true);
+      expect(plannedGap(script) + lateness).toBeCloseTo(2, 2);
+    }
+    // A lateness of a whole gap cannot be made up: every gap is the shortest, 1 ms.
+    expect(plannedGap(timingScript(dir, 500, 1, 1.5))).toBe(1);
   });
 
   it('uses one gap for a rate whose gap is a whole ms plus the lateness', () => {
@@ -88,6 +99,19 @@ describe.skipIf(why !== '')('pacedLoad: h2load against the real webhook over TLS
     // 200/s asked; h2load's timers are late by a fraction of a ms per request, never early by much.
     expect(load.rate).toBeGreaterThan(120);
     expect(load.rate).toBeLessThan(230);
+  });
+
+  it('calibrates the script so that the rate reached is the rate asked', async () => {
+    const body = join(dir, 'review.json');
+    writeFileSync(body, JSON.stringify(smcrReview('pod-create')));
+    const { lateness } = await calibrate(server.server.port, body, dir, 500, 4, 1);
+    expect(lateness).toBeGreaterThanOrEqual(0);
+    expect(lateness).toBeLessThan(1.5);
+    const load = await pacedLoad(server.server.port, body, timingScript(dir, 500, 1, lateness), join(dir, 'calibrated.log'));
+    expect(load.errors).toBe(0);
+    // Within 10%: the other test files share the machine's two vCPUs with this one.
+    expect(load.rate).toBeGreaterThan(450);
+    expect(load.rate).toBeLessThan(550);
   });
 
   it('counts answers that are not 200 as errors (a body that is not JSON gets a 400)', async () => {
