@@ -76,39 +76,36 @@ export function timingScript(dir: string, rate: number, seconds: number, latenes
   return path;
 }
 
-/** The mean gap between the requests of a timing script, ms. */
-export function plannedGap(script: string): number {
-  const at = readFileSync(script, 'utf8')
+/** The offsets of a timing script's requests, ms from the first. */
+function scriptOffsets(script: string): number[] {
+  return readFileSync(script, 'utf8')
     .split('\n')
     .filter((l) => l !== '')
     .map((l) => Number(l.split('\t')[0]));
+}
+
+/** The mean gap between the requests of a timing script, ms. */
+export function plannedGap(script: string): number {
+  const at = scriptOffsets(script);
   return at.length > 1 ? at[at.length - 1]! / (at.length - 1) : Number.NaN;
 }
 
-export interface Calibration {
-  /** How late h2load's timer fires against this server, ms: `timingScript`'s `lateness`. */
-  readonly lateness: number;
-  /** The rate the last calibration load reached. */
-  readonly rate: number;
-}
-
 /**
- * Measures how late h2load's timer fires against the server on `port` at `rate`: short loads
- * (which also warm the server) until one reaches `rate` within 1%, or `tries` have run. A slower
- * response wakes h2load later within its millisecond, so one script for every server would load a
- * slower server at a lower rate than a faster one.
+ * How late h2load's timer fires against the server on `port` at `rate`, ms (`timingScript`'s
+ * `lateness`): short loads (which also warm the server) until one reaches `rate` within 1%, or
+ * `tries` have run. A slower response wakes h2load later within its millisecond, so one script for
+ * every server would load a slower server at a lower rate than a faster one.
  */
-export async function calibrate(port: number, bodyFile: string, dir: string, rate: number, tries = 4, seconds = 2): Promise<Calibration> {
+export async function calibrate(port: number, bodyFile: string, dir: string, rate: number, tries = 4, seconds = 2): Promise<number> {
   let lateness = DEFAULT_LATENESS;
-  let reached = 0;
   for (let i = 0; i < tries; i++) {
     const script = timingScript(dir, rate, seconds, lateness);
-    reached = (await pacedLoad(port, bodyFile, script, join(dir, 'calibrate.log'))).rate;
+    const reached = (await pacedLoad(port, bodyFile, script, join(dir, 'calibrate.log'))).rate;
     if (!(reached > 0) || Math.abs(reached - rate) <= rate / 100) break;
     // The gaps came out `1000 / reached` ms long on average where the script asked `plannedGap`.
     lateness = Math.max(0, 1000 / reached - plannedGap(script));
   }
-  return { lateness, rate: reached };
+  return lateness;
 }
 
 /** One load: the timing script's requests, POSTing `bodyFile`, on one connection to `port`. */
@@ -124,7 +121,7 @@ export async function pacedLoad(port: number, bodyFile: string, script: string, 
     .split('\n')
     .filter((l) => l !== '')
     .map((l) => l.split('\t').map(Number));
-  const asked = readFileSync(script, 'utf8').split('\n').filter((l) => l !== '').length;
+  const asked = scriptOffsets(script).length;
   const starts = rows.map((r) => r[0]!);
   const span = (Math.max(...starts) - Math.min(...starts)) / 1e6;
   return {

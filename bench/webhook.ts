@@ -162,8 +162,7 @@ async function pacedRuns(servers: readonly Server[], body: string, dir: string):
   writeFileSync(bodyFile, body);
   const scripts: string[] = [];
   for (const server of servers) {
-    const { lateness } = await calibrate(server.port, bodyFile, dir, PACED_RATE);
-    scripts.push(timingScript(dir, PACED_RATE, PACED_SECONDS, lateness));
+    scripts.push(timingScript(dir, PACED_RATE, PACED_SECONDS, await calibrate(server.port, bodyFile, dir, PACED_RATE)));
   }
   const runs = servers.map((): PacedLoad[] => []);
   for (let round = 0; round < PACED_ROUNDS; round++) {

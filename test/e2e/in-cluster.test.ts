@@ -223,15 +223,15 @@ describe.skipIf(why !== '')('installed as shipped: our image and manifests runni
     const result = JSON.parse(out) as { sent: number; mutated: number; missed: number; failed: number; seconds: number; missedNames: string[] };
     console.log(`webhook rollout under load: ${result.sent} annotated pods in ${result.seconds.toFixed(1)} s (${(result.sent / result.seconds).toFixed(1)}/s): ${result.mutated} mutated, ${result.missed} missed, ${result.failed} failed`);
     // What the API server said of the calls that failed (failurePolicy: Ignore logs them).
-    const why = (): string =>
+    const webhookErrors = (): string =>
       readFileSync(join(cp.dir, 'kube-apiserver.log'), 'utf8')
         .split('\n')
         .filter((l) => /failed calling webhook/i.test(l))
         .slice(-20)
         .join('\n');
     expect(result.sent).toBeGreaterThan(200);
-    expect(result.failed, result.failed ? why() : '').toBe(0);
-    expect(result.missed, result.missed ? `${result.missedNames.join(' ')}\n${why()}` : '').toBe(0);
+    expect(result.failed, result.failed ? webhookErrors() : '').toBe(0);
+    expect(result.missed, result.missed ? `${result.missedNames.join(' ')}\n${webhookErrors()}` : '').toBe(0);
   }, 600_000);
 
   it('gives our plugin to pods created during an agent rolling update', async () => {
