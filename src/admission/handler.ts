@@ -6,6 +6,7 @@ import { evaluate } from '../policy/evaluate.js';
 import { SUPPORTED_KINDS } from '../policy/locate.js';
 import type { ClusterView, Denial, JsonObject, PolicyResult } from '../policy/types.js';
 import type { AdmissionRequest, AdmissionResponse } from './review.js';
+import { encodePatch } from '../policy/patch.js';
 import { updateVerdict } from '../policy/update.js';
 
 export type Endpoint = 'mutate' | 'validate';
@@ -76,10 +77,10 @@ function respond(uid: string, result: PolicyResult): Decision {
   }
   let patchBytes = 0;
   if (result.allowed && result.patch.length > 0) {
-    const patch = Buffer.from(JSON.stringify(result.patch));
-    patchBytes = patch.length;
+    const patch = encodePatch(result.patch);
+    patchBytes = patch.bytes;
     response.patchType = 'JSONPatch';
-    response.patch = patch.toString('base64');
+    response.patch = patch.base64;
   }
   if (warnings.length > 0) response.warnings = warnings;
   const verdict: VerdictLabel = result.untouched ? 'skipped' : result.allowed ? 'allowed' : 'denied';

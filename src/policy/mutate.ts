@@ -1,10 +1,13 @@
 // Mutations of an allowed SMC-R pod, made on a copy; the patch is what the copy changed (patch.ts).
 // Every step is idempotent: applied to its own output it changes nothing.
 // Copy-on-descend: `child` replaces each object it descends into with a shallow copy, so the
-// input is never changed and untouched subtrees stay shared (the diff skips them cheaply).
+// input is never changed and untouched subtrees stay shared (the diff skips them cheaply). The
+// affinity of a pod that had none is added whole: a frozen constant shared by every copy, whose
+// JSON is computed once (patch.ts's sharedConstant).
 import { CONTAINER_ANNOTATION, NODE_LABELS, SETTINGS_ANNOTATION } from '../constants.js';
 import type { PolicyConfig } from '../config/schema.js';
 import { arrayOf, isObject } from './locate.js';
+import { sharedConstant } from './patch.js';
 import { deviceCount, resourceUses } from './rules.js';
 import type { JsonObject, PodLocation } from './types.js';
 
@@ -46,6 +49,10 @@ export function injectResource(pod: JsonObject, loc: PodLocation, config: Policy
 
 const OWN_EXPRESSION = { key: NODE_LABELS.capable, operator: 'In', values: ['true'] };
 const ownExpression = (): JsonObject => ({ key: OWN_EXPRESSION.key, operator: 'In', values: ['true'] });
+/** A pod's affinity when it had none, the usual case: one frozen object every copy shares. */
+const OWN_AFFINITY = sharedConstant({
+  nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [ownExpression()] }] } },
+});
 
 function hasOwnExpression(term: JsonObject): boolean {
   return arrayOf(term.matchExpressions).some(
@@ -59,6 +66,10 @@ function hasOwnExpression(term: JsonObject): boolean {
  */
 export function injectNodeAffinity(pod: JsonObject): void {
   const spec = child(pod, 'spec');
+  if (!isObject(spec.affinity)) {
+    spec.affinity = OWN_AFFINITY;
+    return;
+  }
   const required = child(child(child(spec, 'affinity'), 'nodeAffinity'), 'requiredDuringSchedulingIgnoredDuringExecution');
   const terms = childArray(required, 'nodeSelectorTerms');
   if (terms.length === 0) {

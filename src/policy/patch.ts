@@ -7,7 +7,8 @@
 // reverse order (descending into containers of the same shape, else "replace"; "remove" for
 // keys gone), then, when keys were removed or added, an "add" per new key in insertion order.
 // Unlike compare(), values are not deep-cloned through a JSON round trip: they are the copy's
-// own, fresh from the mutation, and the caller serialises the patch without changing either.
+// own, fresh from the mutation (or constants shared frozen), and the caller serialises the patch
+// without changing either. patchJson/encodePatch serialise it, byte for byte as JSON.stringify.
 import type { Operation } from './types.js';
 
 type Container = Record<string, unknown> | unknown[];
@@ -36,9 +37,12 @@ function has(v: Container, key: string): boolean {
 function walkKey(before: Container, after: Container, key: string, ops: Operation[], path: string): boolean {
   const oldVal = (before as Record<string, unknown>)[key];
   const newVal = (after as Record<string, unknown>)[key];
+  // Shared, as most keys are. A value from JSON is never one of Object.prototype's, so an equal
+  // value is `after`'s own and the ownership check below can be skipped.
+  if (oldVal === newVal && oldVal !== undefined) return false;
   const afterIsArray = Array.isArray(after);
   if (has(after, key) && !(newVal === undefined && oldVal !== undefined && !afterIsArray)) {
-    if (oldVal === newVal) return false; // shared: most keys
+    if (oldVal === newVal) return false;
     const at = `${path}/${escapeToken(key)}`;
     if (isContainer(oldVal) && isContainer(newVal) && Array.isArray(oldVal) === Array.isArray(newVal)) walk(oldVal, newVal, ops, at);
     else ops.push({ op: 'replace', path: at, value: newVal });
@@ -74,3 +78,70 @@ export function patchOfCopy(original: object, copy: object): Operation[] {
   return ops;
 }
 
+/**
+ * The JSON of string values seen in patches, by value: the settings annotation (a workload's pods
+ * share theirs) and the device count recur. Bounded like settings.ts's memo of the annotation.
+ */
+const stringJson = new Map<string, string>();
+const STRING_JSON_MAX = 256;
+/** Longer strings are not kept: a settings annotation is about 200 characters. */
+const STRING_JSON_LENGTH = 1024;
+
+/** The JSON of the constants mutations share between copies (mutate.ts's node affinity). */
+const constantJson = new Map<object, string>();
+
+function deepFreeze(value: unknown): void {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const v of Object.values(value)) deepFreeze(v);
+}
+
+/**
+ * Makes `value` a constant that copies may share: frozen to the leaves (so no copy can change it
+ * under another), with its JSON computed once here for patchJson.
+ */
+export function sharedConstant<T extends object>(value: T): T {
+  deepFreeze(value);
+  constantJson.set(value, JSON.stringify(value));
+  return value;
+}
+
+function valueJson(value: unknown): string {
+  if (typeof value === 'object' && value !== null) return constantJson.get(value) ?? JSON.stringify(value);
+  if (typeof value !== 'string') return JSON.stringify(value);
+  let json = stringJson.get(value);
+  if (json === undefined) {
+    json = JSON.stringify(value);
+    if (value.length > STRING_JSON_LENGTH) return json;
+    if (stringJson.size >= STRING_JSON_MAX) stringJson.clear();
+    stringJson.set(value, json);
+  }
+  return json;
+}
+
+/**
+ * The patch as JSON, the same string as JSON.stringify(ops) (test/policy/patch.test.ts checks it),
+ * built per operation so that repeated values (the settings annotation is a string full of quotes,
+ * slow to escape) are escaped once.
+ */
+export function patchJson(ops: readonly Operation[]): string {
+  let json = '[';
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]!;
+    json += `${i === 0 ? '' : ','}{"op":"${op.op}","path":${JSON.stringify(op.path)}`;
+    if (op.op !== 'remove' && op.value !== undefined) json += `,"value":${valueJson(op.value)}`;
+    json += '}';
+  }
+  return `${json}]`;
+}
+
+/**
+ * The patch as an AdmissionResponse carries it: the UTF-8 bytes of its JSON in base64, and how
+ * many bytes that is. All-ASCII JSON (one byte per character, the usual case) is encoded by btoa,
+ * which needs no Buffer; anything else goes through a UTF-8 Buffer (btoa would take it as Latin-1).
+ */
+export function encodePatch(ops: readonly Operation[]): { readonly base64: string; readonly bytes: number } {
+  const json = patchJson(ops);
+  const bytes = Buffer.byteLength(json);
+  return { base64: bytes === json.length ? btoa(json) : Buffer.from(json).toString('base64'), bytes };
+}

@@ -150,6 +150,26 @@ describe('idempotence', () => {
     expect(second.allowed).toBe(first.allowed);
   });
 
+  it('runs on its own mutated copy, whose affinity is a constant shared frozen between copies', () => {
+    const first = evaluate(pod(), unknownView, config);
+    const other = evaluate(pod(), unknownView, config);
+    const affinity = (first.mutated?.spec as JsonObject).affinity;
+    expect(affinity).toBe((other.mutated?.spec as JsonObject).affinity);
+    expect(Object.isFrozen(affinity)).toBe(true);
+    expect(evaluate(first.mutated, unknownView, config).patch).toEqual([]);
+    // A pod with other affinity keeps them, and gains the capable-node term in a copy of its own.
+    const withTerms = pod({ spec: { affinity: { podAntiAffinity: {} } } });
+    const out = applied(withTerms, evaluate(withTerms, unknownView, config).patch);
+    expect(terms(out)).toEqual([{ matchExpressions: [OWN] }]);
+  });
+
+  it('replaces an affinity that is not a map with the capable-node affinity', () => {
+    const p = pod({ spec: { affinity: null } });
+    const r = evaluate(p, unknownView, config);
+    expect(r.patch).toContainEqual({ op: 'replace', path: '/spec/affinity', value: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [OWN] }] } } } });
+    expect(terms(applied(p, r.patch))).toEqual([{ matchExpressions: [OWN] }]);
+  });
+
   it('does not change the input object', () => {
     const p = pod();
     const before = structuredClone(p);

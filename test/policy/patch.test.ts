@@ -4,7 +4,8 @@
 import fastJsonPatch from 'fast-json-patch';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { patchOfCopy } from '../../src/policy/patch.js';
+import { encodePatch, patchJson, patchOfCopy, sharedConstant } from '../../src/policy/patch.js';
+import type { Operation } from '../../src/policy/types.js';
 
 type Json = unknown;
 type Container = Record<string, Json> | Json[];
@@ -71,6 +72,7 @@ describe('patchOfCopy', () => {
         for (const edit of edits) applyEdit(copy, edit);
         const ours = patchOfCopy(doc, copy);
         expect(JSON.stringify(ours)).toBe(JSON.stringify(fastJsonPatch.compare(doc, copy)));
+        expect(patchJson(ours)).toBe(JSON.stringify(ours));
         expect(JSON.stringify(doc)).toBe(before); // the original is never touched
         const applied = fastJsonPatch.applyPatch(JSON.parse(before), JSON.parse(JSON.stringify(ours)), false, true, false).newDocument;
         expect(applied).toEqual(JSON.parse(JSON.stringify(copy)));
@@ -92,5 +94,52 @@ describe('patchOfCopy', () => {
       { op: 'replace', path: '/metadata/annotations/a~0b', value: '2' },
       { op: 'replace', path: '/metadata/annotations/smcr.erdma.io~1settings', value: 'y' },
     ]);
+  });
+});
+
+describe('patchJson and encodePatch', () => {
+  const decoded = (ops: readonly Operation[]): string => Buffer.from(encodePatch(ops).base64, 'base64').toString('utf8');
+
+  it('serialise any operations exactly as JSON.stringify, and encode their UTF-8 in base64', () => {
+    // Any UTF-16, lone surrogates and control characters included: all of it must come out as JSON.stringify has it.
+    const text = fc.string({ unit: 'binary', maxLength: 12 });
+    const value = fc.oneof(text, fc.jsonValue({ maxDepth: 3, stringUnit: 'binary' }));
+    const opArb: fc.Arbitrary<Operation> = fc.oneof(
+      fc.record({ op: fc.constant('add' as const), path: text, value }),
+      fc.record({ op: fc.constant('replace' as const), path: text, value }),
+      fc.record({ op: fc.constant('remove' as const), path: text }),
+    );
+    fc.assert(
+      fc.property(fc.array(opArb, { maxLength: 6 }), (ops) => {
+        const json = JSON.stringify(ops);
+        expect(patchJson(ops)).toBe(json);
+        // Twice: the second time string values come from the cache of their JSON.
+        expect(patchJson(ops)).toBe(json);
+        expect(decoded(ops)).toBe(json);
+        expect(encodePatch(ops).bytes).toBe(Buffer.byteLength(json));
+      }),
+      { numRuns: 1000, seed: 2512 },
+    );
+  });
+
+  it('encode non-ASCII text as UTF-8, not as the Latin-1 btoa would take it', () => {
+    const ops: Operation[] = [{ op: 'add', path: '/metadata/annotations/note', value: 'café ☕ 𝄞' }];
+    const json = JSON.stringify(ops);
+    expect(decoded(ops)).toBe(json);
+    expect(encodePatch(ops).bytes).toBe(Buffer.byteLength(json));
+    expect(encodePatch(ops).bytes).toBeGreaterThan(json.length);
+  });
+
+  it('omit an undefined value, as JSON.stringify does', () => {
+    expect(patchJson([{ op: 'add', path: '/a', value: undefined }])).toBe('[{"op":"add","path":"/a"}]');
+  });
+
+  it('serialise a shared constant from its JSON computed once, and the constant cannot be changed', () => {
+    const constant = sharedConstant({ a: { b: ['c', { d: 1 }] } });
+    expect(patchJson([{ op: 'add', path: '/x', value: constant }])).toBe(JSON.stringify([{ op: 'add', path: '/x', value: constant }]));
+    expect(Object.isFrozen(constant.a.b[1])).toBe(true);
+    expect(() => {
+      (constant.a.b as unknown[]).push('e');
+    }).toThrow(TypeError);
   });
 });
