@@ -162,10 +162,7 @@ async function pacedRuns(servers: readonly Server[], body: string, dir: string):
   writeFileSync(bodyFile, body);
   const scripts: string[] = [];
   for (const server of servers) {
-    // Calibrated on loads as long as the rounds': on shorter ones the lateness differs, and the
-    // rounds were loaded off the rate (528/s once, on 2 s calibration loads).
-    const lateness = await calibrate(server.port, bodyFile, dir, PACED_RATE, 4, PACED_SECONDS);
-    scripts.push(timingScript(dir, PACED_RATE, PACED_SECONDS, lateness));
+    scripts.push(timingScript(dir, PACED_RATE, PACED_SECONDS, await calibrate(server.port, bodyFile, dir, PACED_RATE)));
   }
   const runs = servers.map((): PacedLoad[] => []);
   for (let round = 0; round < PACED_ROUNDS; round++) {
