@@ -11,6 +11,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { median } from './report.js';
 
 const run = promisify(execFile);
 
@@ -129,4 +130,18 @@ export async function pacedLoad(port: number, bodyFile: string, script: string, 
     rate: span > 0 ? (rows.length - 1) / span : 0,
     errors: rows.filter((r) => r[1] !== 200).length + Math.max(0, asked - rows.length),
   };
+}
+
+/**
+ * Below this share of the median rate of a server's rounds, a round fell behind its script: h2load
+ * itself was held up (the machine stalled), and the round measured the stall as much as the
+ * server. The calibration can miss the nominal rate by about 5% for a whole run, so rounds are
+ * compared with their own server's median, not with the nominal rate.
+ */
+export const STALLED_SHARE = 0.95;
+
+/** The first round (by index) whose rate is under `share` × the median of `rates`, or -1. */
+export function stalledRound(rates: readonly number[], share = STALLED_SHARE): number {
+  const typical = median(rates);
+  return rates.findIndex((r) => r < share * typical);
 }

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { calibrate, pacedLoad, percentile, plannedGap, timingScript } from '../../bench/paced.js';
+import { calibrate, pacedLoad, percentile, plannedGap, stalledRound, timingScript } from '../../bench/paced.js';
 import { smcrReview } from '../helpers/reviews.js';
 import { startTestServer, type TestServer } from '../helpers/tls.js';
 
@@ -32,6 +32,16 @@ const offsets = (path: string): number[] =>
     .split('\n')
     .filter((l) => l !== '')
     .map((l) => Number(l.split('\t')[0]));
+
+describe('stalledRound', () => {
+  it('finds a round whose rate fell under 95% of its server median, not a run the calibration set 5% off', () => {
+    expect(stalledRound([500, 498, 503, 440, 501])).toBe(3);
+    expect(stalledRound([470, 468, 472, 465, 471])).toBe(-1); // a whole run below 500/s is the calibration, not a stall
+    expect(stalledRound([528, 530, 455, 526])).toBe(2);
+    expect(stalledRound([500, 476, 500])).toBe(-1); // 95.2% of the median
+    expect(stalledRound([])).toBe(-1);
+  });
+});
 
 describe('timingScript', () => {
   it('schedules rate × seconds requests from 0, in whole-ms gaps that average the nominal gap once each is 0.3 ms late', () => {
