@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { configSchema, type Config } from './schema.js';
 import { AppError } from '../errors.js';
+import { deepFreeze } from '../freeze.js';
 import { parseYamlFirst } from '../yaml.js';
 
 /** Environment variables we read, each mapped to a dotted config path. */
@@ -96,14 +97,6 @@ export interface ConfigSources {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Flag values as dotted paths (`webhook.port`) → value; undefined entries are ignored. */
   readonly flags?: Readonly<Record<string, unknown>>;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null) {
-    for (const v of Object.values(value)) deepFreeze(v);
-    Object.freeze(value);
-  }
-  return value;
 }
 
 /** Loads, validates and freezes the configuration. Throws AppError(CONFIG_INVALID) with every problem. */

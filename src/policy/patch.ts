@@ -9,6 +9,7 @@
 // Unlike compare(), values are not deep-cloned through a JSON round trip: they are the copy's
 // own, fresh from the mutation (or constants shared frozen), and the caller serialises the patch
 // without changing either. patchJson/encodePatch serialise it, byte for byte as JSON.stringify.
+import { deepFreeze } from '../freeze.js';
 import type { Operation } from './types.js';
 
 type Container = Record<string, unknown> | unknown[];
@@ -90,19 +91,12 @@ const STRING_JSON_LENGTH = 1024;
 /** The JSON of the constants mutations share between copies (mutate.ts's node affinity). */
 const constantJson = new Map<object, string>();
 
-function deepFreeze(value: unknown): void {
-  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
-  Object.freeze(value);
-  for (const v of Object.values(value)) deepFreeze(v);
-}
-
 /**
  * Makes `value` a constant that copies may share: frozen to the leaves (so no copy can change it
  * under another), with its JSON computed once here for patchJson.
  */
 export function sharedConstant<T extends object>(value: T): T {
-  deepFreeze(value);
-  constantJson.set(value, JSON.stringify(value));
+  constantJson.set(deepFreeze(value), JSON.stringify(value));
   return value;
 }
 
