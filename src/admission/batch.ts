@@ -7,9 +7,12 @@
 // that cut server CPU per SMC-R review by about a quarter under load (docs/benchmarks.md, "#25").
 // What a review records (its log line, its metrics) waits until every reply of the batch is sent:
 // at a steady 500 reviews/s that took about 25 µs off each response (docs/benchmarks.md, "#25").
-// A lone request waits only for the rest of its own turn: microseconds, not a timer. A turn
-// that brings many reviews (hundreds of HTTP/2 streams at once) is answered every `max` reviews,
-// so no reply waits for more than `max` decisions before its own is sent.
+// A server that is not under concurrent load (the last turn that answered anything answered one
+// review) decides the first review of a turn at once: nothing would share its batch, and waiting
+// for the end of the turn only delayed it (docs/benchmarks.md, "Round 7"). Any further review of
+// that turn is batched, and a turn with more than one review keeps the next turn batched too.
+// A turn that brings many reviews (hundreds of HTTP/2 streams at once) is answered every `max`
+// reviews, so no reply waits for more than `max` decisions before its own is sent.
 import type { FastifyReply } from 'fastify';
 
 /** A decided review: the reply's payload, and what to record once the replies are sent. */
@@ -28,6 +31,10 @@ export class ReplyBatch {
   private replies: FastifyReply[] = [];
   private work: Work[] = [];
   private scheduled = false;
+  /** Reviews answered in this turn of the event loop so far, at once or batched. */
+  private inTurn = 0;
+  /** The last turn that answered any review answered only one: no concurrent load. */
+  private quiet = true;
 
   /** Reviews decided in one go at most: about 64 × 40 µs = 2.5 ms of waiting under load. */
   static readonly DEFAULT_MAX = 64;
@@ -38,19 +45,20 @@ export class ReplyBatch {
   ) {}
 
   /**
-   * Runs `work` at the end of this turn of the event loop (at once when `max` reviews wait), sends
-   * its payload on `reply`, and runs its `after` once every reply of the batch has been sent.
+   * Decides `work` and sends its payload on `reply`: at once when it is the first review of a
+   * turn on a quiet server, else at the end of this turn of the event loop (at once when `max`
+   * reviews wait). Runs its `after` once every reply of its batch has been sent.
    */
   answer(reply: FastifyReply, work: Work): void {
-    this.replies.push(reply);
-    this.work.push(work);
-    if (this.replies.length >= this.max) {
-      this.flush();
+    this.inTurn += 1;
+    this.endTurnLater();
+    if (this.quiet && this.inTurn === 1) {
+      this.run([reply], [work]);
       return;
     }
-    if (this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(this.endOfTurn);
+    this.replies.push(reply);
+    this.work.push(work);
+    if (this.replies.length >= this.max) this.flush();
   }
 
   /** Replies waiting for the end of this turn. */
@@ -58,8 +66,16 @@ export class ReplyBatch {
     return this.replies.length;
   }
 
+  private endTurnLater(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(this.endOfTurn);
+  }
+
   private readonly endOfTurn = (): void => {
     this.scheduled = false;
+    this.quiet = this.inTurn <= 1;
+    this.inTurn = 0;
     this.flush();
   };
 
@@ -68,7 +84,11 @@ export class ReplyBatch {
     if (replies.length === 0) return; // a full batch was answered before the turn ended
     this.replies = [];
     this.work = [];
-    // Every decision first, then every send, then what each decision records.
+    this.run(replies, work);
+  }
+
+  /** Every decision first, then every send, then what each decision records. */
+  private run(replies: readonly FastifyReply[], work: readonly Work[]): void {
     const answers: (Answer | Error)[] = work.map((w) => {
       try {
         return w();
