@@ -300,11 +300,16 @@ async function inProcessRows(smcr: string, plain: string): Promise<BenchRow[]> {
 export async function benchWebhook(): Promise<BenchRow[]> {
   const h2load = await h2loadVersion(); // before anything starts: without it the run could not finish
   const dir = mkdtempSync(join(tmpdir(), 'bench-webhook-'));
-  const ours = await startChild(['bin/erdma-smcr.js', 'serve', '--port', '0', '--no-metrics', '--cert-dir', dir, '--log-level', process.env.BENCH_LOG_LEVEL ?? 'info'], /listening on https:\/\/127\.0\.0\.1:(\d+)/);
-  const ceiling = await startChild(['bench/ceiling-server.mjs', join(dir, 'tls.key'), join(dir, 'tls.crt')], /port (\d+)/);
-  const parsing = await startChild(['bench/ceiling-server.mjs', join(dir, 'tls.key'), join(dir, 'tls.crt'), '--parse'], /port (\d+)/);
-  const floor = await startChild(['bench/fastify-floor.mjs', join(dir, 'tls.key'), join(dir, 'tls.crt')], /port (\d+)/);
-  const ca = readFileSync(join(dir, 'ca.crt'), 'utf8');
+  // The certificates get a directory of their own: `serve` watches its certificate directory,
+  // and h2load writes a line of its log (in `dir`) per response, which would wake our server
+  // once per review (and reload the pair after every load) where a Secret volume never changes.
+  const certs = join(dir, 'certs');
+  const ours = await startChild(['bin/erdma-smcr.js', 'serve', '--port', '0', '--no-metrics', '--cert-dir', certs, '--log-level', process.env.BENCH_LOG_LEVEL ?? 'info'], /listening on https:\/\/127\.0\.0\.1:(\d+)/);
+  const pair = [join(certs, 'tls.key'), join(certs, 'tls.crt')];
+  const ceiling = await startChild(['bench/ceiling-server.mjs', ...pair], /port (\d+)/);
+  const parsing = await startChild(['bench/ceiling-server.mjs', ...pair, '--parse'], /port (\d+)/);
+  const floor = await startChild(['bench/fastify-floor.mjs', ...pair], /port (\d+)/);
+  const ca = readFileSync(join(certs, 'ca.crt'), 'utf8');
   try {
     const smcr = review(true);
     const plain = review(false);
