@@ -43,7 +43,11 @@ export function ensureBinaries(): string {
   return missing.length ? `missing after build: ${missing.join(', ')}` : '';
 }
 
-export async function freePort(): Promise<number> {
+/** Ports freePort has handed out in this process. */
+const issued = new Set<number>();
+
+/** A loopback port the kernel calls free in this process's network namespace. */
+function probePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.unref();
@@ -53,6 +57,21 @@ export async function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * A loopback port for a component, never one handed out before in this process. The probe runs in
+ * our own network namespace, while a control plane in a test netns listens in that one: there a
+ * port given to the API server is still free here, and the kernel can offer it again (the
+ * scheduler once got the API server's port and died on "address already in use").
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await probePort();
+    if (issued.has(port)) continue;
+    issued.add(port);
+    return port;
+  }
 }
 
 export interface KubectlResult {
