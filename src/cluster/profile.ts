@@ -2,7 +2,8 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { AppError } from '../errors.js';
-import type { ClusterView, NodeFacts } from '../policy/types.js';
+import { NodeIndex } from '../policy/nodes.js';
+import type { ClusterView, NodeFacts, NodeSet } from '../policy/types.js';
 import { parseYamlFirst } from '../yaml.js';
 import { nodeFacts } from './view.js';
 
@@ -36,7 +37,7 @@ export const DEFAULT_PROFILE: Profile = { driverMode: 'default', ipFamilies: ['I
 
 function nodesOf(value: unknown): NodeFacts[] {
   const list = Array.isArray(value) ? value : ((value as { items?: unknown[] } | undefined)?.items ?? []);
-  return list.map(nodeFacts).filter((n): n is NodeFacts => n !== undefined);
+  return list.map((n: unknown) => nodeFacts(n)).filter((n): n is NodeFacts => n !== undefined);
 }
 
 /** Validates a parsed profile document, naming the source in errors. */
@@ -70,14 +71,20 @@ export function loadNodesFile(file: string): NodeFacts[] {
   return nodes;
 }
 
-/** Builds the view from a profile and, optionally, a separate node list (which wins). */
-export function viewFromProfile(profile: Profile, extraNodes?: readonly NodeFacts[]): ClusterView {
-  const nodes = extraNodes ?? (profile.nodes !== undefined ? nodesOf(profile.nodes) : undefined);
+/**
+ * Builds the view from a profile and, optionally, a separate node list or node set (which wins;
+ * a live view passes the set its watch keeps up to date).
+ */
+export function viewFromProfile(profile: Profile, extraNodes?: readonly NodeFacts[] | NodeSet): ClusterView {
+  const list = extraNodes ?? (profile.nodes !== undefined ? nodesOf(profile.nodes) : undefined);
+  const nodes: NodeSet | undefined = Array.isArray(list) ? new NodeIndex(list) : (list as NodeSet | undefined);
   return Object.freeze({
     ...(profile.driverMode ? { driverMode: profile.driverMode } : {}),
     ...(profile.ipFamilies ? { ipFamilies: profile.ipFamilies } : {}),
     ...(profile.rdmaNonHostNetwork !== undefined ? { rdmaNonHostNetwork: profile.rdmaNonHostNetwork } : {}),
     nodesKnown: nodes !== undefined,
-    nodes: nodes ?? [],
+    nodes: nodes ?? EMPTY,
   });
 }
+
+const EMPTY: NodeSet = new NodeIndex();

@@ -7,6 +7,7 @@ import { isObject, keyPath, locatePod, stringMap } from './locate.js';
 import { injectNodeAffinity, injectResource, setSettings, stripSettings } from './mutate.js';
 import { isCanonicalBool, parseGoBool } from './parse-bool.js';
 import { patchOfCopy } from './patch.js';
+import { clip } from '../text.js';
 import { mayUseRdma, rdmaRules, type RdmaOutcome } from './rdma.js';
 import { RULES, type RuleContext } from './rules.js';
 import { resolveTuning, settingsAnnotation } from './settings.js';
@@ -46,6 +47,43 @@ function misplacedAnnotation(obj: JsonObject, loc: PodLocation): string[] {
   return [
     `${SMCR_ANNOTATION} on the ${loc.kind}'s own metadata does nothing; put it on ${loc.prefix}metadata.annotations`,
   ];
+}
+
+/** The string a map holds at `key` itself, if any (never an inherited property). */
+function ownString(map: unknown, key: string): string | undefined {
+  if (!isObject(map) || !Object.hasOwn(map, key)) return undefined;
+  const v = map[key];
+  return typeof v === 'string' ? v : undefined;
+}
+
+/**
+ * The API server refuses an object whose annotations take more than 256 KiB, keys and values
+ * together (apimachinery's TotalAnnotationSizeLimitB), but only after the mutating webhooks have
+ * run: such a pod is refused here, before its annotations are copied.
+ */
+export const MAX_ANNOTATION_BYTES = 256 * 1024;
+
+function annotationsTooLarge(loc: PodLocation): Denial | undefined {
+  const raw = loc.metadata.annotations;
+  if (!isObject(raw)) return undefined;
+  let chars = 0;
+  for (const k in raw) {
+    const v = raw[k];
+    chars += k.length + (typeof v === 'string' ? v.length : 0);
+  }
+  // A UTF-16 unit is 1 to 3 bytes of UTF-8: count bytes only when it could matter.
+  if (chars * 3 <= MAX_ANNOTATION_BYTES) return undefined;
+  let bytes = 0;
+  for (const k in raw) {
+    const v = raw[k];
+    bytes += Buffer.byteLength(k) + (typeof v === 'string' ? Buffer.byteLength(v) : 0);
+  }
+  if (bytes <= MAX_ANNOTATION_BYTES) return undefined;
+  return {
+    rule: 'object-size',
+    path: `${loc.prefix}metadata.annotations`,
+    message: `the annotations take ${bytes} bytes, and the API server allows at most ${MAX_ANNOTATION_BYTES}: it would refuse this object. Remove annotations.`,
+  };
 }
 
 function yamlType(v: unknown): string {
@@ -114,19 +152,21 @@ export function evaluate(obj: unknown, view: ClusterView, config: PolicyConfig, 
   if (!isObject(obj)) return UNTOUCHED;
   const loc = locatePod(obj);
   if (!loc) return UNTOUCHED;
-  const annotations = stringMap(loc.metadata.annotations);
-  const raw = annotations[SMCR_ANNOTATION];
+  const raw = ownString(loc.metadata.annotations, SMCR_ANNOTATION);
   const misplaced = misplacedAnnotation(obj, loc);
   const unquoted = nonStringAnnotations(loc);
   if (unquoted.length > 0) return verdictOf(unquoted, misplaced, false);
   if (raw === undefined) return withoutAnnotation(loc, misplaced, view, config);
+  const oversized = annotationsTooLarge(loc);
+  if (oversized) return verdictOf([oversized], misplaced, false);
+  const annotations = stringMap(loc.metadata.annotations);
 
   const mutate = options.mutate !== false && loc.isPod;
   const on = parseGoBool(raw);
   const path = keyPath(`${loc.prefix}metadata.annotations`, SMCR_ANNOTATION);
   if (on === undefined) {
     return verdictOf(
-      [{ rule: 'annotation-value', path, message: `${SMCR_ANNOTATION} must be "true" or "false", got "${raw}".` }],
+      [{ rule: 'annotation-value', path, message: `${SMCR_ANNOTATION} must be "true" or "false", got "${clip(raw, 64)}".` }],
       misplaced,
       false,
     );

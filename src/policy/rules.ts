@@ -3,10 +3,12 @@ import { CONTAINER_ANNOTATION, SMCR_ANNOTATION } from '../constants.js';
 import type { PolicyConfig } from '../config/schema.js';
 import { nodeStatus } from './eligibility.js';
 import { MIN_KERNEL_TEXT } from './kernel.js';
+import { wholeQuantity } from './quantity.js';
+import { clip } from '../text.js';
 import { arrayOf, isObject, keyPath } from './locate.js';
-import { placement } from './scheduling.js';
+import { Budget, placement, placementTooLarge, PLACEMENT_LIMITS, type Placement } from './scheduling.js';
 import type { ResolvedTuning } from './settings.js';
-import type { ClusterView, Denial, NodeFacts, PodLocation } from './types.js';
+import type { ClusterView, Denial, DriverMode, NodeFacts, PodLocation } from './types.js';
 
 export interface RuleContext {
   readonly loc: PodLocation;
@@ -59,10 +61,67 @@ export const driverMode: Rule = (ctx) => {
   );
 };
 
-function describeNodes(list: readonly { node: NodeFacts; reason: string }[]): string {
+function describeNodes(list: readonly { node: NodeFacts; reason: string }[], total: number): string {
   const shown = list.slice(0, 5).map(({ node, reason }) => `${node.name} (${reason})`);
-  const more = list.length > 5 ? `, and ${list.length - 5} more` : '';
+  const more = total > 5 ? `, and ${total - 5} more` : '';
   return shown.join(', ') + more;
+}
+
+/** A pod whose node constraints are larger than the webhook judges: refused, with what to simplify. */
+export const objectSize: Rule = (ctx) => {
+  const big = placementTooLarge(ctx.loc.spec, ctx.loc.prefix);
+  if (!big) return none();
+  return deny(
+    'object-size',
+    big.path,
+    `the pod's node constraints hold ${big.what}, and the webhook judges at most ${big.limit}, far more than any pod needs. ` +
+      `Simplify them, or remove the ${SMCR_ANNOTATION} annotation.`,
+  );
+};
+
+/** What the nodes a pod may land on say, read until one can run SMC-R or the budget is spent. */
+interface Candidates {
+  readonly ok: boolean;
+  readonly count: number;
+  /** The first few nodes that cannot run SMC-R, and how many there are. */
+  readonly bad: { node: NodeFacts; reason: string }[];
+  readonly badCount: number;
+  readonly overBudget: boolean;
+}
+
+function candidates(nodes: Iterable<NodeFacts>, where: Placement, mode: DriverMode | undefined, budget: Budget): Candidates {
+  const out = { ok: false, count: 0, bad: [] as { node: NodeFacts; reason: string }[], badCount: 0, overBudget: false };
+  for (const node of nodes) {
+    if (budget.spent) return { ...out, overBudget: true };
+    if (!where.matches(node, budget)) continue;
+    out.count += 1;
+    const status = nodeStatus(node, mode);
+    if (status.state === 'ok') return { ...out, ok: true };
+    if (status.state === 'bad') {
+      out.badCount += 1;
+      if (out.bad.length < 5) out.bad.push({ node, reason: status.reason });
+    }
+  }
+  return out;
+}
+
+/** The nodes to read for a pod: its one named node, else every node of the view. */
+function nodesFor(view: ClusterView, where: Placement): Iterable<NodeFacts> {
+  if (where.nodeName === undefined) return view.nodes;
+  const named = view.nodes.get(where.nodeName);
+  return named ? [named] : [];
+}
+
+/** Whether a node that can run SMC-R is among those the pod may land on (the common case, first). */
+function usableMatch(view: ClusterView, where: Placement, budget: Budget): boolean {
+  const usable = view.nodes.usable(view.driverMode);
+  if (!where.pinned) return usable.size > 0;
+  if (where.nodeName !== undefined) return false; // nodesFor reads the one node
+  for (const node of usable) {
+    if (budget.spent) return false;
+    if (where.matches(node, budget)) return true;
+  }
+  return false;
 }
 
 /** The pod must be able to land on at least one node that can run SMC-R. */
@@ -71,16 +130,26 @@ export const nodeEligibility: Rule = (ctx) => {
   if (!view.nodesKnown) {
     return warn('node list unknown: kernel and driver checks on nodes were skipped');
   }
-  const where = placement(loc.spec, view.nodes, loc.prefix);
-  if (where.candidates.length === 0) {
+  if (placementTooLarge(loc.spec, loc.prefix)) return none(); // objectSize refuses it
+  const where = placement(loc.spec, loc.prefix);
+  const budget = new Budget();
+  if (usableMatch(view, where, budget)) return none();
+  const found = budget.spent ? undefined : candidates(nodesFor(view, where), where, view.driverMode, budget);
+  if (!found || found.overBudget) {
+    return deny(
+      'object-size',
+      where.pinnedBy[0] ?? annotationPath(ctx),
+      `checking where this pod may run against the ${view.nodes.size} nodes of the cluster takes more than ` +
+        `${PLACEMENT_LIMITS.checks} label comparisons, the most the webhook makes for one pod. Simplify ${where.pinnedBy.join(' and ')}.`,
+    );
+  }
+  if (found.ok) return none();
+  if (found.count === 0) {
     return where.pinned
       ? warn(`no known node matches ${where.pinnedBy.join(' and ')}; node checks were skipped`)
       : warn('the cluster view has no nodes; node checks were skipped');
   }
-  const statuses = where.candidates.map((node) => ({ node, status: nodeStatus(node, view.driverMode) }));
-  if (statuses.some((s) => s.status.state === 'ok')) return none();
-  const bad = statuses.flatMap((s) => (s.status.state === 'bad' ? [{ node: s.node, reason: s.status.reason }] : []));
-  if (bad.length < statuses.length) {
+  if (found.badCount < found.count) {
     return warn('no node this pod may run on is known to support SMC-R; some nodes report no kernel version');
   }
   const subject = where.pinned
@@ -89,7 +158,7 @@ export const nodeEligibility: Rule = (ctx) => {
   return deny(
     'node-eligibility',
     where.pinnedBy[0] ?? annotationPath(ctx),
-    `${subject}: ${describeNodes(bad)}. Run the pod on ${FIX_NODES}, or remove the ${SMCR_ANNOTATION} annotation.`,
+    `${subject}: ${describeNodes(found.bad, found.badCount)}. Run the pod on ${FIX_NODES}, or remove the ${SMCR_ANNOTATION} annotation.`,
   );
 };
 
@@ -151,11 +220,17 @@ export function resourceUses(loc: PodLocation, resource: string): ResourceUse[] 
   return uses;
 }
 
-/** Count of a device resource: a whole non-negative number, as a string or a number. */
+/**
+ * Count of a device resource: a quantity (Kubernetes' rules: `"1k"` is 1000, `"1000m"` is 1) whose
+ * value is a whole non-negative number, as a string or a number; undefined for anything else.
+ */
 export function deviceCount(v: unknown): number | undefined {
-  const s = typeof v === 'number' ? String(v) : v;
-  return typeof s === 'string' && /^\d+$/.test(s) ? Number(s) : undefined;
+  const n = wholeQuantity(v);
+  if (n === undefined || n < 0n) return undefined;
+  return n > MAX_COUNT ? Number.MAX_SAFE_INTEGER : Number(n);
 }
+
+const MAX_COUNT = BigInt(Number.MAX_SAFE_INTEGER);
 
 function checkUse(use: ResourceUse, r: string): Denial | undefined {
   const req = use.request === undefined ? undefined : deviceCount(use.request);
@@ -217,10 +292,10 @@ export const containerChoice: Rule = (ctx) => {
   return deny(
     'container',
     annotationPath(ctx, CONTAINER_ANNOTATION),
-    `${CONTAINER_ANNOTATION} names container "${name}", which the pod does not have (containers: ${names.join(', ') || 'none'}).`,
+    `${CONTAINER_ANNOTATION} names container "${clip(name, 64)}", which the pod does not have (containers: ${clip(names.join(', '), 253) || 'none'}).`,
   );
 };
 
 /** Every rule run for a pod that asks for SMC-R, in the order their verdicts are reported. */
-export const RULES: readonly Rule[] = [hostNetwork, driverMode, nodeEligibility, ipFamily, erdmaResource, tuning, containerChoice];
+export const RULES: readonly Rule[] = [objectSize, hostNetwork, driverMode, nodeEligibility, ipFamily, erdmaResource, tuning, containerChoice];
 

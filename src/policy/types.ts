@@ -17,12 +17,27 @@ export type IPFamily = 'IPv4' | 'IPv6';
 /** Plain JSON object as decoded from YAML or an AdmissionReview. */
 export type JsonObject = Record<string, unknown>;
 
+/**
+ * A string map read by keys that come from users (label keys in a pod's node selector): it has no
+ * prototype, so a key named like a built-in (`toString`, `constructor`) finds nothing.
+ */
+export type StringMap = Readonly<Record<string, string>>;
+
 /** What the policy knows about one node. */
 export interface NodeFacts {
   readonly name: string;
-  readonly labels: Readonly<Record<string, string>>;
+  /** The node's labels, with no prototype (see StringMap). */
+  readonly labels: StringMap;
   readonly kernelVersion?: string;
   readonly osImage?: string;
+}
+
+/** The nodes of a view: by name, in order, and those that can run SMC-R (src/policy/nodes.ts). */
+export interface NodeSet extends Iterable<NodeFacts> {
+  readonly size: number;
+  get(name: string): NodeFacts | undefined;
+  /** The nodes whose status (eligibility.ts) is ok under this cluster driver mode. */
+  usable(mode: DriverMode | undefined): ReadonlySet<NodeFacts>;
 }
 
 /**
@@ -35,7 +50,7 @@ export interface ClusterView {
   /** The cluster's "RDMA for non-hostNetwork pods" option (undefined: not known, not checked). */
   readonly rdmaNonHostNetwork?: boolean;
   readonly nodesKnown: boolean;
-  readonly nodes: readonly NodeFacts[];
+  readonly nodes: NodeSet;
 }
 
 export interface Denial {

@@ -308,12 +308,12 @@ describe.skipIf(why !== '')('certificates in a Secret, caBundle, and the live vi
     });
     try {
       expect(await view.start()).toBe(true);
-      expect(view.current().nodes.map((n) => n.name)).toContain('ecs-old');
+      expect([...view.current().nodes].map((n) => n.name)).toContain('ecs-old');
       await cp.stop();
       await until('the view to go stale', async () => (stale ? true : undefined));
       expect(view.isStale).toBe(true);
       expect(view.current().nodesKnown).toBe(true);
-      expect(view.current().nodes.map((n) => n.name)).toContain('ecs-old');
+      expect([...view.current().nodes].map((n) => n.name)).toContain('ecs-old');
     } finally {
       await view.close();
     }

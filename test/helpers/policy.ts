@@ -2,6 +2,7 @@
 import { SMCR_ANNOTATION } from '../../src/constants.js';
 import { defaultConfig } from '../../src/config/load.js';
 import type { PolicyConfig } from '../../src/config/schema.js';
+import { nodeSet } from '../../src/policy/nodes.js';
 import type { ClusterView, JsonObject, NodeFacts } from '../../src/policy/types.js';
 
 export const config: PolicyConfig = defaultConfig().policy;
@@ -38,7 +39,7 @@ export const GOOD_KERNEL = '5.10.134-17.3.al8.x86_64';
 export const OLD_KERNEL = '5.10.134-16.3.al8.x86_64';
 
 export function view(nodes?: NodeFacts[], extra: Partial<ClusterView> = {}): ClusterView {
-  return { driverMode: 'default', ipFamilies: ['IPv4'], nodesKnown: nodes !== undefined, nodes: nodes ?? [], ...extra };
+  return { driverMode: 'default', ipFamilies: ['IPv4'], nodesKnown: nodes !== undefined, nodes: nodeSet(nodes), ...extra };
 }
 
 export const unknownView = view();

@@ -10,6 +10,7 @@ import { startServer, type RunningServer } from '../../src/admission/server.js';
 import { ensureLocalCerts, type CertPaths } from '../../src/certs/local.js';
 import { StaticViewSource } from '../../src/cluster/view.js';
 import { loadConfig } from '../../src/config/load.js';
+import { nodeSet } from '../../src/policy/nodes.js';
 
 export const SNI = 'erdma-smcr-webhook.erdma-smcr.svc';
 
@@ -84,7 +85,7 @@ export async function startTestServer(flags: Record<string, unknown> = {}): Prom
   const dir = mkdtempSync(join(tmpdir(), 'webhook-'));
   const config = loadConfig({ flags: { 'webhook.port': 0, 'webhook.metricsPort': 0, 'webhook.certDir': dir, ...flags } });
   const { paths } = ensureLocalCerts({ dir, service: 'erdma-smcr-webhook', namespace: 'erdma-smcr' });
-  const views = new StaticViewSource({ driverMode: 'default', ipFamilies: ['IPv4'], nodesKnown: false, nodes: [] });
+  const views = new StaticViewSource({ driverMode: 'default', ipFamilies: ['IPv4'], nodesKnown: false, nodes: nodeSet() });
   const server = await startServer({ config, views, logger: pino({ level: 'silent' }), keyPath: paths.key, certPath: paths.cert });
   return {
     server,

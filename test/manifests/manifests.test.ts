@@ -14,6 +14,7 @@ import { PROFILE_KEY } from '../../src/cluster/live.js';
 import { parseProfile } from '../../src/cluster/profile.js';
 import { KUBECTL, kubectlMissing } from '../harness/k8s/control-plane.js';
 import { silentLogger } from '../helpers/reviews.js';
+import { nodeSet } from '../../src/policy/nodes.js';
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; [k: string]: unknown };
 const kubectl = KUBECTL;
@@ -96,7 +97,7 @@ describe.skipIf(why !== '')('manifests', () => {
     const svc = find(base, 'Service', config.webhook.serviceName);
     expect(svc.metadata.namespace).toBe(config.webhook.namespace);
     expect(svc.spec.ports[0].targetPort).toBe('https');
-    const app = buildApp({ config, views: new StaticViewSource({ nodesKnown: false, nodes: [] }), metrics: new WebhookMetrics({ defaultMetrics: false }), logger: silentLogger, readiness: () => '' });
+    const app = buildApp({ config, views: new StaticViewSource({ nodesKnown: false, nodes: nodeSet() }), metrics: new WebhookMetrics({ defaultMetrics: false }), logger: silentLogger, readiness: () => '' });
     const m = find(base, 'MutatingWebhookConfiguration', config.webhook.mutatingWebhookConfiguration);
     const v = find(base, 'ValidatingWebhookConfiguration', config.webhook.validatingWebhookConfiguration);
     for (const [cfg, path] of [[m, '/mutate'], [v, '/validate']] as const) {

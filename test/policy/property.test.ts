@@ -5,19 +5,21 @@ import fastJsonPatch from 'fast-json-patch';
 import { describe, expect, it } from 'vitest';
 import { SMCR_ANNOTATION, TUNING_ANNOTATIONS } from '../../src/constants.js';
 import { evaluate } from '../../src/policy/evaluate.js';
-import type { JsonObject } from '../../src/policy/types.js';
+import type { JsonObject, NodeFacts } from '../../src/policy/types.js';
 import { config, GOOD_KERNEL, node, OLD_KERNEL, view } from '../helpers/policy.js';
 
 const views = fc.constantFrom(
   view(),
   view([node('a', GOOD_KERNEL, { z: '1' }), node('b', OLD_KERNEL, { z: '2' })]),
+  view([node('a', OLD_KERNEL, { z: '1' }), node('b', OLD_KERNEL, { toString: '2' })]),
   view(undefined, { driverMode: 'ofed' }),
   view(undefined, { ipFamilies: ['IPv4', 'IPv6'] }),
 );
 
 const annotationValue = fc.oneof(fc.constantFrom('true', 'false', '1', '0', 'T', 'yes', ''), fc.string());
 const tuningValue = fc.oneof(fc.nat().map(String), fc.string(), fc.constantFrom('16384', '2', '-1', '1e9'));
-const key = fc.constantFrom('z', 'pool', 'kubernetes.io/hostname', 'smcr.erdma.io/capable');
+// Keys named like JavaScript built-ins too: no lookup may find an inherited property (#37).
+const key = fc.constantFrom('z', 'pool', 'kubernetes.io/hostname', 'smcr.erdma.io/capable', 'toString', 'constructor', 'valueOf', 'hasOwnProperty');
 const requirement = fc.record({
   key,
   operator: fc.constantFrom('In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt', 'Bogus'),
@@ -75,7 +77,55 @@ const podArb = fc.record({
   ),
 });
 
+/** The verdict computed by brute force over the view's nodes, as the scheduler reads a pod's constraints. */
+function mayLandOnGood(p: JsonObject, nodes: readonly NodeFacts[]): boolean {
+  const spec = (p.spec ?? {}) as JsonObject;
+  const label = (n: NodeFacts, k: string): string | undefined => (Object.hasOwn(n.labels, k) ? n.labels[k] : undefined);
+  const nodeName = typeof spec.nodeName === 'string' && spec.nodeName !== '' ? spec.nodeName : undefined;
+  const selector = Object.entries((spec.nodeSelector ?? {}) as Record<string, string>);
+  type Req = { key: string; operator: string; values: string[] };
+  const terms = ((((spec.affinity as JsonObject | undefined)?.nodeAffinity as JsonObject | undefined)?.requiredDuringSchedulingIgnoredDuringExecution as JsonObject | undefined)?.nodeSelectorTerms ?? []) as { matchExpressions?: Req[] }[];
+  const own = (r: Req): boolean => r.key === 'smcr.erdma.io/capable';
+  const userTerms = terms.some((t) => (t.matchExpressions ?? []).some((r) => !own(r))) ? terms : [];
+  const one = (v: string | undefined, r: Req): boolean =>
+    r.operator === 'In' ? v !== undefined && r.values.includes(v)
+    : r.operator === 'NotIn' ? v === undefined || !r.values.includes(v)
+    : r.operator === 'Exists' ? v !== undefined
+    : r.operator === 'DoesNotExist' ? v === undefined
+    : r.operator === 'Gt' || r.operator === 'Lt' ? (() => {
+        const a = Number.parseInt(v ?? '', 10);
+        const b = Number.parseInt(r.values[0] ?? '', 10);
+        return !Number.isNaN(a) && !Number.isNaN(b) && (r.operator === 'Gt' ? a > b : a < b);
+      })()
+    : false;
+  const termOk = (t: { matchExpressions?: Req[] }, n: NodeFacts): boolean =>
+    (t.matchExpressions ?? []).length > 0 && (t.matchExpressions ?? []).filter((r) => !own(r)).every((r) => one(label(n, r.key), r));
+  return nodes.some(
+    (n) =>
+      n.kernelVersion === GOOD_KERNEL &&
+      (nodeName === undefined || n.name === nodeName) &&
+      selector.every(([k, v]) => label(n, k) === v) &&
+      (userTerms.length === 0 || userTerms.some((t) => termOk(t, n))),
+  );
+}
+
 describe('policy properties', () => {
+  it('judges placement as a brute-force reading of the constraints does, built-in key names included', () => {
+    const nodes = [node('a', GOOD_KERNEL, { z: '1', toString: 'x' }), node('b', OLD_KERNEL, { z: '2' }), node('c', GOOD_KERNEL, { constructor: '1', pool: '2' })];
+    const v = view(nodes);
+    fc.assert(
+      fc.property(podArb, (p) => {
+        const spec = (p.spec ?? {}) as JsonObject;
+        const clean = { ...p, metadata: { annotations: { [SMCR_ANNOTATION]: 'true' } }, spec: { containers: [{ name: 'a' }], ...(spec.nodeName ? { nodeName: spec.nodeName } : {}), ...(spec.nodeSelector ? { nodeSelector: spec.nodeSelector } : {}), ...(spec.affinity ? { affinity: spec.affinity } : {}) } };
+        const r = evaluate(clean, v, config);
+        const denied = r.denials.some((d) => d.rule === 'node-eligibility');
+        if (mayLandOnGood(clean, nodes)) expect(denied).toBe(false);
+        else expect(denied || r.warnings.some((w) => w.startsWith('no known node matches'))).toBe(true);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
   it('never throws on arbitrary JSON values', () => {
     fc.assert(
       fc.property(fc.jsonValue(), views, (value, v) => {

@@ -3,6 +3,7 @@ import { NODE_LABELS, SETTINGS_ANNOTATION, SMCR_ANNOTATION } from '../../src/con
 import { evaluate } from '../../src/policy/evaluate.js';
 import type { ClusterView, JsonObject } from '../../src/policy/types.js';
 import { config, GOOD_KERNEL, node, OLD_KERNEL, pod, unknownView, view, workload } from '../helpers/policy.js';
+import { nodeSet } from '../../src/policy/nodes.js';
 
 function rulesOf(obj: JsonObject, v: ClusterView = unknownView): string[] {
   return evaluate(obj, v, config).denials.map((d) => d.rule);
@@ -106,7 +107,7 @@ describe('rule driver-mode', () => {
   });
 
   it('skips the check when the driver mode is unknown', () => {
-    expect(rulesOf(pod(), { nodesKnown: false, nodes: [] })).toEqual([]);
+    expect(rulesOf(pod(), { nodesKnown: false, nodes: nodeSet() })).toEqual([]);
   });
 });
 
