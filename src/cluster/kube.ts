@@ -30,19 +30,32 @@ export function apiReason(err: unknown): string {
   return status !== undefined ? `HTTP ${status}: ${message.split('\n')[0]}` : message;
 }
 
-export interface WatchedSetOptions {
+/** What changed in a watched set: one object (kept form, or gone), or the whole set after a list. */
+export type SetChange<S> = { readonly key: string; readonly kept: S | undefined } | undefined;
+
+export interface WatchedSetOptions<T, S = T> {
   /** API path of the collection, e.g. /api/v1/nodes. */
   readonly path: string;
   readonly labelSelector?: string;
   readonly fieldSelector?: string;
   readonly logger: Logger;
-  /** Called after every change (and after each successful (re)list). */
-  readonly onChange: () => void;
+  /**
+   * What is kept of each object as it arrives (default: the object itself), so a large object the
+   * consumer reads a few fields of is not held; undefined keeps nothing of it.
+   */
+  readonly transform?: (obj: T) => S | undefined;
+  /**
+   * Called after every change: with the key and what is now kept (undefined when it is gone) for
+   * one watch event, and with no argument after each successful (re)list.
+   */
+  readonly onChange: (change: SetChange<S>) => void;
   /** Called with true when the watch breaks and false once it is healthy again. */
   readonly onStale?: (stale: boolean) => void;
   readonly backoffMs?: { readonly initial: number; readonly max: number };
   /** Seconds each watch asks the server to end it after (spread up to twice that), and the grace past it before it is taken for dead. */
   readonly watchSeconds?: { readonly timeout: number; readonly grace: number };
+  /** Objects per list page (`limit`, then `continue`), as client-go's reflector pages its lists. */
+  readonly pageSize?: number;
 }
 
 /** The server ends a watch after this long plus up to as much again (spread, as client-go does). */
@@ -52,14 +65,22 @@ const WATCH_GRACE_SECONDS = 30;
 
 const keyOf = (o: KubeObject): string => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
 
+/** client-go's reflector lists in pages of 500. */
+const PAGE_SIZE = 500;
+
+interface ListPage<T> {
+  metadata?: { resourceVersion?: string; continue?: string };
+  items?: T[];
+}
+
 /**
- * A collection listed, then watched from the list's resourceVersion; a watch the server ends is
- * resumed from the last version seen (bookmarks included), and a 410 Gone lists again. Any other
- * failure marks the set stale, keeps the last good objects, and starts over (a fresh list, then
- * watch) with exponential backoff.
+ * A collection listed (in pages), then watched from the list's resourceVersion; a watch the server
+ * ends is resumed from the last version seen (bookmarks included), and a 410 Gone lists again. Any
+ * other failure marks the set stale, keeps the last good objects, and starts over (a fresh list,
+ * then watch) with exponential backoff. Each object is kept in the form `transform` makes of it.
  */
-export class WatchedSet<T extends KubeObject> {
-  private readonly items = new Map<string, T>();
+export class WatchedSet<T extends KubeObject, S = T> {
+  private items = new Map<string, S>();
   private listed = false;
   private broke = false;
   private closed = false;
@@ -73,7 +94,7 @@ export class WatchedSet<T extends KubeObject> {
 
   constructor(
     private readonly client: KubeClient,
-    private readonly opts: WatchedSetOptions,
+    private readonly opts: WatchedSetOptions<T, S>,
   ) {
     this.delay = opts.backoffMs?.initial ?? 500;
     this.firstSync = new Promise((r) => (this.resolveFirst = r));
@@ -112,19 +133,60 @@ export class WatchedSet<T extends KubeObject> {
     }
   }
 
-  /** Lists the collection into the set; returns the list's resourceVersion. */
+  private keep(obj: T): S | undefined {
+    return this.opts.transform ? this.opts.transform(obj) : (obj as unknown as S);
+  }
+
+  private keepAll(list: readonly T[], into: Map<string, S>): void {
+    for (const item of list) {
+      const kept = this.keep(item);
+      if (kept !== undefined) into.set(keyOf(item), kept);
+    }
+  }
+
+  /** One page of the list; undefined when the continue token expired (410). */
+  private async page(limit: number, token: string | undefined): Promise<ListPage<T> | undefined> {
+    try {
+      const query = { ...this.selectors(), limit, continue: token };
+      return await this.client.request<ListPage<T>>('GET', this.opts.path, { query });
+    } catch (err) {
+      if (token === undefined || apiStatus(err) !== 410) throw err;
+      this.opts.logger.info({ path: this.opts.path }, 'list continue token expired; listing again');
+      return undefined;
+    }
+  }
+
+  /**
+   * Lists the collection in pages into a new set, which replaces the old one once whole (a failed
+   * list keeps the last good objects); returns the list's resourceVersion. A continue token that
+   * expired (410) lists again from the start, as client-go's pager does.
+   */
   private async list(): Promise<string> {
-    const list = await this.client.request<{ metadata?: { resourceVersion?: string }; items?: T[] }>('GET', this.opts.path, { query: this.selectors() });
-    if (this.closed) return '';
-    this.items.clear();
-    for (const item of list.items ?? []) this.items.set(keyOf(item), item);
+    const limit = this.opts.pageSize ?? PAGE_SIZE;
+    const items = new Map<string, S>();
+    let version = '';
+    let token: string | undefined;
+    for (let more = true; more; ) {
+      const page = await this.page(limit, token);
+      if (this.closed) return '';
+      if (!page) {
+        items.clear();
+        token = undefined;
+        continue;
+      }
+      if (token === undefined) version = page.metadata?.resourceVersion ?? '';
+      this.keepAll(page.items ?? [], items);
+      token = page.metadata?.continue || undefined;
+      more = token !== undefined;
+    }
+    this.items = items;
     this.listed = true;
     this.broke = false;
     this.delay = this.opts.backoffMs?.initial ?? 500;
     this.opts.onStale?.(false);
     this.resolveFirst();
-    this.opts.onChange();
-    return list.metadata?.resourceVersion ?? '';
+    this.opts.onChange(undefined);
+    return version;
   }
 
   /** One watch from `version`, applied to the set until the server ends it. */
@@ -143,9 +205,11 @@ export class WatchedSet<T extends KubeObject> {
       const obj = e.object as T;
       last = obj.metadata?.resourceVersion ?? last;
       if (e.type === 'BOOKMARK') return;
-      if (e.type === 'DELETED') this.items.delete(keyOf(obj));
-      else this.items.set(keyOf(obj), obj);
-      this.opts.onChange();
+      const key = keyOf(obj);
+      const kept = e.type === 'DELETED' ? undefined : this.keep(obj);
+      if (kept === undefined) this.items.delete(key);
+      else this.items.set(key, kept);
+      this.opts.onChange({ key, kept });
     });
     if (this.closed) this.current.abort();
     // The server ends the watch at timeoutSeconds; past that (and a margin) the connection is
@@ -170,11 +234,16 @@ export class WatchedSet<T extends KubeObject> {
     return this.listed && !this.broke;
   }
 
-  objects(): readonly T[] {
+  objects(): readonly S[] {
     return [...this.items.values()];
   }
 
-  get(name: string, namespace?: string): T | undefined {
+  /** Every kept object, without copying the set. */
+  values(): IterableIterator<S> {
+    return this.items.values();
+  }
+
+  get(name: string, namespace?: string): S | undefined {
     return this.items.get(`${namespace ?? ''}/${name}`);
   }
 

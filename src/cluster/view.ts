@@ -21,14 +21,47 @@ export class StaticViewSource implements ClusterViewSource {
   async close(): Promise<void> {}
 }
 
+/**
+ * Strings many nodes share (label values, kernel and OS image), kept once: a large cluster's view
+ * holds one copy of its zone or instance type, not one per node. Bounded: cleared when full.
+ */
+export class StringPool {
+  private readonly strings = new Map<string, string>();
+  constructor(private readonly max = 100_000) {}
+
+  get(s: string): string {
+    const known = this.strings.get(s);
+    if (known !== undefined) return known;
+    if (this.strings.size >= this.max) this.strings.clear();
+    this.strings.set(s, s);
+    return s;
+  }
+}
+
+const SAME = { get: (s: string): string => s };
+
 /** Reads a Node object (as the API server or `kubectl get node -o yaml` gives it). */
-export function nodeFacts(node: unknown): NodeFacts | undefined {
+export function nodeFacts(node: unknown, pool: Pick<StringPool, 'get'> = SAME): NodeFacts | undefined {
   if (!isObject(node) || !isObject(node.metadata) || typeof node.metadata.name !== 'string') return undefined;
   const info = isObject(node.status) && isObject(node.status.nodeInfo) ? node.status.nodeInfo : {};
+  const labels = stringMap(node.metadata.labels) as Record<string, string>;
+  for (const k in labels) labels[k] = pool.get(labels[k]!);
   return {
-    name: node.metadata.name,
-    labels: stringMap(node.metadata.labels),
-    ...(typeof info.kernelVersion === 'string' ? { kernelVersion: info.kernelVersion } : {}),
-    ...(typeof info.osImage === 'string' ? { osImage: info.osImage } : {}),
+    name: pool.get(node.metadata.name),
+    labels,
+    ...(typeof info.kernelVersion === 'string' ? { kernelVersion: pool.get(info.kernelVersion) } : {}),
+    ...(typeof info.osImage === 'string' ? { osImage: pool.get(info.osImage) } : {}),
   };
+}
+
+/** Whether two facts say the same (a node's status update changes none of them). */
+export function sameFacts(a: NodeFacts, b: NodeFacts): boolean {
+  if (a.name !== b.name || a.kernelVersion !== b.kernelVersion || a.osImage !== b.osImage) return false;
+  let n = 0;
+  for (const k in a.labels) {
+    if (!Object.hasOwn(b.labels, k) || a.labels[k] !== b.labels[k]) return false;
+    n += 1;
+  }
+  for (const _ in b.labels) n -= 1;
+  return n === 0;
 }
