@@ -18,6 +18,7 @@ import { BODY_TOO_LARGE_MESSAGE, BodyBudget, readBody } from './body.js';
 import { admit, kindLabel, type Decision, type Endpoint } from './handler.js';
 import type { WebhookMetrics } from './metrics.js';
 import { decodeReview, encodeReviewJson, type AdmissionRequest } from './review.js';
+import { clip } from '../text.js';
 
 const SAFE_PARSE = { protoAction: 'remove', constructorAction: 'remove' } as const;
 /** What fastify sends for an object it serialises: reviews keep it when we serialise them. */
@@ -65,9 +66,9 @@ function toAppError(err: unknown): AppError {
   if (isAppError(err)) return err;
   const e = err as { code?: string; statusCode?: number; message?: string };
   const code = e.code ? FASTIFY_CODES[e.code] : undefined;
-  if (code) return new AppError(code, FASTIFY_MESSAGES[code] ?? `request body is not valid JSON: ${e.message ?? ''}`);
+  if (code) return new AppError(code, FASTIFY_MESSAGES[code] ?? `request body is not valid JSON: ${clip(e.message ?? '', 120)}`);
   if (err instanceof SyntaxError || (e.statusCode === 400 && typeof e.message === 'string')) {
-    return new AppError('REVIEW_NOT_JSON', `request body is not valid JSON: ${e.message}`);
+    return new AppError('REVIEW_NOT_JSON', `request body is not valid JSON: ${clip(e.message ?? '', 120)}`);
   }
   return new AppError('INTERNAL', 'internal error', { cause: err });
 }
@@ -89,17 +90,10 @@ export function parseJsonBody(text: string): unknown {
     if (!text.includes('\\u') && !text.includes('proto')) return JSON.parse(text);
     return secureJson.parse(text, undefined, SAFE_PARSE);
   } catch (err) {
-    throw new AppError('REVIEW_NOT_JSON', `request body is not valid JSON: ${(err as Error).message}`);
+    throw new AppError('REVIEW_NOT_JSON', `request body is not valid JSON: ${clip((err as Error).message, 120)}`);
   }
 }
 
-/** Longest string a log line carries from a request: a Kubernetes name is at most 253 bytes. */
-const LOG_FIELD_MAX = 253;
-
-/** Clips a caller-supplied string for the log, saying how long it was. */
-export function clip(s: string): string {
-  return s.length <= LOG_FIELD_MAX ? s : `${s.slice(0, LOG_FIELD_MAX)}...(${s.length} chars)`;
-}
 
 function objectName(req: AdmissionRequest): string {
   const md = req.object && isObject(req.object.metadata) ? req.object.metadata : {};
@@ -124,6 +118,10 @@ export function metricsRoute(app: FastifyInstance, metrics: WebhookMetrics): voi
   });
 }
 
+/** The size of a request's body, kept on the raw request for the batch (batch.ts). */
+const BODY_BYTES = Symbol('erdma-smcr body bytes');
+type Sized = { [BODY_BYTES]?: number };
+
 /** Connection: close on an HTTP/1.1 response produced while draining (HTTP/2 sessions get GOAWAY). */
 function closeIfDraining(deps: AppDeps, request: FastifyRequest, reply: FastifyReply): void {
   if (deps.draining?.() === true && request.raw.httpVersionMajor === 1) reply.header('connection', 'close');
@@ -136,7 +134,7 @@ function closeIfDraining(deps: AppDeps, request: FastifyRequest, reply: FastifyR
  */
 function reviewRoute(app: FastifyInstance, deps: AppDeps, endpoint: Endpoint, batch: ReplyBatch): void {
   app.post(`/${endpoint}`, (request, reply: FastifyReply): void => {
-    batch.answer(reply, () => review(deps, endpoint, request, reply));
+    batch.answer(reply, () => review(deps, endpoint, request, reply), (request.raw as Sized)[BODY_BYTES] ?? 0);
   });
 }
 
@@ -181,6 +179,45 @@ function record(deps: AppDeps, endpoint: Endpoint, request: FastifyRequest, req:
   );
 }
 
+/**
+ * Bad requests come in floods when they come from a hostile client, and each log line is written
+ * synchronously: at most this many a second are logged, the next line says how many were not
+ * (`unlogged`), and erdma_smcr_admission_bad_requests_total counts every one.
+ */
+const BAD_REQUEST_LINES_PER_SECOND = 10;
+
+/** Lines allowed per second (a fixed window), and how many were refused since the last allowed one. */
+export class LineBudget {
+  private windowStart = 0;
+  private used = 0;
+  private dropped = 0;
+  constructor(
+    private readonly perSecond: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  take(): boolean {
+    const t = this.now();
+    if (t - this.windowStart >= 1000) {
+      this.windowStart = t;
+      this.used = 0;
+    }
+    if (this.used >= this.perSecond) {
+      this.dropped += 1;
+      return false;
+    }
+    this.used += 1;
+    return true;
+  }
+
+  /** Lines refused since the last call. */
+  takeDropped(): number {
+    const n = this.dropped;
+    this.dropped = 0;
+    return n;
+  }
+}
+
 /** Registers every route and handler on an app (also usable as a plugin-style function). */
 export function registerWebhook(app: FastifyInstance, deps: AppDeps): void {
   // The API server always sends application/json; anything else is a client mistake (415).
@@ -191,17 +228,22 @@ export function registerWebhook(app: FastifyInstance, deps: AppDeps): void {
     readBody(req.raw, bodyLimit, budget, (err, text) => {
       if (err) return done(err, undefined);
       try {
+        (req.raw as Sized)[BODY_BYTES] = text?.length ?? 0;
         done(null, parseJsonBody(text ?? ''));
       } catch (parseErr) {
         done(parseErr as Error, undefined);
       }
     });
   });
+  const badRequestLog = new LineBudget(BAD_REQUEST_LINES_PER_SECOND);
   app.setErrorHandler((err, request, reply) => {
     const appErr = toAppError(err);
     deps.metrics.badRequests.inc({ code: appErr.code });
     if (appErr.status >= 500) request.log.error({ err }, 'request failed');
-    else request.log.warn({ code: appErr.code, reason: appErr.message }, 'bad request');
+    else if (badRequestLog.take()) {
+      const unlogged = badRequestLog.takeDropped();
+      request.log.warn({ code: appErr.code, reason: appErr.message, ...(unlogged > 0 ? { unlogged } : {}) }, 'bad request');
+    }
     const message = appErr.status >= 500 ? 'internal error; see the webhook log' : appErr.message;
     closeIfDraining(deps, request, reply);
     return reply.code(appErr.status).send({ code: appErr.code, message });
@@ -209,7 +251,7 @@ export function registerWebhook(app: FastifyInstance, deps: AppDeps): void {
   app.setNotFoundHandler((request, reply) => {
     deps.metrics.badRequests.inc({ code: 'NOT_FOUND' });
     closeIfDraining(deps, request, reply);
-    return reply.code(404).send({ code: 'NOT_FOUND', message: `no route for ${request.method} ${request.url.split('?')[0]}` });
+    return reply.code(404).send({ code: 'NOT_FOUND', message: `no route for ${request.method} ${clip(request.url.split('?')[0] ?? '', 100)}` });
   });
   healthRoutes(app, deps);
   if (deps.serveMetrics) metricsRoute(app, deps.metrics);

@@ -12,7 +12,10 @@
 // for the end of the turn only delayed it (docs/benchmarks.md, "Round 7"). Any further review of
 // that turn is batched, and a turn with more than one review keeps the next turn batched too.
 // A turn that brings many reviews (hundreds of HTTP/2 streams at once) is answered every `max`
-// reviews, so no reply waits for more than `max` decisions before its own is sent.
+// reviews, so no reply waits for more than `max` decisions before its own is sent; and as soon as
+// the reviews waiting hold `maxBytes` of request body, so that large reviews, whose decoded
+// objects take many times their size in memory, are decided one after another instead of all
+// being held at once.
 import type { FastifyReply } from 'fastify';
 
 /** A decided review: the reply's payload, and what to record once the replies are sent. */
@@ -30,6 +33,8 @@ export type SendFailure = (err: unknown) => void;
 export class ReplyBatch {
   private replies: FastifyReply[] = [];
   private work: Work[] = [];
+  /** Request body bytes of the reviews waiting. */
+  private bytes = 0;
   private scheduled = false;
   /** Reviews answered in this turn of the event loop so far, at once or batched. */
   private inTurn = 0;
@@ -38,18 +43,22 @@ export class ReplyBatch {
 
   /** Reviews decided in one go at most: about 64 × 40 µs = 2.5 ms of waiting under load. */
   static readonly DEFAULT_MAX = 64;
+  /** Request body bytes of the reviews waiting at most: 64 ordinary reviews hold about 300 KiB. */
+  static readonly DEFAULT_MAX_BYTES = 1024 * 1024;
 
   constructor(
     private readonly onFailure: SendFailure,
     private readonly max = ReplyBatch.DEFAULT_MAX,
+    private readonly maxBytes = ReplyBatch.DEFAULT_MAX_BYTES,
   ) {}
 
   /**
    * Decides `work` and sends its payload on `reply`: at once when it is the first review of a
    * turn on a quiet server, else at the end of this turn of the event loop (at once when `max`
-   * reviews wait). Runs its `after` once every reply of its batch has been sent.
+   * reviews, or `maxBytes` of their bodies, wait). Runs its `after` once every reply of its batch
+   * has been sent. `bytes` is the size of the review's request body.
    */
-  answer(reply: FastifyReply, work: Work): void {
+  answer(reply: FastifyReply, work: Work, bytes = 0): void {
     this.inTurn += 1;
     this.endTurnLater();
     if (this.quiet && this.inTurn === 1) {
@@ -58,7 +67,8 @@ export class ReplyBatch {
     }
     this.replies.push(reply);
     this.work.push(work);
-    if (this.replies.length >= this.max) this.flush();
+    this.bytes += bytes;
+    if (this.replies.length >= this.max || this.bytes >= this.maxBytes) this.flush();
   }
 
   /** Replies waiting for the end of this turn. */
@@ -84,6 +94,7 @@ export class ReplyBatch {
     if (replies.length === 0) return; // a full batch was answered before the turn ended
     this.replies = [];
     this.work = [];
+    this.bytes = 0;
     this.run(replies, work);
   }
 

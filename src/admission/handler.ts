@@ -8,6 +8,7 @@ import type { ClusterView, Denial, JsonObject, PolicyResult } from '../policy/ty
 import type { AdmissionRequest, AdmissionResponse } from './review.js';
 import { encodePatch } from '../policy/patch.js';
 import { updateVerdict } from '../policy/update.js';
+import { clip } from '../text.js';
 
 export type Endpoint = 'mutate' | 'validate';
 export type VerdictLabel = 'allowed' | 'denied' | 'skipped';
@@ -94,11 +95,11 @@ function respond(uid: string, result: PolicyResult): Decision {
 
 function kindMismatch(obj: JsonObject, kind: string): PolicyResult | undefined {
   if (obj.kind === undefined || obj.kind === kind) return undefined;
-  const got = typeof obj.kind === 'string' ? obj.kind.slice(0, 63) : typeof obj.kind;
+  const got = typeof obj.kind === 'string' ? clip(obj.kind, 63) : typeof obj.kind;
   const denial: Denial = {
     rule: 'object-kind',
     path: 'request.object.kind',
-    message: `the object is a ${got} but the review says ${kind}; an API server never sends this, so it is refused.`,
+    message: `the object is a ${got} but the review says ${clip(kind, 63)}; an API server never sends this, so it is refused.`,
   };
   return { allowed: false, denials: [denial], warnings: [], patch: [], mutated: obj, smcr: false, untouched: false };
 }
@@ -114,7 +115,7 @@ export function admit(req: AdmissionRequest, endpoint: Endpoint, view: ClusterVi
   if (!ENDPOINT_KINDS[endpoint].has(kind)) {
     throw new AppError(
       'REVIEW_UNSUPPORTED_KIND',
-      `/${endpoint} does not review ${kind} objects (it reviews ${[...ENDPOINT_KINDS[endpoint]].join(', ')}); check the webhook's rules`,
+      `/${endpoint} does not review ${clip(kind, 63)} objects (it reviews ${[...ENDPOINT_KINDS[endpoint]].join(', ')}); check the webhook's rules`,
     );
   }
   if (!req.object) throw new AppError('REVIEW_INVALID', `request.object is missing for ${req.operation}`);

@@ -91,14 +91,28 @@ export class WebhookMetrics {
   });
   readonly evictedConnections = new Counter({
     name: 'erdma_smcr_admission_evicted_connections_total',
-    help: 'Connections closed, oldest first, because webhook.maxConnections were open and they had never received a full response.',
+    help: 'Connections closed because webhook.maxConnections were open: those never answered first, oldest first, else the one idle the longest.',
+    registers: [this.registry],
+  });
+  readonly streams = new Gauge({
+    name: 'erdma_smcr_admission_streams',
+    help: 'Open HTTP/2 streams across all connections (bounded by webhook.maxStreams).',
+    registers: [this.registry],
+  });
+  readonly cancelledStreams = new Counter({
+    name: 'erdma_smcr_admission_cancelled_streams_total',
+    help: 'HTTP/2 streams cancelled, oldest first, because webhook.maxStreams were open.',
     registers: [this.registry],
   });
 
-  /** Reads the connection guard at scrape time. */
-  trackConnections(guard: { readonly connections: number; readonly evicted: number }): void {
+  /** Reads the connection and stream guards at scrape time. */
+  trackConnections(guard: { readonly connections: number; readonly evicted: number }, streams?: { readonly open: number; readonly cancelled: number }): void {
     readAtScrape(this.connections, () => guard.connections);
     readAtScrape(this.evictedConnections, () => guard.evicted);
+    if (streams) {
+      readAtScrape(this.streams, () => streams.open);
+      readAtScrape(this.cancelledStreams, () => streams.cancelled);
+    }
   }
 
   /** Reads the body budget at scrape time (no work per request). */

@@ -2,6 +2,7 @@
 // https://kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/#request
 import { AppError } from '../errors.js';
 import { isObject } from '../policy/locate.js';
+import { quoted } from '../text.js';
 import type { JsonObject } from '../policy/types.js';
 
 export const REVIEW_API_VERSION = 'admission.k8s.io/v1';
@@ -67,8 +68,8 @@ function envelope(body: unknown): JsonObject {
   if (!isObject(body)) throw invalid('body must be a JSON object holding an AdmissionReview');
   if (body.apiVersion !== REVIEW_API_VERSION || body.kind !== REVIEW_KIND) {
     throw invalid(
-      `expected apiVersion ${REVIEW_API_VERSION} and kind ${REVIEW_KIND}, got ${JSON.stringify(body.apiVersion ?? null)} ` +
-        `and ${JSON.stringify(body.kind ?? null)} (set admissionReviewVersions: [v1])`,
+      `expected apiVersion ${REVIEW_API_VERSION} and kind ${REVIEW_KIND}, got ${quoted(body.apiVersion)} ` +
+        `and ${quoted(body.kind)} (set admissionReviewVersions: [v1])`,
     );
   }
   const r = body.request;
@@ -91,7 +92,7 @@ export function decodeReview(body: unknown): AdmissionRequest {
   const r = envelope(body);
   if (typeof r.uid !== 'string' || r.uid === '') throw invalid('request.uid is missing');
   if (typeof r.operation !== 'string' || !OPERATIONS.has(r.operation)) {
-    throw invalid(`request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got ${JSON.stringify(r.operation ?? null)}`);
+    throw invalid(`request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got ${quoted(r.operation)}`);
   }
   const object = optionalObject(r.object, 'object');
   const oldObject = optionalObject(r.oldObject, 'oldObject');

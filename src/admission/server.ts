@@ -9,7 +9,7 @@ import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
 import { buildApp, metricsRoute, quietRequests } from './app.js';
 import { BodyBudget } from './body.js';
-import { ConnectionGuard } from './guard.js';
+import { ConnectionGuard, StreamGuard } from './guard.js';
 import { checkKeyCert, loadKeyCert, watchDir, type KeyCert } from './certs-watch.js';
 import { WebhookMetrics } from './metrics.js';
 
@@ -102,7 +102,7 @@ export const TLS_POLICY = {
 } as const;
 
 /** The API server opens few streams per connection; nghttp2 would otherwise allow 2^32-1. */
-const MAX_STREAMS_PER_SESSION = 128;
+const MAX_STREAMS_PER_SESSION = 16;
 
 /** Node's HTTP/1.1 deadline fields, which Http2SecureServer with allowHTTP1 honours once set. */
 interface Http1Deadlines {
@@ -121,7 +121,7 @@ interface Http1Deadlines {
  *   session's idle timeout alone never fires); idle sessions close after idleTimeoutMs (fastify's
  *   http2SessionTimeout).
  */
-export function enforceDeadlines(server: Http2SecureServer, w: Config['webhook'], guard: ConnectionGuard): void {
+export function enforceDeadlines(server: Http2SecureServer, w: Config['webhook'], guard: ConnectionGuard, streams: StreamGuard): void {
   const h1 = server as unknown as Http1Deadlines;
   h1.headersTimeout = w.headersTimeoutMs;
   h1.requestTimeout = w.requestTimeoutMs;
@@ -129,24 +129,26 @@ export function enforceDeadlines(server: Http2SecureServer, w: Config['webhook']
   h1.connectionsCheckingInterval = Math.min(1000, w.headersTimeoutMs);
   // Node starts its header clock at a request's first byte, so a connection that sends nothing
   // would stay open: the guard gives each one headersTimeoutMs for its first request (or HTTP/2
-  // stream), and caps open connections by evicting the oldest that never got a full response.
+  // stream), and caps open connections (guard.ts says which it closes first). It counts each
+  // connection's requests in flight, so an idle one can be told from a busy one.
   server.on('connection', (socket: Socket) => guard.accept(socket));
   server.on('secureConnection', (socket: TLSSocket) => guard.secured(socket));
-  server.on('request', (req: { httpVersionMajor: number; socket: unknown }, res: { once(e: 'finish', f: () => void): void }) => {
-    if (req.httpVersionMajor !== 1 || guard.isProven(req.socket)) return;
+  server.on('request', (req: { httpVersionMajor: number; socket: unknown }, res: { writableFinished: boolean; once(e: 'close', f: () => void): void }) => {
+    if (req.httpVersionMajor !== 1) return;
     guard.started(req.socket);
-    res.once('finish', () => guard.proved(req.socket));
+    res.once('close', () => guard.finished(req.socket, res.writableFinished));
   });
   server.on('stream', (stream: ServerHttp2Stream) => {
     // The session's socket is a proxy that reads through to the TLS socket's own properties.
     const socket = stream.session?.socket;
-    if (!guard.isProven(socket)) {
-      guard.started(socket);
-      stream.once('finish', () => guard.proved(socket));
-    }
+    guard.started(socket);
+    streams.add(stream);
     const deadline = setTimeout(() => stream.close(http2constants.NGHTTP2_CANCEL), w.requestTimeoutMs);
     deadline.unref();
-    stream.once('close', () => clearTimeout(deadline));
+    stream.once('close', () => {
+      clearTimeout(deadline);
+      guard.finished(socket, stream.writableFinished);
+    });
   });
 }
 
@@ -203,8 +205,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     } as object,
   );
   const guard = new ConnectionGuard(w.maxConnections, w.headersTimeoutMs);
-  metrics.trackConnections(guard);
-  enforceDeadlines(app.server as unknown as Http2SecureServer, w, guard);
+  const streams = new StreamGuard(w.maxStreams);
+  metrics.trackConnections(guard, streams);
+  enforceDeadlines(app.server as unknown as Http2SecureServer, w, guard, streams);
   hookConnections(app, conns);
   await app.listen({ host: config.webhook.host, port: config.webhook.port });
   const port = (app.server.address() as AddressInfo).port;

@@ -89,8 +89,13 @@ export const webhookSchema = z
     idleTimeoutMs: z.number().int().min(100).default(65_000),
     /** Bytes that unfinished request bodies may hold in total; past it the oldest is dropped. */
     pendingBodyBytes: z.number().int().min(1024).default(16 * 1024 * 1024),
-    /** Open connections; past it the oldest connection that never got a full response is closed. */
+    /**
+     * Open connections; past it the oldest connection that never got a full response is closed,
+     * else the one idle the longest (never one with a request in flight).
+     */
     maxConnections: z.number().int().min(1).default(500),
+    /** Open HTTP/2 streams across all connections; past it the stream open the longest is cancelled. */
+    maxStreams: z.number().int().min(1).default(256),
   })
   .strict()
   .refine((w) => w.pendingBodyBytes >= w.bodyLimit, {

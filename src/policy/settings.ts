@@ -4,6 +4,7 @@
 import { SETTINGS_VERSION, TUNING_ANNOTATIONS } from '../constants.js';
 import type { PolicyConfig, TuningConfig } from '../config/schema.js';
 import { parseGoBool } from './parse-bool.js';
+import { clip } from '../text.js';
 
 export interface Knob {
   readonly field: keyof TuningConfig;
@@ -49,7 +50,7 @@ export interface ResolvedTuning {
 
 function checkKnob(knob: Knob, raw: string): { value?: number; problem?: string; warning?: string } {
   if (!/^\d{1,10}$/.test(raw)) {
-    return { problem: `must be a whole number of ${knob.unit} between ${knob.min} and ${knob.max}, got "${raw}"` };
+    return { problem: `must be a whole number of ${knob.unit} between ${knob.min} and ${knob.max}, got "${clip(raw, 64)}"` };
   }
   const value = Number(raw);
   if (value < knob.min || value > knob.max) {
@@ -82,7 +83,7 @@ export function resolveTuning(annotations: Readonly<Record<string, string>>, con
   if (rawKeep !== undefined) {
     const parsed = parseGoBool(rawKeep);
     if (parsed === undefined) {
-      problems.push({ annotation: TUNING_ANNOTATIONS.keepIPv6, message: `must be "true" or "false", got "${rawKeep}"` });
+      problems.push({ annotation: TUNING_ANNOTATIONS.keepIPv6, message: `must be "true" or "false", got "${clip(rawKeep, 64)}"` });
     } else keepIPv6 = parsed;
   }
   return { values, keepIPv6, problems, warnings };

@@ -9,6 +9,7 @@ import { child } from './mutate.js';
 import { keyPath, locatePod, stringMap } from './locate.js';
 import { parseGoBool } from './parse-bool.js';
 import { patchOfCopy } from './patch.js';
+import { clip } from '../text.js';
 import { resolveTuning } from './settings.js';
 import type { ClusterView, Denial, JsonObject, Operation, PolicyResult } from './types.js';
 
@@ -41,7 +42,7 @@ function podUpdate(pod: JsonObject, old: JsonObject | undefined, config: PolicyC
       denials.push({
         rule: 'annotation-value',
         path: keyPath('metadata.annotations', SMCR_ANNOTATION),
-        message: `${SMCR_ANNOTATION} must be "true" or "false", got "${raw}".`,
+        message: `${SMCR_ANNOTATION} must be "true" or "false", got "${clip(raw, 64)}".`,
       });
     } else warnings.push('SMC-R is set up when a pod starts: this annotation change applies only once the pod is recreated');
   }

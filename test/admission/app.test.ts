@@ -116,6 +116,26 @@ describe('POST /mutate', () => {
     const pod = applyResponse(review, res) as { metadata: { annotations: Record<string, string> } };
     expect(pod.metadata.annotations[SETTINGS_ANNOTATION]).toBe('original');
   });
+
+  it('on UPDATE removes a settings annotation a user added to a pod that had none', async () => {
+    const before = annotate(fixture('pod-update'), { 'network.alibabacloud.com/erdma-smcr': 'true' }, 'oldObject');
+    const review = annotate(before, { 'network.alibabacloud.com/erdma-smcr': 'true', [SETTINGS_ANNOTATION]: '{"version":1,"sysctls":{"net.smc.wmem":"1"}}' });
+    const res = (await post('/mutate', review)).body.response;
+    expect(res.allowed).toBe(true);
+    const pod = applyResponse(review, res) as { metadata: { annotations: Record<string, string> } };
+    expect(pod.metadata.annotations).not.toHaveProperty(SETTINGS_ANNOTATION);
+    expect(pod.metadata.annotations['network.alibabacloud.com/erdma-smcr']).toBe('true');
+  });
+
+  it('on UPDATE denies a tuning annotation changed to a value out of range, warns on one in range, and leaves unchanged ones alone', async () => {
+    const before = annotate(fixture('pod-update'), { 'network.alibabacloud.com/erdma-smcr': 'true', 'smcr.erdma.io/rmem': '1' }, 'oldObject');
+    const out = (await post('/mutate', annotate(before, { 'network.alibabacloud.com/erdma-smcr': 'true', 'smcr.erdma.io/rmem': '1', 'smcr.erdma.io/wmem': '1' }))).body.response;
+    expect(out).toMatchObject({ allowed: false, status: { code: 403 } });
+    expect((out.status as { message: string }).message).toBe('[tuning] metadata.annotations[smcr.erdma.io/wmem]: smcr.erdma.io/wmem 1 is outside 16384..1073741823 bytes (net.smc.wmem).');
+    const fine = (await post('/mutate', annotate(before, { 'network.alibabacloud.com/erdma-smcr': 'true', 'smcr.erdma.io/rmem': '1', 'smcr.erdma.io/wmem': '262144' }))).body.response;
+    expect(fine.allowed).toBe(true);
+    expect(fine.warnings).toEqual(['SMC-R tuning is applied when a pod starts: the change applies once the pod is recreated']);
+  });
 });
 
 describe('POST /validate', () => {

@@ -187,4 +187,17 @@ describe('ReplyBatch', () => {
     await turn();
     expect(events.at(-1)).toBe('sent r7');
   });
+
+  it('answers at once when the reviews waiting hold maxBytes of request body, and counts anew after', async () => {
+    const events: string[] = [];
+    const batch = new ReplyBatch(never, 64, 1000);
+    await busy(batch);
+    batch.answer(recorder(events), () => ({ payload: 'small' }), 100);
+    batch.answer(recorder(events), () => ({ payload: 'large' }), 900);
+    expect(events).toEqual(['sent small', 'sent large']);
+    batch.answer(recorder(events), () => ({ payload: 'next' }), 500);
+    expect(batch.pending).toBe(1);
+    await turn();
+    expect(events.at(-1)).toBe('sent next');
+  });
 });

@@ -189,6 +189,74 @@ describe('open connections', () => {
   });
 });
 
+describe('open connections that have all been answered, and HTTP/2 streams', () => {
+  it('closes the connection idle the longest past maxConnections, never one with a request in flight', async () => {
+    const small = await startTestServer({ 'webhook.maxConnections': 10 });
+    const agents: Agent[] = [];
+    try {
+      // 10 clients answered once each, kept alive; the first one then sends a slow review.
+      for (let i = 0; i < 10; i++) {
+        const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+        agents.push(agent);
+        expect((await postH1(small.server.port, small.ca(), '/mutate', review, agent)).status).toBe(200);
+      }
+      const sockets = agents.map((a) => Object.values(a.freeSockets).flat()[0]!);
+      const closed = sockets.map(() => false);
+      sockets.forEach((s, i) => {
+        s.on('error', () => undefined);
+        s.once('close', () => (closed[i] = true));
+      });
+      const inFlight = postH1(small.server.port, small.ca(), '/mutate', review, agents[0], async () => {
+        // While agent 0's review is half sent, two more clients arrive, one after the other, and stay.
+        for (let i = 0; i < 2; i++) {
+          const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+          agents.push(agent);
+          expect((await postH1(small.server.port, small.ca(), '/mutate', review, agent)).status).toBe(200);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      });
+      expect((await inFlight).status).toBe(200);
+      // 12 connections against 10: agent 0's was busy, so agents 1 and 2 (idle the longest) went.
+      expect(closed).toEqual([false, true, true, false, false, false, false, false, false, false]);
+      const metrics = await (await fetch(`http://127.0.0.1:${small.server.metricsPort}/metrics`)).text();
+      expect(Number(/erdma_smcr_admission_connections (\d+)/.exec(metrics)?.[1])).toBeLessThanOrEqual(10);
+    } finally {
+      for (const a of agents) a.destroy();
+      await small.stop();
+    }
+  });
+
+  it('cancels the HTTP/2 streams open the longest past maxStreams, across sessions, and still answers new ones', async () => {
+    const small = await startTestServer({ 'webhook.maxStreams': 20 });
+    const sessions = [0, 1, 2].map(() => h2Session(small.server.port, small.ca()));
+    try {
+      const codes: (number | undefined)[] = [];
+      for (const [s, session] of sessions.entries()) {
+        session.on('error', () => undefined);
+        for (let i = 0; i < 10; i++) {
+          const stream = session.request({ ':method': 'POST', ':path': '/mutate', 'content-type': 'application/json' });
+          stream.on('error', () => undefined);
+          stream.once('close', () => (codes[s * 10 + i] = stream.rstCode));
+          stream.write('{"a":');
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await new Promise((r) => setTimeout(r, 200));
+      // 30 stalled streams against a cap of 20: the first session's 10, opened first, went.
+      expect(codes.slice(0, 10)).toEqual(Array(10).fill(8)); // NGHTTP2_CANCEL
+      expect(codes.slice(10).filter((c) => c !== undefined)).toEqual([]);
+      const fresh = h2Session(small.server.port, small.ca());
+      expect((await postH2(fresh, '/mutate', review)).status).toBe(200);
+      fresh.close();
+      const metrics = await (await fetch(`http://127.0.0.1:${small.server.metricsPort}/metrics`)).text();
+      expect(Number(/erdma_smcr_admission_cancelled_streams_total (\d+)/.exec(metrics)?.[1])).toBeGreaterThanOrEqual(11);
+    } finally {
+      for (const s of sessions) s.destroy();
+      await small.stop();
+    }
+  });
+});
+
 describe('TLS suites', () => {
   it.each([
     ['static RSA with CBC and SHA-1', 'AES128-SHA'],

@@ -164,6 +164,46 @@ describe('bounded metric labels and log fields', () => {
   });
 });
 
+describe('bad requests with huge strings', () => {
+  const big = 'x'.repeat(7 * 1024 * 1024);
+  it.each([
+    ['apiVersion', (r: JsonObject) => void (r.apiVersion = big)],
+    ['kind', (r: JsonObject) => void (r.kind = big)],
+    ['request.operation', (r: JsonObject) => void ((r.request as JsonObject).operation = big)],
+    ['request.kind.kind (an unsupported kind)', (r: JsonObject) => void ((r.request as JsonObject).kind = { group: '', version: 'v1', kind: big })],
+  ])('answers a 7 MiB %s with a short 400 and a short log line', async (_what, spoil) => {
+    const lines: string[] = [];
+    const t = testApp(undefined, { 'webhook.bodyLimit': 16 * 1024 * 1024, 'webhook.pendingBodyBytes': 32 * 1024 * 1024 }, pino({ level: 'info' }, { write: (l: string) => void lines.push(l) }));
+    try {
+      const review = smcrReview('pod-create') as unknown as JsonObject;
+      spoil(review);
+      const res = await t.app.inject({ method: 'POST', url: '/mutate', payload: JSON.stringify(review), headers: { 'content-type': 'application/json' } });
+      expect(res.statusCode).toBe(400);
+      expect(res.body.length).toBeLessThan(1024);
+      expect(res.json().message).toMatch(/\.\.\.\(7340032 chars\)/);
+      expect(lines.length).toBeGreaterThan(0);
+      for (const l of lines) expect(l.length).toBeLessThan(2048);
+    } finally {
+      await t.app.close();
+    }
+  });
+
+  it('clips a long path in the 404 message', async () => {
+    const res = await app.inject({ method: 'POST', url: `/${'p'.repeat(8000)}`, payload: '{}', headers: { 'content-type': 'application/json' } });
+    expect(res.statusCode).toBe(404);
+    expect(res.body.length).toBeLessThan(400);
+  });
+
+  it('clips a long annotation value in the denial it is echoed in', async () => {
+    const review = smcrReview('pod-create', { 'network.alibabacloud.com/erdma-smcr': '9'.repeat(100_000) });
+    const { status, body } = await post(JSON.stringify(review));
+    expect(status).toBe(200);
+    expect(body.response.allowed).toBe(false);
+    expect(body.response.status!.message.length).toBeLessThan(400);
+    expect(body.response.status!.message).toContain('...(100000 chars)');
+  });
+});
+
 describe('media types and kinds', () => {
   it('answers a non-JSON content type with a 415 that says what to send', async () => {
     const res = await app.inject({ method: 'POST', url: '/mutate', payload: 'x', headers: { 'content-type': 'text/plain' } });
