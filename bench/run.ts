@@ -3,6 +3,7 @@ import { cpus } from 'node:os';
 import { benchCheck } from './check.js';
 import { benchCni } from './cni.js';
 import { benchMemory } from './memory.js';
+import { benchScale } from './scale.js';
 import { benchSmc } from './smc.js';
 import { table, type BenchRow } from './report.js';
 import { benchWebhook } from './webhook.js';
@@ -13,6 +14,7 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   cni: benchCni,
   smc: benchSmc,
   memory: benchMemory,
+  scale: benchScale,
 };
 
 const wanted = process.argv.slice(2);

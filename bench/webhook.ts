@@ -25,10 +25,13 @@ const CONNECTIONS = 8;
 export interface Server {
   readonly child: ChildProcess;
   readonly port: number;
+  /** What the server printed up to the line `pattern` matched. */
+  readonly out: string;
 }
 
-export async function startChild(args: string[], pattern: RegExp): Promise<Server> {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'] });
+/** Starts a server (`args` to node) and waits for `pattern` to give its port; `env` adds to ours. */
+export async function startChild(args: string[], pattern: RegExp, env: Record<string, string> = {}): Promise<Server> {
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, ...env } });
   let out = '';
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 20_000);
@@ -44,7 +47,7 @@ export async function startChild(args: string[], pattern: RegExp): Promise<Serve
     child.stdout?.on('data', onData);
     child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)));
   });
-  return { child, port };
+  return { child, port, out };
 }
 
 export function stop(child: ChildProcess): Promise<void> {
@@ -58,7 +61,7 @@ export function stop(child: ChildProcess): Promise<void> {
  * CPU time (user + system, all threads) a process has used, in µs, from /proc/<pid>/stat. Its
  * unit is USER_HZ, which Linux fixes at 100 for user space on every architecture we run on.
  */
-function cpuMicros(pid: number): number {
+export function cpuMicros(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10_000;

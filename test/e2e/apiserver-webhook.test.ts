@@ -87,6 +87,25 @@ describe.skipIf(why !== '')('kube-apiserver → erdma-smcr webhook', () => {
     expect(stored.metadata.annotations['smcr.erdma.io/settings']).toContain('disable_ipv6');
   });
 
+  it('routes pod UPDATE as shipped: puts back the settings annotation, removes one added, refuses bad tuning', async () => {
+    const original = JSON.parse((await cp.kubectl(['get', 'pod', '-n', 'e2e', 'real', '-o', 'json'])).stdout).metadata.annotations['smcr.erdma.io/settings'];
+    const forged = '{"version":1,"sysctls":{"net.smc.wmem":"16384"}}';
+    const changed = await cp.kubectl(['annotate', '-n', 'e2e', 'pod', 'real', '--overwrite', `smcr.erdma.io/settings=${forged}`]);
+    expect(changed.status, changed.stderr).toBe(0);
+    const after = JSON.parse((await cp.kubectl(['get', 'pod', '-n', 'e2e', 'real', '-o', 'json'])).stdout).metadata.annotations;
+    expect(after['smcr.erdma.io/settings']).toBe(original);
+    const tuned = await cp.kubectl(['annotate', '-n', 'e2e', 'pod', 'real', 'smcr.erdma.io/wmem=1']);
+    expect(tuned.status).not.toBe(0);
+    expect(tuned.stderr).toMatch(/denied the request: \[tuning\] metadata\.annotations\[smcr\.erdma\.io\/wmem\]: smcr\.erdma\.io\/wmem 1 is outside/);
+    // A pod created without SMC-R that is given the annotation and a forged settings document.
+    expect((await cp.kubectl(['create', '-f', '-'], pod('later', {}, {}))).status).toBe(0);
+    const added = await cp.kubectl(['annotate', '-n', 'e2e', 'pod', 'later', 'network.alibabacloud.com/erdma-smcr=true', `smcr.erdma.io/settings=${forged}`]);
+    expect(added.status, added.stderr).toBe(0);
+    expect(added.stderr).toMatch(/Warning: SMC-R is set up when a pod starts/);
+    const later = JSON.parse((await cp.kubectl(['get', 'pod', '-n', 'e2e', 'later', '-o', 'json'])).stdout).metadata.annotations;
+    expect(later).toEqual({ 'network.alibabacloud.com/erdma-smcr': 'true' });
+  });
+
   it('leaves pods without the annotation untouched', async () => {
     const r = await cp.kubectl(['create', '-o', 'json', '-f', '-'], pod('plain', {}, {}));
     expect(r.status, r.stderr).toBe(0);

@@ -80,7 +80,9 @@ describe.skipIf(why !== '')('manifests', () => {
     expect(arg('--cert-source')).toBe('secret');
     expect(arg('--cluster')).toBe('live');
     const env = Object.fromEntries(c.env.map((e: { name: string; value?: string }) => [e.name, e.value]));
-    for (const name of Object.keys(env)) expect(ENV_VARS, `${name} is read by the code`).toHaveProperty(name);
+    // NODE_OPTIONS is Node's own; it must hold only V8 flags Node accepts there, or Node refuses to start.
+    expect(env.NODE_OPTIONS).toMatch(/^--max-semi-space-size=\d+ --max-old-space-size=\d+$/);
+    for (const name of Object.keys(env)) if (name !== 'NODE_OPTIONS') expect(ENV_VARS, `${name} is read by the code`).toHaveProperty(name);
     expect(Number(env.ERDMA_SMCR_METRICS_PORT)).toBe(ports.metrics);
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
@@ -111,10 +113,14 @@ describe.skipIf(why !== '')('manifests', () => {
       expect(hook.matchConditions).toBeUndefined();
       const withConditions = find(matchConditions, cfg.kind, cfg.metadata.name).webhooks[0];
       expect(withConditions.matchConditions[0].expression).toContain(`'${SMCR_ANNOTATION}'`);
-      expect({ ...withConditions, matchConditions: undefined }).toEqual({ ...hook, matchConditions: undefined });
+      // The overlay adds matchConditions, and fails closed for pods only (docs/webhook.md says why).
+      const failurePolicy = cfg.kind === 'MutatingWebhookConfiguration' ? 'Fail' : 'Ignore';
+      expect(withConditions.failurePolicy).toBe(failurePolicy);
+      expect({ ...withConditions, matchConditions: undefined, failurePolicy: undefined }).toEqual({ ...hook, matchConditions: undefined, failurePolicy: undefined });
     }
     expect(m.webhooks[0].reinvocationPolicy).toBe('IfNeeded');
-    expect(m.webhooks[0].rules).toEqual([{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' }]);
+    // UPDATE too: the webhook puts its settings annotation back and checks changed tuning (docs/policy.md).
+    expect(m.webhooks[0].rules).toEqual([{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['pods'], scope: 'Namespaced' }]);
     await app.close();
   });
 

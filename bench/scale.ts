@@ -1,0 +1,294 @@
+// The webhook's live view at production size (#37), against the harness's real v1.20.2 API server:
+// 0, 500, 5,000 and 20,000 ACK-shaped Nodes (test/harness/k8s/nodes.ts, about 12 KB each), then
+// `serve --cluster live` as its own process with the NODE_OPTIONS its Deployment sets. Per size:
+// - ready: from start until /readyz answers 200 (the first list done);
+// - RSS idle (VmRSS, 3 s after ready), and the peak (VmHWM) from the first list through the churn;
+// - under churn: kubelet status updates at count/300 per second (each node once per 5 min, the
+//   kubelet's default report period) for CHURN_SECONDS, while SMC-R reviews are sent one at a time
+//   over fresh TLS connections (as the API server's first call on a new connection): serve's CPU
+//   (from /proc/<pid>/stat) and the reviews' p50/p99.
+// The baseline is the same server with no nodes, in the same run. ERDMA_SMCR_BENCH_BIN runs
+// another build of the CLI instead (the before/after in docs/benchmarks.md).
+import { readFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import jsyaml from 'js-yaml';
+import type { BenchRow } from './report.js';
+import { median } from './report.js';
+import { cpuMicros, startChild, stop, type Server } from './webhook.js';
+import { binariesPresent, startControlPlane } from '../test/harness/k8s/control-plane.js';
+import { Api, churn, createNodes } from '../test/harness/k8s/nodes.js';
+
+const SIZES = (process.env.ERDMA_SMCR_BENCH_SCALE_SIZES ?? '0,500,5000,20000')
+  .split(',')
+  .map(Number);
+const CHURN_SECONDS = 20;
+const IDLE_SETTLE_MS = 3000;
+const REVIEWS_PER_SECOND = 20;
+const MB = 1e6;
+const SNI = 'erdma-smcr-webhook.erdma-smcr.svc';
+
+/** #37's targets at 5,000 nodes (the 20,000-node rows must stay within the 256 Mi limit). */
+const TARGETS = {
+  idleMB: 128,
+  peakMB: 192,
+  readyS: 10,
+  cpu: 0.15,
+  p99Ms: 10,
+  limitMB: 256 * 1.048576,
+};
+
+function status(pid: number, key: 'VmRSS' | 'VmHWM'): number {
+  const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(
+    readFileSync(`/proc/${pid}/status`, 'utf8'),
+  );
+  return Number(m?.[1] ?? 0) * 1024;
+}
+
+/**
+ * The webhook Deployment's NODE_OPTIONS (the server is measured as it ships), or
+ * ERDMA_SMCR_BENCH_NODE_OPTIONS when set (an older build, measured as it shipped).
+ */
+export function deploymentNodeOptions(): string {
+  if (process.env.ERDMA_SMCR_BENCH_NODE_OPTIONS !== undefined)
+    return process.env.ERDMA_SMCR_BENCH_NODE_OPTIONS;
+  type Doc = {
+    kind?: string;
+    spec?: { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } };
+  };
+  const docs = jsyaml.loadAll(readFileSync('manifests/base/webhook.yaml', 'utf8')) as Doc[];
+  const deployment = docs.find((d) => d?.kind === 'Deployment');
+  return (
+    deployment?.spec?.template.spec.containers[0]?.env?.find((e) => e.name === 'NODE_OPTIONS')
+      ?.value ?? ''
+  );
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function get(port: number, path: string): Promise<number> {
+  return fetch(`http://127.0.0.1:${port}${path}`).then(
+    (r) => r.status,
+    () => 0,
+  );
+}
+
+/** One review over a fresh TLS connection; its time in ms. */
+function reviewOnce(port: number, ca: string, body: string): Promise<number> {
+  const started = process.hrtime.bigint();
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/mutate',
+        method: 'POST',
+        ca,
+        servername: SNI,
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(Number(process.hrtime.bigint() - started) / 1e6)
+            : reject(new Error(`review: HTTP ${res.statusCode}`)),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** The SMC-R review of the fixtures, and one pinned by nodeSelector where capable nodes are (found among the usable nodes). */
+function reviews(): string[] {
+  const base = JSON.parse(
+    readFileSync('test/fixtures/apiserver-v1.20.2/admissionreview-pod-create.json', 'utf8'),
+  ) as {
+    request: {
+      object: { metadata: { annotations?: Record<string, string> }; spec: Record<string, unknown> };
+    };
+  };
+  base.request.object.metadata.annotations = { 'network.alibabacloud.com/erdma-smcr': 'true' };
+  const pinned = structuredClone(base);
+  pinned.request.object.spec.nodeSelector = {
+    'topology.kubernetes.io/zone': 'cn-hangzhou-h',
+    'node.kubernetes.io/instance-type': 'ecs.g8i.8xlarge',
+  };
+  return [JSON.stringify(base), JSON.stringify(pinned)];
+}
+
+const percentile = (xs: readonly number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
+};
+
+interface Measured {
+  readonly readyS: number;
+  readonly idle: number;
+  readonly peak: number;
+  readonly cpu: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly churned: number;
+}
+
+async function measure(
+  bin: string,
+  kubeconfig: string,
+  api: Api,
+  count: number,
+  dir: string,
+): Promise<Measured> {
+  const started = Date.now();
+  const server: Server = await startChild(
+    [
+      bin,
+      'serve',
+      '--port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--cert-dir',
+      join(dir, `certs-${count}`),
+      '--log-level',
+      'warn',
+      '--cluster',
+      'live',
+      '--kubeconfig',
+      kubeconfig,
+    ],
+    /listening on https:\/\/127\.0\.0\.1:(\d+)/,
+    { NODE_OPTIONS: deploymentNodeOptions() },
+  );
+  try {
+    const pid = server.child.pid ?? 0;
+    const ca = readFileSync(join(dir, `certs-${count}`, 'ca.crt'), 'utf8');
+    const metricsPort = Number(
+      /metrics and probes on http:\/\/127\.0\.0\.1:(\d+)/.exec(server.out)?.[1],
+    );
+    while ((await get(metricsPort, '/readyz')) !== 200) {
+      if (Date.now() - started > 120_000)
+        throw new Error(`serve not ready after 120 s with ${count} nodes`);
+      await sleep(50);
+    }
+    const readyS = (Date.now() - started) / 1000;
+    await sleep(IDLE_SETTLE_MS);
+    const idle = status(pid, 'VmRSS');
+    const bodies = reviews();
+    const updates = churn(api, count, count / 300);
+    const cpuBefore = cpuMicros(pid);
+    const t0 = process.hrtime.bigint();
+    const latencies: number[] = [];
+    const end = Date.now() + CHURN_SECONDS * 1000;
+    for (let i = 0; Date.now() < end; i++) {
+      latencies.push(await reviewOnce(server.port, ca, bodies[i % bodies.length]!));
+      await sleep(1000 / REVIEWS_PER_SECOND);
+    }
+    const cpu = (cpuMicros(pid) - cpuBefore) / (Number(process.hrtime.bigint() - t0) / 1e3);
+    await updates.stop();
+    return {
+      readyS,
+      idle,
+      peak: status(pid, 'VmHWM'),
+      cpu,
+      p50: median(latencies),
+      p99: percentile(latencies, 99),
+      churned: updates.sent(),
+    };
+  } finally {
+    await stop(server.child);
+  }
+}
+
+function rows(count: number, m: Measured, base: Measured, label: string): BenchRow[] {
+  const at5k = count === 5000;
+  const limit = count > 5000;
+  const judge = (ok: boolean): string => (ok ? 'met' : 'not met');
+  const name = `${count.toLocaleString('en-US')} nodes${label}`;
+  return [
+    {
+      bench: 'scale',
+      case: `${name}: ready`,
+      value: m.readyS,
+      unit: 's',
+      ...(at5k ? { target: `≤ ${TARGETS.readyS} s: ${judge(m.readyS <= TARGETS.readyS)}` } : {}),
+    },
+    {
+      bench: 'scale',
+      case: `${name}: RSS idle`,
+      value: m.idle / MB,
+      unit: 'MB',
+      ratio: m.idle / base.idle,
+      ...(at5k
+        ? { target: `≤ ${TARGETS.idleMB} MB: ${judge(m.idle / MB <= TARGETS.idleMB)}` }
+        : limit
+          ? { target: `256 Mi limit: ${judge(m.peak / MB <= TARGETS.limitMB)}` }
+          : {}),
+    },
+    {
+      bench: 'scale',
+      case: `${name}: RSS peak, first list through the churn`,
+      value: m.peak / MB,
+      unit: 'MB',
+      ratio: m.peak / base.peak,
+      ...(at5k
+        ? { target: `≤ ${TARGETS.peakMB} MB: ${judge(m.peak / MB <= TARGETS.peakMB)}` }
+        : limit
+          ? { target: `256 Mi limit: ${judge(m.peak / MB <= TARGETS.limitMB)}` }
+          : {}),
+    },
+    {
+      bench: 'scale',
+      case: `${name}: serve CPU under churn`,
+      value: m.cpu * 100,
+      unit: '% of a core',
+      extra: `${m.churned} status updates in ${CHURN_SECONDS} s`,
+      ...(at5k ? { target: `≤ ${TARGETS.cpu * 100}%: ${judge(m.cpu <= TARGETS.cpu)}` } : {}),
+    },
+    {
+      bench: 'scale',
+      case: `${name}: review p99 under churn (fresh TLS connection each)`,
+      value: m.p99,
+      unit: 'ms',
+      ratio: m.p99 / base.p99,
+      extra: `p50 ${m.p50.toFixed(1)} ms`,
+      ...(at5k ? { target: `≤ ${TARGETS.p99Ms} ms: ${judge(m.p99 <= TARGETS.p99Ms)}` } : {}),
+    },
+  ];
+}
+
+export async function benchScale(): Promise<BenchRow[]> {
+  if (binariesPresent().length > 0)
+    throw new Error('bench scale needs the harness API server: run test/harness/k8s/build.sh');
+  const bin = process.env.ERDMA_SMCR_BENCH_BIN ?? 'bin/erdma-smcr.js';
+  const label = process.env.ERDMA_SMCR_BENCH_BIN ? ` (${process.env.ERDMA_SMCR_BENCH_BIN})` : '';
+  const dir = mkdtempSync(join(tmpdir(), 'bench-scale-'));
+  const cp = await startControlPlane();
+  const api = new Api(cp);
+  try {
+    const out: BenchRow[] = [];
+    let created = 0;
+    let base: Measured | undefined;
+    for (const count of [...SIZES].sort((a, b) => a - b)) {
+      const t = Date.now();
+      await createNodes(api, created, count);
+      process.stderr.write(
+        `  ${count} nodes (created ${count - created} in ${((Date.now() - t) / 1000).toFixed(0)} s)\n`,
+      );
+      created = Math.max(created, count);
+      const m = await measure(bin, cp.kubeconfig, api, count, dir);
+      base ??= m;
+      out.push(...rows(count, m, base, label));
+    }
+    return out;
+  } finally {
+    api.close();
+    await cp.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
