@@ -314,11 +314,16 @@ static int check_drift(const cJSON *state, const struct netconf *c, const char *
 {
 	const cJSON *item, *pnet = cJSON_GetObjectItemCaseSensitive(state, "pnet");
 	char path[128], actual[64];
+	int rc;
 	cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(state, "sysctls"))
 	{
 		if (!cJSON_IsString(item) || sysctl_path(item->string, ifname, path, sizeof(path)))
 			continue;
-		if (sysctl_read(path, actual, sizeof(actual)) || strcmp(actual, item->valuestring))
+		rc = sysctl_read(path, actual, sizeof(actual));
+		if (rc) /* e.g. the interface was renamed or removed since ADD */
+			return cni_fail(e, CNI_ERR_DRIFT, "%s could not be read (%s), expected %s", item->string, strerror(-rc),
+					item->valuestring);
+		if (strcmp(actual, item->valuestring))
 			return cni_fail(e, CNI_ERR_DRIFT, "%s is %s, expected %s", item->string, actual, item->valuestring);
 	}
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pnet, "added"))) {
@@ -497,7 +502,9 @@ int cni_run(const struct cni_env *env, const char *input, FILE *out, FILE *err)
 {
 	struct cni_error e = {0, "", ""};
 	struct netconf c;
-	struct logger lg = {err, NULL, env->container_id};
+	/* The container ID is named in log lines only once it is known to be safe (need_env refuses
+	 * the call otherwise); log_msg escapes every line anyway. */
+	struct logger lg = {err, NULL, env->container_id && safe_component(env->container_id) ? env->container_id : NULL};
 	int rc;
 	if (!env->command || !env->command[0]) {
 		cni_fail(&e, CNI_ERR_INVALID_ENV, "CNI_COMMAND is not set");

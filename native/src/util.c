@@ -23,15 +23,31 @@ void cni_details(struct cni_error *e, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Writes s with control bytes escaped (\xNN): a value from the runtime or a pod (a container ID,
+ * an annotation) that holds a newline must not start a log line of its own. */
+static void put_escaped(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch < 0x20 || ch == 0x7f)
+			fprintf(f, "\\x%02x", ch);
+		else
+			fputc(ch, f);
+	}
+}
+
 static void vlog_to(FILE *f, const char *level, const char *container, const char *fmt, va_list ap)
 {
-	char when[32];
+	char when[32], line[1024];
 	time_t now = time(NULL);
 	struct tm tm;
 	gmtime_r(&now, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	fprintf(f, "%s erdma-smcr %s container=%s: ", when, level, container ? container : "-");
-	vfprintf(f, fmt, ap);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	fprintf(f, "%s erdma-smcr %s container=", when, level);
+	put_escaped(f, container ? container : "-");
+	fputs(": ", f);
+	put_escaped(f, line);
 	fputc('\n', f);
 }
 

@@ -174,3 +174,54 @@ describe('settings documents and annotation values', () => {
     expect(JSON.parse(r.stdout).x).toBe('\\u0000');
   });
 });
+
+describe('CHECK after the pod interface changed, and log lines a caller cannot forge (#37)', () => {
+  const doc = JSON.stringify({ version: 1, sysctls: { 'net.ipv6.conf.eth0.disable_ipv6': '1' } });
+
+  it('says a recorded sysctl could not be read once the interface is renamed, instead of printing garbage', () => {
+    const pod = bridgePod(V4);
+    expect(ours(pod, { [SMCR]: 'true', [SETTINGS]: doc }).status).toBe(0);
+    expect(state(pod).sysctls).toHaveProperty(['net.ipv6.conf.eth0.disable_ipv6']);
+    execFileSync('ip', ['-n', pod.ns.name, 'link', 'set', 'eth0', 'down']);
+    execFileSync('ip', ['-n', pod.ns.name, 'link', 'set', 'eth0', 'name', 'eth9']);
+    const r = ours(pod, { [SMCR]: 'true', [SETTINGS]: doc }, { command: 'CHECK' });
+    expect(r.status).toBe(1);
+    expect(r.json).toMatchObject({ code: 101, msg: 'net.ipv6.conf.eth0.disable_ipv6 could not be read (No such file or directory), expected 1' });
+  });
+
+  it('refuses a CNI_CONTAINERID with a newline without naming it raw in any log line, and escapes what it logs', () => {
+    const pod = bridgePod(V4);
+    const log = join(dir, `forge-${pod.id}.log`);
+    const forged = `${pod.id}\n2026-01-01T00:00:00Z erdma-smcr info container=victim: SMC-R enabled`;
+    const r = runPlugin({
+      plugin: PLUGIN,
+      command: 'ADD',
+      config: { cniVersion: '1.0.0', name: 'erdma-hostile', type: 'erdma-smcr', logFile: log, stateDir: join(dir, 'state'), prevResult: pod.prevResult, runtimeConfig: { 'io.kubernetes.cri.pod-annotations': { [SMCR]: 'true' } } },
+      containerId: forged,
+      netns: `${pod.ns.path}\nFORGED line`,
+      ifname: 'eth0',
+      inNetns: host.name,
+    });
+    expect(r.status).toBe(1);
+    expect(r.json).toMatchObject({ code: 4, msg: 'CNI_CONTAINERID holds characters outside [A-Za-z0-9._-]' });
+    for (const text of [readFileSync(log, 'utf8'), r.stderr]) {
+      const lines = text.split('\n').filter((l) => l !== '');
+      expect(lines.length).toBeGreaterThan(0);
+      for (const line of lines) expect(line).toMatch(/^\d{4}-\d\d-\d\dT\S+ erdma-smcr (error|warning|info) container=-: /);
+      expect(text).not.toContain('container=victim');
+    }
+    // A valid ID with a hostile netns path: the error line is one line, the newline escaped.
+    const bad = runPlugin({
+      plugin: PLUGIN,
+      command: 'ADD',
+      config: { cniVersion: '1.0.0', name: 'erdma-hostile', type: 'erdma-smcr', logFile: log, stateDir: join(dir, 'state'), prevResult: pod.prevResult, runtimeConfig: { 'io.kubernetes.cri.pod-annotations': { [SMCR]: 'true' } } },
+      containerId: pod.id,
+      netns: '/nonexistent/ns\nFORGED line',
+      ifname: 'eth0',
+      inNetns: host.name,
+    });
+    expect(bad.status).toBe(1);
+    const last = readFileSync(log, 'utf8').trim().split('\n').at(-1)!;
+    expect(last).toContain(`container=${pod.id}: ADD failed: cannot enter netns /nonexistent/ns\\x0aFORGED line`);
+  });
+});
