@@ -135,6 +135,8 @@ interface Measured {
   readonly p50: number;
   readonly p99: number;
   readonly churned: number;
+  /** p50 / p99 in ms of the unpinned and of the pinned review. */
+  readonly kinds: readonly string[];
 }
 
 async function measure(
@@ -184,9 +186,12 @@ async function measure(
     const cpuBefore = cpuMicros(pid);
     const t0 = process.hrtime.bigint();
     const latencies: number[] = [];
+    const byKind: number[][] = bodies.map(() => []);
     const end = Date.now() + CHURN_SECONDS * 1000;
     for (let i = 0; Date.now() < end; i++) {
-      latencies.push(await reviewOnce(server.port, ca, bodies[i % bodies.length]!));
+      const ms = await reviewOnce(server.port, ca, bodies[i % bodies.length]!);
+      latencies.push(ms);
+      byKind[i % bodies.length]!.push(ms);
       await sleep(1000 / REVIEWS_PER_SECOND);
     }
     const cpu = (cpuMicros(pid) - cpuBefore) / (Number(process.hrtime.bigint() - t0) / 1e3);
@@ -199,6 +204,7 @@ async function measure(
       p50: median(latencies),
       p99: percentile(latencies, 99),
       churned: updates.sent(),
+      kinds: byKind.map((xs) => `${median(xs).toFixed(1)} / ${percentile(xs, 99).toFixed(1)}`),
     };
   } finally {
     await stop(server.child);
@@ -256,7 +262,7 @@ function rows(count: number, m: Measured, base: Measured, label: string): BenchR
       value: m.p99,
       unit: 'ms',
       ratio: m.p99 / base.p99,
-      extra: `p50 ${m.p50.toFixed(1)} ms`,
+      extra: `p50 ${m.p50.toFixed(1)} ms; unpinned p50 / p99 ${m.kinds[0]} ms, pinned ${m.kinds[1]} ms`,
       ...(at5k ? { target: `≤ ${TARGETS.p99Ms} ms: ${judge(m.p99 <= TARGETS.p99Ms)}` } : {}),
     },
   ];
