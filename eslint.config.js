@@ -17,7 +17,11 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
       'no-restricted-properties': [
         'error',
-        { object: 'process', property: 'env', message: 'Configuration enters through src/config only.' },
+        {
+          object: 'process',
+          property: 'env',
+          message: 'Configuration enters through src/config only.',
+        },
       ],
     },
   },
@@ -27,7 +31,10 @@ export default tseslint.config(
   },
   {
     rules: {
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
     },
   },
 );

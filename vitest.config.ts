@@ -8,6 +8,8 @@ export default defineConfig({
     pool: 'forks',
     globalSetup: ['test/global-setup.ts'],
     // .ci/run asks for a JSON report to print its closing "N passed, N failed" line.
-    reporters: process.env.ERDMA_SMCR_TEST_REPORT ? ['default', ['json', { outputFile: process.env.ERDMA_SMCR_TEST_REPORT }]] : ['default'],
+    reporters: process.env.ERDMA_SMCR_TEST_REPORT
+      ? ['default', ['json', { outputFile: process.env.ERDMA_SMCR_TEST_REPORT }]]
+      : ['default'],
   },
 });

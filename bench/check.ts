@@ -26,7 +26,12 @@ function makeObject(i: number): unknown {
       { name: 'sidecar', image: 'envoy' },
     ],
   };
-  const metadata = { name: `obj-${i}`, namespace: 'bench', labels: { app: `a${i % 50}` }, annotations: ann };
+  const metadata = {
+    name: `obj-${i}`,
+    namespace: 'bench',
+    labels: { app: `a${i % 50}` },
+    annotations: ann,
+  };
   if (i % 2 === 0) return { apiVersion: 'v1', kind: 'Pod', metadata, spec };
   return {
     apiVersion: 'apps/v1',
@@ -42,7 +47,12 @@ const PROFILE = {
   ipFamilies: ['IPv4'],
   nodes: Array.from({ length: 50 }, (_, n) => ({
     metadata: { name: `node-${n}`, labels: { pool: n % 2 ? 'smcr' : 'legacy' } },
-    status: { nodeInfo: { osImage: 'Alibaba Cloud Linux 3.2104 U10', kernelVersion: n % 2 ? '5.10.134-17.3.al8.x86_64' : '5.10.134-16.al8.x86_64' } },
+    status: {
+      nodeInfo: {
+        osImage: 'Alibaba Cloud Linux 3.2104 U10',
+        kernelVersion: n % 2 ? '5.10.134-17.3.al8.x86_64' : '5.10.134-16.al8.x86_64',
+      },
+    },
   })),
 };
 
@@ -68,10 +78,19 @@ function peakMiB(args: string[], slowPipe = false): { mib: number; ms: number } 
   const t = performance.now();
   const argv = [process.execPath, '--import', './bench/maxrss.mjs', ...args];
   const r = slowPipe
-    ? spawnSync('bash', ['-c', 'set -o pipefail; "$0" "$@" | (sleep 1; cat > /dev/null)', ...argv], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', maxBuffer: 1 << 30 })
-    : spawnSync(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', maxBuffer: 1 << 30 });
+    ? spawnSync(
+        'bash',
+        ['-c', 'set -o pipefail; "$0" "$@" | (sleep 1; cat > /dev/null)', ...argv],
+        { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', maxBuffer: 1 << 30 },
+      )
+    : spawnSync(argv[0]!, argv.slice(1), {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        encoding: 'utf8',
+        maxBuffer: 1 << 30,
+      });
   const ms = performance.now() - t;
-  if (r.status !== 0 && r.status !== 1) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr.slice(-2000)}`);
+  if (r.status !== 0 && r.status !== 1)
+    throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr.slice(-2000)}`);
   return { mib: Number(/maxrss_kib=(\d+)/.exec(r.stderr)?.[1]) / 1024, ms };
 }
 
@@ -79,7 +98,9 @@ function peakMiB(args: string[], slowPipe = false): { mib: number; ms: number } 
 function writeCorpus(dir: string, objects: number): void {
   writeFileSync(join(dir, '000-profile.yaml'), jsyaml.dump(PROFILE));
   for (let f = 0; f < objects / PER_FILE; f++) {
-    const docs = Array.from({ length: PER_FILE }, (_, k) => jsyaml.dump(makeObject(f * PER_FILE + k)));
+    const docs = Array.from({ length: PER_FILE }, (_, k) =>
+      jsyaml.dump(makeObject(f * PER_FILE + k)),
+    );
     writeFileSync(join(dir, `f${String(f).padStart(4, '0')}.yaml`), docs.join('---\n'));
   }
 }
@@ -98,22 +119,38 @@ function peakMemoryRows(small: string): BenchRow[] {
     };
     const bigText = big('text');
     const bigJson = big('json');
-    const structured = (['junit', 'sarif', 'policyreport'] as const).map((f) => [f, big(f)] as const);
-    const row = (c: string, m: { mib: number; ms: number }, objects: number, target?: string): BenchRow => ({
+    const structured = (['junit', 'sarif', 'policyreport'] as const).map(
+      (f) => [f, big(f)] as const,
+    );
+    const row = (
+      c: string,
+      m: { mib: number; ms: number },
+      objects: number,
+      target?: string,
+    ): BenchRow => ({
       bench: 'check',
       case: c,
       value: m.mib,
       unit: 'MiB peak RSS',
       ratio: m.mib / bare.mib,
       ...(target ? { target } : {}),
-      ...(objects > 0 ? { extra: `${Math.round((objects / m.ms) * 1000)} objects/s end to end` } : {}),
+      ...(objects > 0
+        ? { extra: `${Math.round((objects / m.ms) * 1000)} objects/s end to end` }
+        : {}),
     });
     return [
       row('bare `node -e 0` (memory baseline)', bare, 0),
       row(`CLI text output, ${OBJECTS} objects`, smallText, OBJECTS),
       row(`CLI text output, ${BIG} objects, to a slow pipe`, bigText, BIG, 'at most 150 MB'),
-      row(`CLI JSON output (every patch kept), ${BIG} objects, to a slow pipe`, bigJson, BIG, 'at most 150 MB'),
-      ...structured.map(([f, m]) => row(`CLI ${f} output, ${BIG} objects, to a slow pipe`, m, BIG, 'at most 150 MB')),
+      row(
+        `CLI JSON output (every patch kept), ${BIG} objects, to a slow pipe`,
+        bigJson,
+        BIG,
+        'at most 150 MB',
+      ),
+      ...structured.map(([f, m]) =>
+        row(`CLI ${f} output, ${BIG} objects, to a slow pipe`, m, BIG, 'at most 150 MB'),
+      ),
     ];
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -135,24 +172,69 @@ export async function benchCheck(): Promise<BenchRow[]> {
     const policyOnly = best(5, () => runCheck(objects, view, config));
     const t = performance.now();
     try {
-      execFileSync(process.execPath, ['bin/erdma-smcr.js', 'check', '-o', 'json', dir], { stdio: 'pipe', maxBuffer: 1 << 30 });
+      execFileSync(process.execPath, ['bin/erdma-smcr.js', 'check', '-o', 'json', dir], {
+        stdio: 'pipe',
+        maxBuffer: 1 << 30,
+      });
     } catch (err) {
       if ((err as { status?: number }).status !== 1) throw err; // 1 = some objects denied, as designed
     }
     const cliMs = performance.now() - t;
     // Start-up alone: what every `check` in a pipeline pays before reading a byte, against bare Node.
-    const timed = (args: string[]): number => best(5, () => execFileSync(process.execPath, args, { stdio: 'pipe' })).ms;
+    const timed = (args: string[]): number =>
+      best(5, () => execFileSync(process.execPath, args, { stdio: 'pipe' })).ms;
     const nodeMs = timed(['-e', '0']);
     const startMs = timed(['bin/erdma-smcr.js', '--version']);
     const n = full.value.summary.objects;
     const memory = peakMemoryRows(dir);
     return [
-      { bench: 'check', case: `read+parse only (baseline), ${n} objects`, value: (n / parse.ms) * 1000, unit: 'objects/s', ms: parse.ms, ratio: 1 },
-      { bench: 'check', case: 'policy only (in memory)', value: (n / policyOnly.ms) * 1000, unit: 'objects/s', ms: policyOnly.ms, ratio: parse.ms / policyOnly.ms },
-      { bench: 'check', case: 'read+parse+policy (in process)', value: (n / full.ms) * 1000, unit: 'objects/s', ms: full.ms, ratio: parse.ms / full.ms },
-      { bench: 'check', case: 'bare `node -e 0` (start-up baseline)', value: nodeMs, unit: 'ms', ratio: 1 },
-      { bench: 'check', case: 'CLI start-up (`erdma-smcr --version`)', value: startMs, unit: 'ms', ratio: startMs / nodeMs },
-      { bench: 'check', case: 'CLI end to end (node startup, JSON output)', value: (n / cliMs) * 1000, unit: 'objects/s', ms: cliMs, ratio: parse.ms / cliMs, target: 'under 2000 ms' },
+      {
+        bench: 'check',
+        case: `read+parse only (baseline), ${n} objects`,
+        value: (n / parse.ms) * 1000,
+        unit: 'objects/s',
+        ms: parse.ms,
+        ratio: 1,
+      },
+      {
+        bench: 'check',
+        case: 'policy only (in memory)',
+        value: (n / policyOnly.ms) * 1000,
+        unit: 'objects/s',
+        ms: policyOnly.ms,
+        ratio: parse.ms / policyOnly.ms,
+      },
+      {
+        bench: 'check',
+        case: 'read+parse+policy (in process)',
+        value: (n / full.ms) * 1000,
+        unit: 'objects/s',
+        ms: full.ms,
+        ratio: parse.ms / full.ms,
+      },
+      {
+        bench: 'check',
+        case: 'bare `node -e 0` (start-up baseline)',
+        value: nodeMs,
+        unit: 'ms',
+        ratio: 1,
+      },
+      {
+        bench: 'check',
+        case: 'CLI start-up (`erdma-smcr --version`)',
+        value: startMs,
+        unit: 'ms',
+        ratio: startMs / nodeMs,
+      },
+      {
+        bench: 'check',
+        case: 'CLI end to end (node startup, JSON output)',
+        value: (n / cliMs) * 1000,
+        unit: 'objects/s',
+        ms: cliMs,
+        ratio: parse.ms / cliMs,
+        target: 'under 2000 ms',
+      },
       ...memory,
     ];
   } finally {

@@ -29,20 +29,48 @@ export async function benchCni(): Promise<BenchRow[]> {
   const pod = createNetns('bench');
   try {
     // veth, not dummy: the dummy driver is not in every kernel (CI's has none).
-    const link = spawnSync('ip', ['-n', pod.name, 'link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'peer0'], { encoding: 'utf8' });
+    const link = spawnSync(
+      'ip',
+      ['-n', pod.name, 'link', 'add', 'eth0', 'type', 'veth', 'peer', 'name', 'peer0'],
+      { encoding: 'utf8' },
+    );
     if (link.status !== 0) throw new Error(`cannot create eth0 in the bench netns: ${link.stderr}`);
-    const prevResult = { cniVersion: '1.0.0', interfaces: [{ name: 'eth0', sandbox: pod.path }], ips: [] };
-    const sysctls = { 'net.ipv6.conf.all.disable_ipv6': '1', 'net.ipv6.conf.default.disable_ipv6': '1' };
+    const prevResult = {
+      cniVersion: '1.0.0',
+      interfaces: [{ name: 'eth0', sandbox: pod.path }],
+      ips: [],
+    };
+    const sysctls = {
+      'net.ipv6.conf.all.disable_ipv6': '1',
+      'net.ipv6.conf.default.disable_ipv6': '1',
+    };
     const plugins = {
       'Debian tuning (2 sysctls)': {
         plugin: '/usr/lib/cni/tuning',
-        config: { cniVersion: '1.0.0', name: 'b', type: 'tuning', sysctl: sysctls, dataDir: join(dir, 'tuning'), prevResult },
+        config: {
+          cniVersion: '1.0.0',
+          name: 'b',
+          type: 'tuning',
+          sysctl: sysctls,
+          dataDir: join(dir, 'tuning'),
+          prevResult,
+        },
       },
       'erdma-smcr (SMC-R pod: sysctls, pnet attempt, state file)': {
         plugin: 'native/build/erdma-smcr',
         config: {
-          cniVersion: '1.0.0', name: 'b', type: 'erdma-smcr', stateDir: join(dir, 'ours'), pnetId: 'ABC', prevResult,
-          runtimeConfig: { 'io.kubernetes.cri.pod-annotations': { 'network.alibabacloud.com/erdma-smcr': 'true', 'smcr.erdma.io/settings': JSON.stringify({ version: 1, sysctls }) } },
+          cniVersion: '1.0.0',
+          name: 'b',
+          type: 'erdma-smcr',
+          stateDir: join(dir, 'ours'),
+          pnetId: 'ABC',
+          prevResult,
+          runtimeConfig: {
+            'io.kubernetes.cri.pod-annotations': {
+              'network.alibabacloud.com/erdma-smcr': 'true',
+              'smcr.erdma.io/settings': JSON.stringify({ version: 1, sysctls }),
+            },
+          },
         },
       },
     };
@@ -51,8 +79,12 @@ export async function benchCni(): Promise<BenchRow[]> {
     // different one each round), so that the machine's drift over the run hits every series alike.
     const names = Object.keys(plugins) as (keyof typeof plugins)[];
     const launch: number[] = [];
-    const times = Object.fromEntries(names.map((n) => [n, { add: [] as number[], del: [] as number[] }]));
-    const timed = (f: () => ReturnType<typeof runPlugin>): [number, ReturnType<typeof runPlugin>] => {
+    const times = Object.fromEntries(
+      names.map((n) => [n, { add: [] as number[], del: [] as number[] }]),
+    );
+    const timed = (
+      f: () => ReturnType<typeof runPlugin>,
+    ): [number, ReturnType<typeof runPlugin>] => {
       const t = performance.now();
       const r = f();
       return [performance.now() - t, r];
@@ -61,11 +93,28 @@ export async function benchCni(): Promise<BenchRow[]> {
       for (let k = 0; k <= names.length; k++) {
         const j = (k + i) % (names.length + 1);
         if (j === names.length) {
-          launch.push(timed(() => runPlugin({ plugin: noop, config: plugins[names[0]!].config, command: 'ADD', containerId: `c${i}`, netns: pod.path, ifname: 'eth0' }))[0]);
+          launch.push(
+            timed(() =>
+              runPlugin({
+                plugin: noop,
+                config: plugins[names[0]!].config,
+                command: 'ADD',
+                containerId: `c${i}`,
+                netns: pod.path,
+                ifname: 'eth0',
+              }),
+            )[0],
+          );
           continue;
         }
         const name = names[j]!;
-        const call = { plugin: plugins[name].plugin, config: plugins[name].config, containerId: `c${i}`, netns: pod.path, ifname: 'eth0' };
+        const call = {
+          plugin: plugins[name].plugin,
+          config: plugins[name].config,
+          containerId: `c${i}`,
+          netns: pod.path,
+          ifname: 'eth0',
+        };
         const [addMs, a] = timed(() => runPlugin({ ...call, command: 'ADD' }));
         if (a.status !== 0) throw new Error(`${name} ADD failed: ${a.stdout}${a.stderr}`);
         const [delMs, d] = timed(() => runPlugin({ ...call, command: 'DEL' }));
@@ -74,17 +123,36 @@ export async function benchCni(): Promise<BenchRow[]> {
         times[name]!.del.push(delMs);
       }
     }
-    const results = Object.fromEntries(names.map((n) => [n, { add: median(times[n]!.add), del: median(times[n]!.del) }]));
+    const results = Object.fromEntries(
+      names.map((n) => [n, { add: median(times[n]!.add), del: median(times[n]!.del) }]),
+    );
     const base = Object.values(results)[0] as { add: number; del: number };
     const launched = median(launch);
     const ours = Object.values(results)[1] as { add: number; del: number };
     // Both run as processes launched the same way; a static C binary starts faster than Go's runtime.
     return [
       ...Object.entries(results).flatMap(([name, r]) => [
-        { bench: 'cni', case: `${name}: ADD median`, value: r.add, unit: 'ms', ratio: r.add / base.add },
-        { bench: 'cni', case: `${name}: DEL median`, value: r.del, unit: 'ms', ratio: r.del / base.del },
+        {
+          bench: 'cni',
+          case: `${name}: ADD median`,
+          value: r.add,
+          unit: 'ms',
+          ratio: r.add / base.add,
+        },
+        {
+          bench: 'cni',
+          case: `${name}: DEL median`,
+          value: r.del,
+          unit: 'ms',
+          ratio: r.del / base.del,
+        },
       ]),
-      { bench: 'cni', case: 'launching a static no-op the same way (in every row above)', value: launched, unit: 'ms' },
+      {
+        bench: 'cni',
+        case: 'launching a static no-op the same way (in every row above)',
+        value: launched,
+        unit: 'ms',
+      },
       {
         bench: 'cni',
         case: 'erdma-smcr ADD net of the launch, vs tuning ADD net of the launch',

@@ -11,13 +11,23 @@ const [keyPath, certPath] = process.argv.slice(2);
 const app = Fastify({
   logger: false,
   http2: true,
-  https: { allowHTTP1: true, key: readFileSync(keyPath), cert: readFileSync(certPath), ...TLS_POLICY, noDelay: true },
+  https: {
+    allowHTTP1: true,
+    key: readFileSync(keyPath),
+    cert: readFileSync(certPath),
+    ...TLS_POLICY,
+    noDelay: true,
+  },
   // The timeouts src/admission/server.ts sets.
   http2SessionTimeout: 120_000,
   keepAliveTimeout: 65_000,
   requestTimeout: 30_000,
 });
-const response = JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: '00000000-0000-0000-0000-000000000000', allowed: true } });
+const response = JSON.stringify({
+  apiVersion: 'admission.k8s.io/v1',
+  kind: 'AdmissionReview',
+  response: { uid: '00000000-0000-0000-0000-000000000000', allowed: true },
+});
 app.post('/mutate', async (_req, reply) => reply.type('application/json').send(response));
 await app.listen({ port: 0, host: '127.0.0.1' });
 console.log(`port ${app.server.address().port}`);

@@ -25,7 +25,9 @@ const AGENT_NOTE = 'no target of its own (its DaemonSet limit is 192 Mi)';
 const MB = 1e6;
 
 function status(pid: number, key: 'VmRSS' | 'VmHWM'): number {
-  const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(
+    readFileSync(`/proc/${pid}/status`, 'utf8'),
+  );
   return Number(m?.[1] ?? 0) * 1024;
 }
 
@@ -37,18 +39,55 @@ async function idle(child: ChildProcess): Promise<number> {
 }
 
 function row(name: string, bytes: number, base: number, target?: number, extra?: string): BenchRow {
-  const met = target === undefined ? '' : `target ≤ ${target / MB} MB: ${bytes <= target ? 'met' : 'not met'}`;
-  return { bench: 'memory', case: name, value: bytes / MB, unit: 'MB RSS', ratio: bytes / base, ...(met || extra ? { target: [met, extra].filter(Boolean).join('; ') } : {}) };
+  const met =
+    target === undefined
+      ? ''
+      : `target ≤ ${target / MB} MB: ${bytes <= target ? 'met' : 'not met'}`;
+  return {
+    bench: 'memory',
+    case: name,
+    value: bytes / MB,
+    unit: 'MB RSS',
+    ratio: bytes / base,
+    ...(met || extra ? { target: [met, extra].filter(Boolean).join('; ') } : {}),
+  };
 }
 
-async function serveRows(dir: string, base: number, extraArgs: string[], label: string, underLoad: boolean): Promise<BenchRow[]> {
-  const server: Server = await startChild(['bin/erdma-smcr.js', 'serve', '--port', '0', '--cert-dir', dir, '--log-level', 'warn', ...extraArgs], /listening on https:\/\/127\.0\.0\.1:(\d+)/);
+async function serveRows(
+  dir: string,
+  base: number,
+  extraArgs: string[],
+  label: string,
+  underLoad: boolean,
+): Promise<BenchRow[]> {
+  const server: Server = await startChild(
+    [
+      'bin/erdma-smcr.js',
+      'serve',
+      '--port',
+      '0',
+      '--cert-dir',
+      dir,
+      '--log-level',
+      'warn',
+      ...extraArgs,
+    ],
+    /listening on https:\/\/127\.0\.0\.1:(\d+)/,
+  );
   try {
     const rows = [row(`serve (${label}), idle`, await idle(server.child), base, 100 * MB)];
     if (underLoad) {
       const ca = readFileSync(join(dir, 'ca.crt'), 'utf8');
       const r = await load(server, '/mutate', review(true), ca, 5);
-      rows.push(row(`serve (${label}), peak under load`, status(server.child.pid ?? 0, 'VmHWM'), base, 128 * MB, `${Math.round(r.rps)} req/s of SMC-R reviews for 5 s`));
+      rows.push(
+        row(
+          `serve (${label}), peak under load`,
+          status(server.child.pid ?? 0, 'VmHWM'),
+          base,
+          128 * MB,
+          `${Math.round(r.rps)} req/s of SMC-R reviews for 5 s`,
+        ),
+      );
     }
     return rows;
   } finally {
@@ -58,7 +97,9 @@ async function serveRows(dir: string, base: number, extraArgs: string[], label: 
 
 /** A variable the agent's DaemonSet sets (the agent is measured as it ships). */
 function daemonSetEnv(name: string): string {
-  const ds = jsyaml.load(readFileSync('manifests/base/agent.yaml', 'utf8')) as { spec: { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } } };
+  const ds = jsyaml.load(readFileSync('manifests/base/agent.yaml', 'utf8')) as {
+    spec: { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } };
+  };
   const value = ds.spec.template.spec.containers[0]?.env?.find((e) => e.name === name)?.value;
   if (value === undefined) throw new Error(`manifests/base/agent.yaml sets no ${name}`);
   return value;
@@ -66,16 +107,29 @@ function daemonSetEnv(name: string): string {
 
 /** Calls the registered plugin as a kubelet placing pods would, 4 calls at a time, for `ms`; returns the pairs made. */
 async function allocateFor(kubelet: FakeKubelet, ms: number): Promise<number> {
-  await until('the agent to register its device plugin', () => kubelet.updates.length > 0 || undefined, { timeoutMs: 20_000, details: () => kubelet.errors.join('; ') });
+  await until(
+    'the agent to register its device plugin',
+    () => kubelet.updates.length > 0 || undefined,
+    { timeoutMs: 20_000, details: () => kubelet.errors.join('; ') },
+  );
   const ids = (kubelet.updates[kubelet.updates.length - 1] ?? []).map((d) => d.ID);
   const end = Date.now() + ms;
   let pairs = 0;
   const worker = async (): Promise<void> => {
     while (Date.now() < end) {
-      const preferred = await kubelet.unary<{ container_responses: { deviceIDs: string[] }[] }>('GetPreferredAllocation', {
-        container_requests: [{ available_deviceIDs: ids, must_include_deviceIDs: [], allocation_size: 1 }],
+      const preferred = await kubelet.unary<{ container_responses: { deviceIDs: string[] }[] }>(
+        'GetPreferredAllocation',
+        {
+          container_requests: [
+            { available_deviceIDs: ids, must_include_deviceIDs: [], allocation_size: 1 },
+          ],
+        },
+      );
+      await kubelet.unary('Allocate', {
+        container_requests: [
+          { devicesIDs: preferred.container_responses[0]?.deviceIDs ?? ids.slice(0, 1) },
+        ],
       });
-      await kubelet.unary('Allocate', { container_requests: [{ devicesIDs: preferred.container_responses[0]?.deviceIDs ?? ids.slice(0, 1) }] });
       pairs++;
     }
   };
@@ -93,7 +147,15 @@ export async function benchMemory(): Promise<BenchRow[]> {
     if (binariesPresent().length === 0) {
       const cp = await startControlPlane();
       try {
-        rows.push(...(await serveRows(dir, base, ['--cluster', 'live', '--kubeconfig', cp.kubeconfig], 'live view: watches of the real API server', true)));
+        rows.push(
+          ...(await serveRows(
+            dir,
+            base,
+            ['--cluster', 'live', '--kubeconfig', cp.kubeconfig],
+            'live view: watches of the real API server',
+            true,
+          )),
+        );
       } finally {
         await cp.stop();
       }
@@ -103,17 +165,58 @@ export async function benchMemory(): Promise<BenchRow[]> {
     mkdirSync(join(host, 'etc/cni/net.d'), { recursive: true });
     mkdirSync(join(host, 'opt/cni/bin'), { recursive: true });
     mkdirSync(join(host, 'kubelet/device-plugins'), { recursive: true });
-    writeFileSync(join(host, 'etc/cni/net.d/10-bridge.conflist'), JSON.stringify({ cniVersion: '1.0.0', name: 'k8s', plugins: [{ type: 'bridge', bridge: 'cni0' }] }));
+    writeFileSync(
+      join(host, 'etc/cni/net.d/10-bridge.conflist'),
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: 'k8s',
+        plugins: [{ type: 'bridge', bridge: 'cni0' }],
+      }),
+    );
     const kubelet = new FakeKubelet(join(host, 'kubelet'));
     await kubelet.start();
-    const agent = spawn(process.execPath, ['bin/erdma-smcr.js', 'agent', '--host-root', host, '--kubelet-dir', join(host, 'kubelet'), '--kubeconfig', join(host, 'none')], {
-      env: { ...process.env, NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS'), ERDMA_SMCR_AGENT_METRICS_PORT: '0', ERDMA_SMCR_LOG_LEVEL: 'warn' },
-      stdio: 'ignore',
-    });
+    const agent = spawn(
+      process.execPath,
+      [
+        'bin/erdma-smcr.js',
+        'agent',
+        '--host-root',
+        host,
+        '--kubelet-dir',
+        join(host, 'kubelet'),
+        '--kubeconfig',
+        join(host, 'none'),
+      ],
+      {
+        env: {
+          ...process.env,
+          NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS'),
+          ERDMA_SMCR_AGENT_METRICS_PORT: '0',
+          ERDMA_SMCR_LOG_LEVEL: 'warn',
+        },
+        stdio: 'ignore',
+      },
+    );
     try {
-      rows.push(row('agent, idle (no cluster: discovery, CNI chaining, metrics, device plugin)', await idle(agent), base, undefined, AGENT_NOTE));
+      rows.push(
+        row(
+          'agent, idle (no cluster: discovery, CNI chaining, metrics, device plugin)',
+          await idle(agent),
+          base,
+          undefined,
+          AGENT_NOTE,
+        ),
+      );
       const pairs = await allocateFor(kubelet, 5000);
-      rows.push(row('agent, peak under load', status(agent.pid ?? 0, 'VmHWM'), base, undefined, `${Math.round(pairs / 5)} GetPreferredAllocation + Allocate pairs/s for 5 s from a stand-in kubelet; ${AGENT_NOTE}`));
+      rows.push(
+        row(
+          'agent, peak under load',
+          status(agent.pid ?? 0, 'VmHWM'),
+          base,
+          undefined,
+          `${Math.round(pairs / 5)} GetPreferredAllocation + Allocate pairs/s for 5 s from a stand-in kubelet; ${AGENT_NOTE}`,
+        ),
+      );
     } finally {
       await stop(agent);
       await kubelet.stop();

@@ -38,7 +38,9 @@ export async function h2loadVersion(): Promise<string> {
   try {
     return (await run('h2load', ['--version'])).stdout.trim();
   } catch {
-    throw new Error('the fixed-rate rows need h2load: apt-get install nghttp2-client (`.ci/run` installs it)');
+    throw new Error(
+      'the fixed-rate rows need h2load: apt-get install nghttp2-client (`.ci/run` installs it)',
+    );
   }
 }
 
@@ -55,7 +57,12 @@ export const DEFAULT_LATENESS = 0.3;
  * each lengthened by `lateness`, is the nominal one. How late the timer fires depends on when the
  * previous response woke h2load, so on the server: `calibrate` measures it per server.
  */
-export function timingScript(dir: string, rate: number, seconds: number, lateness = DEFAULT_LATENESS): string {
+export function timingScript(
+  dir: string,
+  rate: number,
+  seconds: number,
+  lateness = DEFAULT_LATENESS,
+): string {
   const count = Math.round(rate * seconds);
   const nominal = 1000 / rate;
   // Gaps of a whole number of ms, a fraction `short` of them one ms shorter than the rest, so that
@@ -97,7 +104,14 @@ export function plannedGap(script: string): number {
  * `tries` have run. A slower response wakes h2load later within its millisecond, so one script for
  * every server would load a slower server at a lower rate than a faster one.
  */
-export async function calibrate(port: number, bodyFile: string, dir: string, rate: number, tries = 4, seconds = 2): Promise<number> {
+export async function calibrate(
+  port: number,
+  bodyFile: string,
+  dir: string,
+  rate: number,
+  tries = 4,
+  seconds = 2,
+): Promise<number> {
   let lateness = DEFAULT_LATENESS;
   for (let i = 0; i < tries; i++) {
     const script = timingScript(dir, rate, seconds, lateness);
@@ -110,11 +124,29 @@ export async function calibrate(port: number, bodyFile: string, dir: string, rat
 }
 
 /** One load: the timing script's requests, POSTing `bodyFile`, on one connection to `port`. */
-export async function pacedLoad(port: number, bodyFile: string, script: string, logFile: string): Promise<PacedLoad> {
+export async function pacedLoad(
+  port: number,
+  bodyFile: string,
+  script: string,
+  logFile: string,
+): Promise<PacedLoad> {
   rmSync(logFile, { force: true }); // h2load appends to it
   await run(
     'h2load',
-    ['--h1', '--clients', '1', '--data', bodyFile, '--header', 'content-type: application/json', `--connect-to=127.0.0.1:${port}`, '--timing-script-file', script, '--log-file', logFile],
+    [
+      '--h1',
+      '--clients',
+      '1',
+      '--data',
+      bodyFile,
+      '--header',
+      'content-type: application/json',
+      `--connect-to=127.0.0.1:${port}`,
+      '--timing-script-file',
+      script,
+      '--log-file',
+      logFile,
+    ],
     { maxBuffer: 1 << 20 },
   );
   // The log: start (µs since the epoch), status, response time (µs), one request a line.

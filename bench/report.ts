@@ -25,7 +25,8 @@ function fmt(n: number): string {
 }
 
 export function table(rows: readonly BenchRow[]): string {
-  const head = '| bench | case | result | time | vs baseline | target / notes |\n|---|---|---|---|---|---|';
+  const head =
+    '| bench | case | result | time | vs baseline | target / notes |\n|---|---|---|---|---|---|';
   const body = rows.map(
     (r) =>
       `| ${r.bench} | ${r.case} | ${fmt(r.value)} ${r.unit} | ${r.ms !== undefined ? `${fmt(r.ms)} ms` : ''} | ${r.ratio !== undefined ? `${r.ratio.toFixed(2)}×` : ''} | ${[r.target, r.extra].filter(Boolean).join('; ')} |`,

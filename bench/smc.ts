@@ -17,27 +17,66 @@ const INTERVAL_S = 30; // agent.smcSampleMs default
 export async function benchSmc(): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-smc-'));
   try {
-    const build = spawnSync('bash', ['test/smcr-vm/build.sh', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const build = spawnSync('bash', ['test/smcr-vm/build.sh', dir], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     if (build.status !== 0) throw new Error(`building the VM failed: ${build.stderr.slice(-2000)}`);
     const vm = spawnSync(
       'timeout',
-      ['300', 'qemu-system-x86_64', '-accel', 'tcg', '-cpu', 'max', '-smp', '2', '-m', '1024', '-nic', 'none', '-kernel', join(dir, 'vmlinuz'), '-initrd', join(dir, 'initramfs.gz'),
-        '-append', `console=ttyS0 panic=-1 quiet smcr_bench=${PODS}`, '-nographic', '-no-reboot'],
+      [
+        '300',
+        'qemu-system-x86_64',
+        '-accel',
+        'tcg',
+        '-cpu',
+        'max',
+        '-smp',
+        '2',
+        '-m',
+        '1024',
+        '-nic',
+        'none',
+        '-kernel',
+        join(dir, 'vmlinuz'),
+        '-initrd',
+        join(dir, 'initramfs.gz'),
+        '-append',
+        `console=ttyS0 panic=-1 quiet smcr_bench=${PODS}`,
+        '-nographic',
+        '-no-reboot',
+      ],
       { encoding: 'utf8', maxBuffer: 64 << 20 },
     );
     const out = vm.stdout ?? '';
     const check = /SMCRVM bench_check=(\d+)/.exec(out)?.[1];
-    if (check !== String(PODS)) throw new Error(`the VM did not set up ${PODS} namespaces with an open connection each (saw ${check ?? 'none'}):\n${out.slice(-3000)}`);
-    const rounds = [...out.matchAll(/SMCRVM bench_round=\d+ pods=\d+ batch_ticks=(\d+) each_ticks=(\d+) hz=(\d+)/g)].map((m) => ({
+    if (check !== String(PODS))
+      throw new Error(
+        `the VM did not set up ${PODS} namespaces with an open connection each (saw ${check ?? 'none'}):\n${out.slice(-3000)}`,
+      );
+    const rounds = [
+      ...out.matchAll(
+        /SMCRVM bench_round=\d+ pods=\d+ batch_ticks=(\d+) each_ticks=(\d+) hz=(\d+)/g,
+      ),
+    ].map((m) => ({
       batchMs: (Number(m[1]) * 1000) / Number(m[3]),
       eachMs: (Number(m[2]) * 1000) / Number(m[3]),
     }));
-    if (rounds.length === 0) throw new Error(`no benchmark rounds in the VM output:\n${out.slice(-3000)}`);
+    if (rounds.length === 0)
+      throw new Error(`no benchmark rounds in the VM output:\n${out.slice(-3000)}`);
     const each = median(rounds.map((r) => r.eachMs));
     const batch = median(rounds.map((r) => r.batchMs));
-    const spread = (f: (r: { batchMs: number; eachMs: number }) => number): string => rounds.map((r) => f(r).toFixed(0)).join(' / ');
+    const spread = (f: (r: { batchMs: number; eachMs: number }) => number): string =>
+      rounds.map((r) => f(r).toFixed(0)).join(' / ');
     return [
-      { bench: 'smc', case: `one native call per pod (baseline), ${PODS} pods with an open SMC connection`, value: each, unit: 'ms CPU per pass', ratio: 1, extra: `rounds ${spread((r) => r.eachMs)} ms; TCG VM` },
+      {
+        bench: 'smc',
+        case: `one native call per pod (baseline), ${PODS} pods with an open SMC connection`,
+        value: each,
+        unit: 'ms CPU per pass',
+        ratio: 1,
+        extra: `rounds ${spread((r) => r.eachMs)} ms; TCG VM`,
+      },
       {
         bench: 'smc',
         case: `the agent's pass: one call for all ${PODS} pods`,

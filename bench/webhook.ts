@@ -7,7 +7,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
-import { calibrate, h2loadVersion, pacedLoad, percentile, stalledRound, STALLED_SHARE, timingScript, type PacedLoad } from './paced.js';
+import {
+  calibrate,
+  h2loadVersion,
+  pacedLoad,
+  percentile,
+  stalledRound,
+  STALLED_SHARE,
+  timingScript,
+  type PacedLoad,
+} from './paced.js';
 import { median, type BenchRow } from './report.js';
 
 const SNI = 'erdma-smcr-webhook.erdma-smcr.svc';
@@ -30,8 +39,15 @@ export interface Server {
 }
 
 /** Starts a server (`args` to node) and waits for `pattern` to give its port; `env` adds to ours. */
-export async function startChild(args: string[], pattern: RegExp, env: Record<string, string> = {}): Promise<Server> {
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, ...env } });
+export async function startChild(
+  args: string[],
+  pattern: RegExp,
+  env: Record<string, string> = {},
+): Promise<Server> {
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'ignore'],
+    env: { ...process.env, ...env },
+  });
   let out = '';
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 20_000);
@@ -69,7 +85,12 @@ export function cpuMicros(pid: number): number {
 
 /** Jiffies the hypervisor gave to other guests (steal) and all jiffies, over every CPU, from /proc/stat. */
 function cpuTicks(): { steal: number; total: number } {
-  const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  const fields = readFileSync('/proc/stat', 'utf8')
+    .split('\n', 1)[0]!
+    .trim()
+    .split(/\s+/)
+    .slice(1, 9)
+    .map(Number);
   return { steal: fields[7] ?? 0, total: fields.reduce((a, b) => a + b, 0) };
 }
 
@@ -84,7 +105,13 @@ interface Load {
   readonly steal: number;
 }
 
-export async function load(server: Server, path: string, body: string, ca: string, duration = DURATION): Promise<Load> {
+export async function load(
+  server: Server,
+  path: string,
+  body: string,
+  ca: string,
+  duration = DURATION,
+): Promise<Load> {
   const pid = server.child.pid ?? 0;
   const before = cpuMicros(pid);
   const ticks = cpuTicks();
@@ -110,8 +137,17 @@ export async function load(server: Server, path: string, body: string, ca: strin
 }
 
 export function review(withAnnotation: boolean): string {
-  const r = JSON.parse(readFileSync('test/fixtures/apiserver-v1.20.2/admissionreview-pod-create-by-replicaset-controller.json', 'utf8'));
-  if (withAnnotation) r.request.object.metadata.annotations = { 'network.alibabacloud.com/erdma-smcr': 'true', 'smcr.erdma.io/wmem': '262144' };
+  const r = JSON.parse(
+    readFileSync(
+      'test/fixtures/apiserver-v1.20.2/admissionreview-pod-create-by-replicaset-controller.json',
+      'utf8',
+    ),
+  );
+  if (withAnnotation)
+    r.request.object.metadata.annotations = {
+      'network.alibabacloud.com/erdma-smcr': 'true',
+      'smcr.erdma.io/wmem': '262144',
+    };
   return JSON.stringify(r);
 }
 
@@ -123,25 +159,42 @@ interface Case {
 }
 
 /** The median of per-round ratios of `runs` to `base` (req/s), and their spread. */
-function roundRatios(runs: readonly Load[], base: readonly Load[]): { median: number; spread: string } {
+function roundRatios(
+  runs: readonly Load[],
+  base: readonly Load[],
+): { median: number; spread: string } {
   const ratios = runs.map((r, i) => r.rps / base[i]!.rps);
-  return { median: median(ratios), spread: `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}` };
+  return {
+    median: median(ratios),
+    spread: `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`,
+  };
 }
 
 /**
  * One row from a case's rounds: medians, and the ratio to the ceiling measured in the same round.
  * With `floor` (bare fastify's rounds) and a minimum, it also judges #25's target against it.
  */
-function row(c: Case, runs: readonly Load[], ceiling?: readonly Load[], floor?: { runs: readonly Load[]; min: number }): BenchRow {
+function row(
+  c: Case,
+  runs: readonly Load[],
+  ceiling?: readonly Load[],
+  floor?: { runs: readonly Load[]; min: number },
+): BenchRow {
   const ratios = ceiling ? runs.map((r, i) => r.rps / ceiling[i]!.rps) : [];
   const vsFloor = floor ? roundRatios(runs, floor.runs) : undefined;
   const cpu = median(runs.map((r) => r.cpuPerRequest));
   const errors = runs.reduce((n, r) => n + r.errors, 0);
   const notes = [
-    ...(vsFloor ? [`${vsFloor.median.toFixed(2)}× bare fastify (${vsFloor.spread} over the rounds)`] : []),
+    ...(vsFloor
+      ? [`${vsFloor.median.toFixed(2)}× bare fastify (${vsFloor.spread} over the rounds)`]
+      : []),
     `p50 ${median(runs.map((r) => r.p50))} ms, p99 ${median(runs.map((r) => r.p99))} ms`,
     `server CPU ${Math.round(cpu)} µs/request`,
-    ...(ratios.length > 1 ? [`ratio ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)} over ${runs.length} rounds`] : []),
+    ...(ratios.length > 1
+      ? [
+          `ratio ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)} over ${runs.length} rounds`,
+        ]
+      : []),
     `steal ${(100 * median(runs.map((r) => r.steal))).toFixed(0)}%`,
     ...(errors ? [`${errors} errors`] : []),
   ];
@@ -152,7 +205,13 @@ function row(c: Case, runs: readonly Load[], ceiling?: readonly Load[], floor?: 
     unit: 'req/s',
     ratio: ceiling ? median(ratios) : 1,
     extra: notes.join(', '),
-    ...(vsFloor && floor ? { target: `#25's target ≥ ${floor.min}× bare fastify: ${vsFloor.median >= floor.min ? 'met' : 'not met'}` } : c.target ? { target: c.target } : {}),
+    ...(vsFloor && floor
+      ? {
+          target: `#25's target ≥ ${floor.min}× bare fastify: ${vsFloor.median >= floor.min ? 'met' : 'not met'}`,
+        }
+      : c.target
+        ? { target: c.target }
+        : {}),
   };
 }
 
@@ -171,25 +230,42 @@ interface PacedSeries {
  * every server's p99 rose with the stall, the ceiling's too (a scratch run with each server's GC
  * traced found no collection behind them).
  */
-async function pacedRuns(servers: readonly Server[], body: string, dir: string): Promise<PacedSeries[]> {
+async function pacedRuns(
+  servers: readonly Server[],
+  body: string,
+  dir: string,
+): Promise<PacedSeries[]> {
   const bodyFile = join(dir, 'review.json');
   writeFileSync(bodyFile, body);
   const scripts: string[] = [];
   for (const server of servers) {
-    scripts.push(timingScript(dir, PACED_RATE, PACED_SECONDS, await calibrate(server.port, bodyFile, dir, PACED_RATE)));
+    scripts.push(
+      timingScript(
+        dir,
+        PACED_RATE,
+        PACED_SECONDS,
+        await calibrate(server.port, bodyFile, dir, PACED_RATE),
+      ),
+    );
   }
   const runs = servers.map((): PacedLoad[] => []);
   for (let round = 0; round < PACED_ROUNDS; round++) {
     for (let k = 0; k < servers.length; k++) {
       const i = (k + round) % servers.length;
-      runs[i]!.push(await pacedLoad(servers[i]!.port, bodyFile, scripts[i]!, join(dir, 'paced.log')));
+      runs[i]!.push(
+        await pacedLoad(servers[i]!.port, bodyFile, scripts[i]!, join(dir, 'paced.log')),
+      );
     }
   }
   const series: PacedSeries[] = [];
   for (let i = 0; i < servers.length; i++) {
     const rounds = runs[i]!;
     let reruns = 0;
-    for (let j = stalledRound(rounds.map((r) => r.rate)); j >= 0 && reruns < PACED_RERUNS; j = stalledRound(rounds.map((r) => r.rate))) {
+    for (
+      let j = stalledRound(rounds.map((r) => r.rate));
+      j >= 0 && reruns < PACED_RERUNS;
+      j = stalledRound(rounds.map((r) => r.rate))
+    ) {
       rounds[j] = await pacedLoad(servers[i]!.port, bodyFile, scripts[i]!, join(dir, 'paced.log'));
       reruns++;
     }
@@ -205,25 +281,41 @@ async function pacedRuns(servers: readonly Server[], body: string, dir: string):
  * pooled one rests on PACED_ROUNDS times as many, spread over the same interleaved rounds. The
  * median of the per-round ratios is printed beside it.
  */
-function pacedRow(name: string, series: PacedSeries, ceilingSeries?: PacedSeries, floorSeries?: PacedSeries, tool?: string): BenchRow {
+function pacedRow(
+  name: string,
+  series: PacedSeries,
+  ceilingSeries?: PacedSeries,
+  floorSeries?: PacedSeries,
+  tool?: string,
+): BenchRow {
   const runs = series.rounds;
   const ceiling = ceilingSeries?.rounds;
   const floor = floorSeries?.rounds;
-  const pool = (rs: readonly PacedLoad[]): number[] => rs.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  const pool = (rs: readonly PacedLoad[]): number[] =>
+    rs.flatMap((r) => r.latencies).sort((a, b) => a - b);
   const pooled = pool(runs);
   const p99 = percentile(pooled, 0.99);
   const p99s = runs.map((r) => percentile(r.latencies, 0.99));
   const ms = (x: number): string => x.toFixed(2);
   const vs = (base: readonly PacedLoad[]): number => p99 / percentile(pool(base), 0.99);
-  const perRound = (base: readonly PacedLoad[]): number => median(p99s.map((p, i) => p / percentile(base[i]!.latencies, 0.99)));
+  const perRound = (base: readonly PacedLoad[]): number =>
+    median(p99s.map((p, i) => p / percentile(base[i]!.latencies, 0.99)));
   const errors = runs.reduce((n, r) => n + r.errors, 0);
   const notes = [
     `p50 ${ms(percentile(pooled, 0.5))} ms, p90 ${ms(percentile(pooled, 0.9))} ms over ${pooled.length} responses`,
     `p99 per round ${p99s.map(ms).join(' / ')} ms`,
-    ...(ceiling ? [`p99 ${vs(ceiling).toFixed(2)}× the ceiling's (median of per-round ratios ${perRound(ceiling).toFixed(2)}×)`] : []),
+    ...(ceiling
+      ? [
+          `p99 ${vs(ceiling).toFixed(2)}× the ceiling's (median of per-round ratios ${perRound(ceiling).toFixed(2)}×)`,
+        ]
+      : []),
     ...(floor ? [`${vs(floor).toFixed(2)}× bare fastify's`] : []),
     `${Math.round(median(runs.map((r) => r.rate)))} req/s reached`,
-    ...(series.reruns > 0 ? [`${series.reruns} round${series.reruns > 1 ? 's' : ''} run again (h2load fell behind: under ${STALLED_SHARE * 100}% of the median round's rate)`] : []),
+    ...(series.reruns > 0
+      ? [
+          `${series.reruns} round${series.reruns > 1 ? 's' : ''} run again (h2load fell behind: under ${STALLED_SHARE * 100}% of the median round's rate)`,
+        ]
+      : []),
     ...(errors ? [`${errors} errors`] : []),
     ...(tool ? [tool] : []),
   ];
@@ -234,7 +326,9 @@ function pacedRow(name: string, series: PacedSeries, ceilingSeries?: PacedSeries
     value: p99,
     unit: 'ms p99',
     extra: notes.join(', '),
-    ...(ratio !== undefined ? { target: `#25's target p99 ≤ 2× the ceiling's: ${ratio <= 2 ? 'met' : 'not met'}` } : {}),
+    ...(ratio !== undefined
+      ? { target: `#25's target p99 ≤ 2× the ceiling's: ${ratio <= 2 ? 'met' : 'not met'}` }
+      : {}),
   };
 }
 
@@ -275,9 +369,12 @@ async function built<T>(source: string): Promise<T> {
  * the same body.
  */
 async function inProcessRows(smcr: string, plain: string): Promise<BenchRow[]> {
-  const { parseJsonBody } = await built<typeof import('../src/admission/app.js')>('admission/app.js');
-  const { admit } = await built<typeof import('../src/admission/handler.js')>('admission/handler.js');
-  const { decodeReview, encodeReviewJson } = await built<typeof import('../src/admission/review.js')>('admission/review.js');
+  const { parseJsonBody } =
+    await built<typeof import('../src/admission/app.js')>('admission/app.js');
+  const { admit } =
+    await built<typeof import('../src/admission/handler.js')>('admission/handler.js');
+  const { decodeReview, encodeReviewJson } =
+    await built<typeof import('../src/admission/review.js')>('admission/review.js');
   const { offlineView } = await built<typeof import('../src/cli/webhook.js')>('cli/webhook.js');
   const { defaultConfig } = await built<typeof import('../src/config/load.js')>('config/load.js');
   const config = defaultConfig();
@@ -295,8 +392,18 @@ async function inProcessRows(smcr: string, plain: string): Promise<BenchRow[]> {
   const limits = [undefined, 2.5, 1.3];
   return measured.map((m, i) => {
     const limit = limits[i];
-    const target = limit === undefined ? undefined : `#25's target ≤ ${limit}×: ${m.ratio <= limit ? 'met' : 'not met'}`;
-    return { bench: 'webhook', case: names[i]!, value: m.us, unit: 'µs/review', ratio: m.ratio, ...(target ? { target } : {}) };
+    const target =
+      limit === undefined
+        ? undefined
+        : `#25's target ≤ ${limit}×: ${m.ratio <= limit ? 'met' : 'not met'}`;
+    return {
+      bench: 'webhook',
+      case: names[i]!,
+      value: m.us,
+      unit: 'µs/review',
+      ratio: m.ratio,
+      ...(target ? { target } : {}),
+    };
   });
 }
 
@@ -307,7 +414,20 @@ export async function benchWebhook(): Promise<BenchRow[]> {
   // and h2load writes a line of its log (in `dir`) per response, which would wake our server
   // once per review (and reload the pair after every load) where a Secret volume never changes.
   const certs = join(dir, 'certs');
-  const ours = await startChild(['bin/erdma-smcr.js', 'serve', '--port', '0', '--no-metrics', '--cert-dir', certs, '--log-level', process.env.BENCH_LOG_LEVEL ?? 'info'], /listening on https:\/\/127\.0\.0\.1:(\d+)/);
+  const ours = await startChild(
+    [
+      'bin/erdma-smcr.js',
+      'serve',
+      '--port',
+      '0',
+      '--no-metrics',
+      '--cert-dir',
+      certs,
+      '--log-level',
+      process.env.BENCH_LOG_LEVEL ?? 'info',
+    ],
+    /listening on https:\/\/127\.0\.0\.1:(\d+)/,
+  );
   const pair = [join(certs, 'tls.key'), join(certs, 'tls.crt')];
   const ceiling = await startChild(['bench/ceiling-server.mjs', ...pair], /port (\d+)/);
   const parsing = await startChild(['bench/ceiling-server.mjs', ...pair, '--parse'], /port (\d+)/);
@@ -318,14 +438,27 @@ export async function benchWebhook(): Promise<BenchRow[]> {
     const plain = review(false);
     const inProcess = await inProcessRows(smcr, plain);
     const cases: Case[] = [
-      { name: `bare node:https, fixed response (ceiling), ${CONNECTIONS} connections`, server: ceiling, body: smcr },
-      { name: 'bare node:https that JSON.parses the body, fixed response', server: parsing, body: smcr },
-      { name: 'bare fastify (our transport options, JSON body parsed), fixed response', server: floor, body: smcr },
+      {
+        name: `bare node:https, fixed response (ceiling), ${CONNECTIONS} connections`,
+        server: ceiling,
+        body: smcr,
+      },
+      {
+        name: 'bare node:https that JSON.parses the body, fixed response',
+        server: parsing,
+        body: smcr,
+      },
+      {
+        name: 'bare fastify (our transport options, JSON body parsed), fixed response',
+        server: floor,
+        body: smcr,
+      },
       { name: 'SMC-R pod review (mutated, 4-op patch)', server: ours, body: smcr },
       { name: 'pod without the annotation', server: ours, body: plain },
     ];
     // Warm every server up (JIT, TLS session state) so that no measured run pays for it.
-    for (const server of [ours, ceiling, parsing, floor]) await load(server, '/mutate', smcr, ca, 2);
+    for (const server of [ours, ceiling, parsing, floor])
+      await load(server, '/mutate', smcr, ca, 2);
     // The machine's speed drifts (other guests steal time): each round measures every case once,
     // starting from a different case, and a case's ratio compares it with the ceiling of its round.
     const runs = cases.map((): Load[] => []);
@@ -337,14 +470,32 @@ export async function benchWebhook(): Promise<BenchRow[]> {
     }
     const paced = await pacedRuns([ceiling, floor, ours], smcr, dir);
     return [
-      ...cases.map((c, i) => row(c, runs[i]!, i === 0 ? undefined : runs[0], i === 3 ? { runs: runs[2]!, min: 0.65 } : undefined)),
-      pacedRow(`bare node:https (ceiling) at a fixed ${PACED_RATE} req/s, one connection`, paced[0]!, undefined, undefined, h2load),
+      ...cases.map((c, i) =>
+        row(
+          c,
+          runs[i]!,
+          i === 0 ? undefined : runs[0],
+          i === 3 ? { runs: runs[2]!, min: 0.65 } : undefined,
+        ),
+      ),
+      pacedRow(
+        `bare node:https (ceiling) at a fixed ${PACED_RATE} req/s, one connection`,
+        paced[0]!,
+        undefined,
+        undefined,
+        h2load,
+      ),
       pacedRow(`bare fastify at a fixed ${PACED_RATE} req/s`, paced[1]!, paced[0]!),
       pacedRow(`SMC-R pod review at a fixed ${PACED_RATE} req/s`, paced[2]!, paced[0]!, paced[1]!),
       ...inProcess,
     ];
   } finally {
-    await Promise.all([stop(ours.child), stop(ceiling.child), stop(parsing.child), stop(floor.child)]);
+    await Promise.all([
+      stop(ours.child),
+      stop(ceiling.child),
+      stop(parsing.child),
+      stop(floor.child),
+    ]);
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -11,19 +11,51 @@ export interface ErrorSpec {
 
 export const ERRORS = {
   USAGE: { status: 400, exit: 2, doc: 'A command was called with wrong flags or arguments.' },
-  CONFIG_INVALID: { status: 500, exit: 2, doc: 'The configuration (file, environment or flags) does not pass the schema.' },
+  CONFIG_INVALID: {
+    status: 500,
+    exit: 2,
+    doc: 'The configuration (file, environment or flags) does not pass the schema.',
+  },
   INPUT_UNREADABLE: { status: 400, exit: 2, doc: 'An input file or directory cannot be read.' },
-  INPUT_PARSE: { status: 400, exit: 2, doc: 'An input is not valid YAML or JSON; the message names file and line.' },
+  INPUT_PARSE: {
+    status: 400,
+    exit: 2,
+    doc: 'An input is not valid YAML or JSON; the message names file and line.',
+  },
   PROFILE_INVALID: { status: 500, exit: 2, doc: 'The cluster profile or node list is malformed.' },
   REVIEW_NOT_JSON: { status: 400, exit: 2, doc: 'The request body is not JSON.' },
-  REVIEW_INVALID: { status: 400, exit: 2, doc: 'The body is not an admission.k8s.io/v1 AdmissionReview with a request and a uid.' },
-  REVIEW_UNSUPPORTED_KIND: { status: 400, exit: 2, doc: 'The reviewed object is of a kind this endpoint does not handle.' },
+  REVIEW_INVALID: {
+    status: 400,
+    exit: 2,
+    doc: 'The body is not an admission.k8s.io/v1 AdmissionReview with a request and a uid.',
+  },
+  REVIEW_UNSUPPORTED_KIND: {
+    status: 400,
+    exit: 2,
+    doc: 'The reviewed object is of a kind this endpoint does not handle.',
+  },
   BODY_TOO_LARGE: { status: 413, exit: 2, doc: 'The request body exceeds the configured limit.' },
-  UNSUPPORTED_MEDIA_TYPE: { status: 415, exit: 2, doc: 'The request body is not application/json.' },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    exit: 2,
+    doc: 'The request body is not application/json.',
+  },
   NOT_FOUND: { status: 404, exit: 2, doc: 'No route for this method and path.' },
-  CERTS_UNAVAILABLE: { status: 503, exit: 1, doc: 'The serving certificate cannot be loaded or generated.' },
-  KUBE_UNAVAILABLE: { status: 503, exit: 1, doc: 'No usable kubeconfig or in-cluster service account, or the API server cannot be reached.' },
-  CERTS_BOOTSTRAP: { status: 503, exit: 1, doc: 'The certificate Secret or the caBundle cannot be ensured (RBAC, conflicts that do not settle).' },
+  CERTS_UNAVAILABLE: {
+    status: 503,
+    exit: 1,
+    doc: 'The serving certificate cannot be loaded or generated.',
+  },
+  KUBE_UNAVAILABLE: {
+    status: 503,
+    exit: 1,
+    doc: 'No usable kubeconfig or in-cluster service account, or the API server cannot be reached.',
+  },
+  CERTS_BOOTSTRAP: {
+    status: 503,
+    exit: 1,
+    doc: 'The certificate Secret or the caBundle cannot be ensured (RBAC, conflicts that do not settle).',
+  },
   INTERNAL: { status: 500, exit: 1, doc: 'An unexpected failure; details go to the log only.' },
 } as const satisfies Record<string, ErrorSpec>;
 

@@ -50,7 +50,11 @@ const DECIMAL_FLOAT = /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)
 /** A leading dot goes to Go's ParseFloat as it is, which takes an underscore between two digits. */
 const DOT_FLOAT = /^\.[0-9](?:_?[0-9])*(?:[eE][-+]?[0-9](?:_?[0-9])*)?$/;
 const SPECIAL_FLOATS: ReadonlyMap<string, number> = new Map([
-  ...['.inf', '.Inf', '.INF'].flatMap((w): [string, number][] => [[w, Infinity], [`+${w}`, Infinity], [`-${w}`, -Infinity]]),
+  ...['.inf', '.Inf', '.INF'].flatMap((w): [string, number][] => [
+    [w, Infinity],
+    [`+${w}`, Infinity],
+    [`-${w}`, -Infinity],
+  ]),
   ...['.nan', '.NaN', '.NAN'].map((w): [string, number] => [w, NaN]),
 ]);
 
@@ -64,7 +68,8 @@ function floatText(data: string): string | undefined {
 const floatType = new jsyaml.Type('tag:yaml.org,2002:float', {
   kind: 'scalar',
   // A finite value only: Go's ParseFloat refuses 1e400, and go-yaml then keeps the string.
-  resolve: (data: string) => SPECIAL_FLOATS.has(data) || Number.isFinite(Number(floatText(data) ?? 'NaN')),
+  resolve: (data: string) =>
+    SPECIAL_FLOATS.has(data) || Number.isFinite(Number(floatText(data) ?? 'NaN')),
   construct: (data: string) => SPECIAL_FLOATS.get(data) ?? Number(floatText(data)),
   predicate: (v: unknown) => typeof v === 'number' && !Number.isInteger(v),
 });
@@ -76,7 +81,11 @@ const timestampType = new jsyaml.Type('tag:yaml.org,2002:timestamp', {
 });
 
 /** js-yaml 4 exports its built-in types as `types`; @types/js-yaml does not declare it. */
-const t = (jsyaml as unknown as { types: Record<'null' | 'merge' | 'binary' | 'omap' | 'pairs' | 'set', jsyaml.Type> }).types;
+const t = (
+  jsyaml as unknown as {
+    types: Record<'null' | 'merge' | 'binary' | 'omap' | 'pairs' | 'set', jsyaml.Type>;
+  }
+).types;
 
 /** The schema kubectl effectively reads manifests with. */
 export const KUBE_SCHEMA = jsyaml.FAILSAFE_SCHEMA.extend({
@@ -100,7 +109,11 @@ export interface YamlDocument {
  * `lastKeyWins`: a key repeated in one map keeps its last value, as kubectl reads manifests
  * (go-yaml v2 under sigs.k8s.io/yaml); otherwise a repeated key is an error (configuration files).
  */
-export function parseYamlDocuments(text: string, name: string, lastKeyWins = false): YamlDocument[] {
+export function parseYamlDocuments(
+  text: string,
+  name: string,
+  lastKeyWins = false,
+): YamlDocument[] {
   const lines: number[] = [];
   let values: unknown[];
   try {
@@ -128,5 +141,6 @@ export function parseYamlDocuments(text: string, name: string, lastKeyWins = fal
 
 /** The first non-empty document of a text, or undefined. */
 export function parseYamlFirst(text: string, name: string): unknown {
-  return parseYamlDocuments(text, name).find((d) => d.value !== null && d.value !== undefined)?.value;
+  return parseYamlDocuments(text, name).find((d) => d.value !== null && d.value !== undefined)
+    ?.value;
 }

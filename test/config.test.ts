@@ -10,7 +10,12 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('configuration', () => {
   it('has documented defaults', () => {
     const c = loadConfig();
-    expect(c.policy).toMatchObject({ resourceName: 'aliyun/erdma', injectResource: true, resourceContainer: 'first', disableIPv6: true });
+    expect(c.policy).toMatchObject({
+      resourceName: 'aliyun/erdma',
+      injectResource: true,
+      resourceContainer: 'first',
+      disableIPv6: true,
+    });
     expect(c.webhook).toMatchObject({ host: '127.0.0.1', port: 8443, certDir: 'webhook-certs' });
     expect(c.webhook.bodyLimit).toBeGreaterThanOrEqual(7 * 1024 * 1024);
   });

@@ -6,25 +6,37 @@ import { describe, expect, it } from 'vitest';
 
 // The tables live in docs/troubleshooting.md; the README links there.
 const troubleshooting = readFileSync('docs/troubleshooting.md', 'utf8');
-const rowKeys = new Set([...troubleshooting.matchAll(/^\| `([^`]+)`(?:, `([^`]+)`)? \|/gm)].flatMap((m) => [m[1], m[2]].filter(Boolean)));
+const rowKeys = new Set(
+  [...troubleshooting.matchAll(/^\| `([^`]+)`(?:, `([^`]+)`)? \|/gm)].flatMap((m) =>
+    [m[1], m[2]].filter(Boolean),
+  ),
+);
 
 describe('docs/troubleshooting.md', () => {
   it('explains every denial rule', () => {
-    const src = readFileSync('src/policy/rules.ts', 'utf8') + readFileSync('src/policy/evaluate.ts', 'utf8');
-    const ids = [...new Set([...src.matchAll(/(?:deny\(|rule: )\s*'([a-z-]+)'/g)].map((m) => m[1]))];
+    const src =
+      readFileSync('src/policy/rules.ts', 'utf8') + readFileSync('src/policy/evaluate.ts', 'utf8');
+    const ids = [
+      ...new Set([...src.matchAll(/(?:deny\(|rule: )\s*'([a-z-]+)'/g)].map((m) => m[1])),
+    ];
     expect(ids.length).toBeGreaterThanOrEqual(8);
     for (const id of ids) expect(rowKeys, id).toContain(id);
   });
 
   it('explains every Event reason the agent posts', () => {
-    const reasons = [...readFileSync('src/agent/pods.ts', 'utf8').matchAll(/reason: '([A-Za-z]+)'/g)].map((m) => m[1]);
+    const reasons = [
+      ...readFileSync('src/agent/pods.ts', 'utf8').matchAll(/reason: '([A-Za-z]+)'/g),
+    ].map((m) => m[1]);
     expect(reasons.length).toBeGreaterThan(3);
     for (const r of reasons) expect(rowKeys, r).toContain(r);
   });
 
   it('explains every node reason label the agent writes', () => {
     const src = readFileSync('src/agent/capability.ts', 'utf8');
-    const reasons = [...src.matchAll(/no\(\s*'([a-z-]+)'/g), ...src.matchAll(/\? '([a-z-]+)' : '([a-z-]+)'/g)].flatMap((m) => m.slice(1));
+    const reasons = [
+      ...src.matchAll(/no\(\s*'([a-z-]+)'/g),
+      ...src.matchAll(/\? '([a-z-]+)' : '([a-z-]+)'/g),
+    ].flatMap((m) => m.slice(1));
     expect(reasons.length).toBeGreaterThan(4);
     for (const r of reasons) expect(rowKeys, r).toContain(r);
     for (const mode of ['compat', 'ofed']) expect(rowKeys).toContain(`driver-mode-${mode}`);
@@ -33,21 +45,33 @@ describe('docs/troubleshooting.md', () => {
 
 describe('links in the README and docs/', () => {
   const slug = (h: string): string =>
-    h.trim().toLowerCase().replace(/[^a-z0-9 _-]/g, '').replace(/ /g, '-');
-  const pages = ['README.md', ...readdirSync('docs').filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    h
+      .trim()
+      .toLowerCase()
+      .replace(/[^a-z0-9 _-]/g, '')
+      .replace(/ /g, '-');
+  const pages = [
+    'README.md',
+    ...readdirSync('docs')
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
 
   it.each(pages)('%s links only to files and headings that exist', (page) => {
     const text = readFileSync(page, 'utf8');
-    const links = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!).filter((l) => !/^[a-z]+:/.test(l));
+    const links = [...text.matchAll(/\]\(([^)\s]+)\)/g)]
+      .map((m) => m[1]!)
+      .filter((l) => !/^[a-z]+:/.test(l));
     for (const link of links) {
       const [file = '', anchor] = link.split('#');
       const target = file === '' ? page : join(dirname(page), file);
       expect(existsSync(target), `${page}: ${link}`).toBe(true);
       if (anchor) {
-        const headings = [...readFileSync(target, 'utf8').matchAll(/^#+ (.*)$/gm)].map((m) => slug(m[1]!));
+        const headings = [...readFileSync(target, 'utf8').matchAll(/^#+ (.*)$/gm)].map((m) =>
+          slug(m[1]!),
+        );
         expect(headings, `${page}: ${link}`).toContain(anchor);
       }
     }
   });
 });
-

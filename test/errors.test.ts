@@ -14,6 +14,11 @@ describe('error catalogue', () => {
 
   it('gives each error its status and exit code', () => {
     const e = new AppError('BODY_TOO_LARGE', 'too big');
-    expect([e.status, e.exitCode, e.code, e.message]).toEqual([413, 2, 'BODY_TOO_LARGE', 'too big']);
+    expect([e.status, e.exitCode, e.code, e.message]).toEqual([
+      413,
+      2,
+      'BODY_TOO_LARGE',
+      'too big',
+    ]);
   });
 });

@@ -72,19 +72,25 @@ describe('YAML scalars resolve as kubectl resolves them', () => {
     function viaKubectl(file: string): unknown {
       const kubeconfig = join(dir, 'kubeconfig'); // empty: nothing of this machine's is read
       writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\n');
-      const r = spawnSync(kubectl, ['annotate', '--local', '-f', file, '-o', 'json', 'erdma-smcr.test/probe=1'], {
-        encoding: 'utf8',
-        env: { PATH: process.env.PATH ?? '', HOME: dir, KUBECONFIG: kubeconfig },
-      });
+      const r = spawnSync(
+        kubectl,
+        ['annotate', '--local', '-f', file, '-o', 'json', 'erdma-smcr.test/probe=1'],
+        {
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH ?? '', HOME: dir, KUBECONFIG: kubeconfig },
+        },
+      );
       expect(r.stderr).toBe('');
       expect(r.status).toBe(0);
       const theirs = JSON.parse(r.stdout) as { metadata: { annotations: Record<string, string> } };
       delete theirs.metadata.annotations['erdma-smcr.test/probe'];
-      if (Object.keys(theirs.metadata.annotations).length === 0) delete (theirs.metadata as { annotations?: unknown }).annotations;
+      if (Object.keys(theirs.metadata.annotations).length === 0)
+        delete (theirs.metadata as { annotations?: unknown }).annotations;
       return theirs;
     }
 
-    const ours = (file: string): unknown => JSON.parse(JSON.stringify(parseYamlDocuments(readFileSync(file, 'utf8'), file)[0]?.value));
+    const ours = (file: string): unknown =>
+      JSON.parse(JSON.stringify(parseYamlDocuments(readFileSync(file, 'utf8'), file)[0]?.value));
 
     it(`${CORPUS} reads the same as kubectl`, () => {
       expect(ours(CORPUS)).toEqual(viaKubectl(CORPUS));
@@ -95,12 +101,44 @@ describe('YAML scalars resolve as kubectl resolves them', () => {
       // base prefixes, exponents, hex digits, and YAML 1.1's boolean words. Short enough to stay
       // exact in a double. Left out: a lone "-" (a sequence), and .inf/.nan (kubectl cannot
       // write them as JSON).
-      const piece = fc.constantFrom('0', '1', '7', '8', '9', '00', '-', '+', '.', '_', 'x', 'o', 'b', 'e', 'E', 'a', 'F', 'y', 'n', 'yes', 'No', 'on', 'OFF', 'true');
+      const piece = fc.constantFrom(
+        '0',
+        '1',
+        '7',
+        '8',
+        '9',
+        '00',
+        '-',
+        '+',
+        '.',
+        '_',
+        'x',
+        'o',
+        'b',
+        'e',
+        'E',
+        'a',
+        'F',
+        'y',
+        'n',
+        'yes',
+        'No',
+        'on',
+        'OFF',
+        'true',
+      );
       const jumble = fc.array(piece, { minLength: 1, maxLength: 5 }).map((p) => p.join(''));
       // Number-shaped: sign, base prefix, digits with underscores, fraction, exponent.
-      const digits = (chars: string, max: number): fc.Arbitrary<string> => fc.string({ unit: fc.constantFrom(...chars), maxLength: max });
+      const digits = (chars: string, max: number): fc.Arbitrary<string> =>
+        fc.string({ unit: fc.constantFrom(...chars), maxLength: max });
       const numeric = fc
-        .tuple(fc.constantFrom('', '', '-', '+'), fc.constantFrom('', '', '0', '0x', '0o', '0b', '0X', '.'), digits('0123456789_abfF', 6), fc.constantFrom('', '', '.', '.5', '._5'), fc.constantFrom('', '', 'e3', 'E-2', 'e'))
+        .tuple(
+          fc.constantFrom('', '', '-', '+'),
+          fc.constantFrom('', '', '0', '0x', '0o', '0b', '0X', '.'),
+          digits('0123456789_abfF', 6),
+          fc.constantFrom('', '', '.', '.5', '._5'),
+          fc.constantFrom('', '', 'e3', 'E-2', 'e'),
+        )
         .map((p) => p.join(''));
       const scalar = fc
         .oneof(jumble, numeric, numeric)
@@ -108,7 +146,10 @@ describe('YAML scalars resolve as kubectl resolves them', () => {
       const values = fc.sample(scalar, { numRuns: 2000, seed: 20261122 });
       const file = join(dir, 'generated.yaml');
       const spec = values.map((v, i) => `    k${i}: ${v}`).join('\n');
-      writeFileSync(file, `apiVersion: v1\nkind: Pod\nmetadata:\n  name: generated\nspec:\n  probe:\n${spec}\n`);
+      writeFileSync(
+        file,
+        `apiVersion: v1\nkind: Pod\nmetadata:\n  name: generated\nspec:\n  probe:\n${spec}\n`,
+      );
       const theirs = viaKubectl(file) as { spec: { probe: Record<string, unknown> } };
       const mine = ours(file) as { spec: { probe: Record<string, unknown> } };
       const differ = values

@@ -59,16 +59,24 @@ const FASTIFY_CODES: Readonly<Record<string, ErrorCode>> = {
 
 const FASTIFY_MESSAGES: Partial<Record<ErrorCode, string>> = {
   BODY_TOO_LARGE: BODY_TOO_LARGE_MESSAGE,
-  UNSUPPORTED_MEDIA_TYPE: 'the request body must be application/json (UTF-8), as the API server sends it',
+  UNSUPPORTED_MEDIA_TYPE:
+    'the request body must be application/json (UTF-8), as the API server sends it',
 };
 
 function toAppError(err: unknown): AppError {
   if (isAppError(err)) return err;
   const e = err as { code?: string; statusCode?: number; message?: string };
   const code = e.code ? FASTIFY_CODES[e.code] : undefined;
-  if (code) return new AppError(code, FASTIFY_MESSAGES[code] ?? `request body is not valid JSON: ${clip(e.message ?? '', 120)}`);
+  if (code)
+    return new AppError(
+      code,
+      FASTIFY_MESSAGES[code] ?? `request body is not valid JSON: ${clip(e.message ?? '', 120)}`,
+    );
   if (err instanceof SyntaxError || (e.statusCode === 400 && typeof e.message === 'string')) {
-    return new AppError('REVIEW_NOT_JSON', `request body is not valid JSON: ${clip(e.message ?? '', 120)}`);
+    return new AppError(
+      'REVIEW_NOT_JSON',
+      `request body is not valid JSON: ${clip(e.message ?? '', 120)}`,
+    );
   }
   return new AppError('INTERNAL', 'internal error', { cause: err });
 }
@@ -90,10 +98,12 @@ export function parseJsonBody(text: string): unknown {
     if (!text.includes('\\u') && !text.includes('proto')) return JSON.parse(text);
     return secureJson.parse(text, undefined, SAFE_PARSE);
   } catch (err) {
-    throw new AppError('REVIEW_NOT_JSON', `request body is not valid JSON: ${clip((err as Error).message, 120)}`);
+    throw new AppError(
+      'REVIEW_NOT_JSON',
+      `request body is not valid JSON: ${clip((err as Error).message, 120)}`,
+    );
   }
 }
-
 
 function objectName(req: AdmissionRequest): string {
   const md = req.object && isObject(req.object.metadata) ? req.object.metadata : {};
@@ -124,7 +134,8 @@ type Sized = { [BODY_BYTES]?: number };
 
 /** Connection: close on an HTTP/1.1 response produced while draining (HTTP/2 sessions get GOAWAY). */
 function closeIfDraining(deps: AppDeps, request: FastifyRequest, reply: FastifyReply): void {
-  if (deps.draining?.() === true && request.raw.httpVersionMajor === 1) reply.header('connection', 'close');
+  if (deps.draining?.() === true && request.raw.httpVersionMajor === 1)
+    reply.header('connection', 'close');
 }
 
 /**
@@ -132,25 +143,49 @@ function closeIfDraining(deps: AppDeps, request: FastifyRequest, reply: FastifyR
  * with the others that arrived in it, and logged once they are all answered (batch.ts); a bad
  * review is answered through the error handler.
  */
-function reviewRoute(app: FastifyInstance, deps: AppDeps, endpoint: Endpoint, batch: ReplyBatch): void {
+function reviewRoute(
+  app: FastifyInstance,
+  deps: AppDeps,
+  endpoint: Endpoint,
+  batch: ReplyBatch,
+): void {
   app.post(`/${endpoint}`, (request, reply: FastifyReply): void => {
-    batch.answer(reply, () => review(deps, endpoint, request, reply), (request.raw as Sized)[BODY_BYTES] ?? 0);
+    batch.answer(
+      reply,
+      () => review(deps, endpoint, request, reply),
+      (request.raw as Sized)[BODY_BYTES] ?? 0,
+    );
   });
 }
 
 /** Decides one review: the response body, and its record (metrics, one log line) for after the reply. */
-function review(deps: AppDeps, endpoint: Endpoint, request: FastifyRequest, reply: FastifyReply): Answer {
+function review(
+  deps: AppDeps,
+  endpoint: Endpoint,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Answer {
   const started = process.hrtime.bigint();
   const req = decodeReview(request.body);
   const decision = admit(req, endpoint, deps.views.current(), deps.config.policy);
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   closeIfDraining(deps, request, reply);
   reply.type(JSON_UTF8);
-  return { payload: encodeReviewJson(decision.response), after: () => record(deps, endpoint, request, req, decision, seconds) };
+  return {
+    payload: encodeReviewJson(decision.response),
+    after: () => record(deps, endpoint, request, req, decision, seconds),
+  };
 }
 
 /** A decided review's metrics and its log line. */
-function record(deps: AppDeps, endpoint: Endpoint, request: FastifyRequest, req: AdmissionRequest, decision: Decision, seconds: number): void {
+function record(
+  deps: AppDeps,
+  endpoint: Endpoint,
+  request: FastifyRequest,
+  req: AdmissionRequest,
+  decision: Decision,
+  seconds: number,
+): void {
   deps.metrics.observeReview({
     endpoint,
     operation: req.operation,
@@ -242,7 +277,10 @@ export function registerWebhook(app: FastifyInstance, deps: AppDeps): void {
     if (appErr.status >= 500) request.log.error({ err }, 'request failed');
     else if (badRequestLog.take()) {
       const unlogged = badRequestLog.takeDropped();
-      request.log.warn({ code: appErr.code, reason: appErr.message, ...(unlogged > 0 ? { unlogged } : {}) }, 'bad request');
+      request.log.warn(
+        { code: appErr.code, reason: appErr.message, ...(unlogged > 0 ? { unlogged } : {}) },
+        'bad request',
+      );
     }
     const message = appErr.status >= 500 ? 'internal error; see the webhook log' : appErr.message;
     closeIfDraining(deps, request, reply);
@@ -251,11 +289,16 @@ export function registerWebhook(app: FastifyInstance, deps: AppDeps): void {
   app.setNotFoundHandler((request, reply) => {
     deps.metrics.badRequests.inc({ code: 'NOT_FOUND' });
     closeIfDraining(deps, request, reply);
-    return reply.code(404).send({ code: 'NOT_FOUND', message: `no route for ${request.method} ${clip(request.url.split('?')[0] ?? '', 100)}` });
+    return reply.code(404).send({
+      code: 'NOT_FOUND',
+      message: `no route for ${request.method} ${clip(request.url.split('?')[0] ?? '', 100)}`,
+    });
   });
   healthRoutes(app, deps);
   if (deps.serveMetrics) metricsRoute(app, deps.metrics);
-  const batch = new ReplyBatch((err) => deps.logger.error({ err }, 'sending or recording a review response failed'));
+  const batch = new ReplyBatch((err) =>
+    deps.logger.error({ err }, 'sending or recording a review response failed'),
+  );
   reviewRoute(app, deps, 'mutate', batch);
   reviewRoute(app, deps, 'validate', batch);
 }
@@ -266,7 +309,10 @@ export function quietRequests(): LogController {
 }
 
 /** Builds the webhook app. `server` carries transport options (https/http2) from server.ts. */
-export function buildApp(deps: AppDeps, server: Partial<FastifyServerOptions> = {}): FastifyInstance {
+export function buildApp(
+  deps: AppDeps,
+  server: Partial<FastifyServerOptions> = {},
+): FastifyInstance {
   const app = Fastify({
     loggerInstance: deps.logger,
     logController: quietRequests(),

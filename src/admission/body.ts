@@ -61,7 +61,10 @@ export class BodyBudget {
 export function checkCharset(contentType: string | undefined): void {
   const m = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType ?? '');
   if (m && !/^utf-?8$/i.test(m[1] ?? '')) {
-    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `charset ${(m[1] ?? '').slice(0, 40)} is not supported; send application/json in UTF-8`);
+    throw new AppError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      `charset ${(m[1] ?? '').slice(0, 40)} is not supported; send application/json in UTF-8`,
+    );
   }
 }
 
@@ -69,7 +72,8 @@ function declaredLength(raw: RawRequest): number | undefined {
   const v = raw.headers['content-length'];
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!/^\d+$/.test(String(v)) || !Number.isSafeInteger(n)) throw new AppError('REVIEW_NOT_JSON', 'Content-Length is not a number');
+  if (!/^\d+$/.test(String(v)) || !Number.isSafeInteger(n))
+    throw new AppError('REVIEW_NOT_JSON', 'Content-Length is not a number');
   return n;
 }
 
@@ -80,7 +84,12 @@ function tooLarge(): AppError {
 }
 
 /** Reads the body of raw as UTF-8 text within limit and the budget; calls done once. */
-export function readBody(raw: RawRequest, limit: number, budget: BodyBudget, done: (err: Error | null, text?: string) => void): void {
+export function readBody(
+  raw: RawRequest,
+  limit: number,
+  budget: BodyBudget,
+  done: (err: Error | null, text?: string) => void,
+): void {
   let finished = false;
   const finish = (err: Error | null, text?: string): void => {
     if (finished) return;
@@ -106,7 +115,12 @@ export function readBody(raw: RawRequest, limit: number, budget: BodyBudget, don
   };
   const onEnd = (): void => {
     if (expected !== undefined && received !== expected) {
-      finish(new AppError('REVIEW_NOT_JSON', 'request body is shorter or longer than its Content-Length'));
+      finish(
+        new AppError(
+          'REVIEW_NOT_JSON',
+          'request body is shorter or longer than its Content-Length',
+        ),
+      );
       return;
     }
     // A review usually arrives in one chunk: decode it as it is rather than copy it first.
@@ -115,10 +129,13 @@ export function readBody(raw: RawRequest, limit: number, budget: BodyBudget, don
   };
   // A client that goes away mid-body ('close', or 'error' with 'aborted'/ECONNRESET) is not our
   // failure: a 4xx, no 5xx and no error log.
-  const onGone = (): void => finish(new AppError('REVIEW_NOT_JSON', 'connection closed before the body was complete'));
+  const onGone = (): void =>
+    finish(new AppError('REVIEW_NOT_JSON', 'connection closed before the body was complete'));
   const pending = budget.open(() => {
     chunks.length = 0;
-    finish(new AppError('BODY_TOO_LARGE', 'dropped: unfinished request bodies hold too much memory'));
+    finish(
+      new AppError('BODY_TOO_LARGE', 'dropped: unfinished request bodies hold too much memory'),
+    );
     raw.destroy();
   });
   let expected: number | undefined;

@@ -19,7 +19,10 @@ export function loadKeyCert(keyPath: string, certPath: string): KeyCert {
     key = readFileSync(keyPath, 'utf8');
     cert = readFileSync(certPath, 'utf8');
   } catch (err) {
-    throw new AppError('CERTS_UNAVAILABLE', `cannot read serving certificate: ${(err as Error).message}`);
+    throw new AppError(
+      'CERTS_UNAVAILABLE',
+      `cannot read serving certificate: ${(err as Error).message}`,
+    );
   }
   return checkKeyCert(key, cert);
 }
@@ -30,7 +33,10 @@ export function checkKeyCert(key: string, cert: string): KeyCert {
     createSecureContext({ key, cert });
     return { key, cert, notAfter: certInfo(cert).notAfter };
   } catch (err) {
-    throw new AppError('CERTS_UNAVAILABLE', `serving certificate and key do not load: ${(err as Error).message}`);
+    throw new AppError(
+      'CERTS_UNAVAILABLE',
+      `serving certificate and key do not load: ${(err as Error).message}`,
+    );
   }
 }
 

@@ -28,7 +28,10 @@ export const ENDPOINT_KINDS: Readonly<Record<Endpoint, ReadonlySet<string>>> = {
   validate: new Set(SUPPORTED_KINDS),
 };
 
-const KIND_LABELS: ReadonlySet<string> = new Set([...ENDPOINT_KINDS.mutate, ...ENDPOINT_KINDS.validate]);
+const KIND_LABELS: ReadonlySet<string> = new Set([
+  ...ENDPOINT_KINDS.mutate,
+  ...ENDPOINT_KINDS.validate,
+]);
 
 /** The metric label for a request's kind: one of the kinds we review, else "other" (a label set must stay fixed). */
 export function kindLabel(kind: string): string {
@@ -48,7 +51,9 @@ export function shapeWarnings(warnings: readonly string[]): string[] {
   if (warnings.length === 0) return [];
   // The usual case, one warning of our own making: nothing to drop, trim or clip.
   if (warnings.length === 1 && isShaped(warnings[0]!)) return [warnings[0]!];
-  const unique = [...new Set(warnings.map((w) => w.replace(/^warning:\s*/i, '').trim()))].filter((w) => w !== '');
+  const unique = [...new Set(warnings.map((w) => w.replace(/^warning:\s*/i, '').trim()))].filter(
+    (w) => w !== '',
+  );
   return unique
     .slice(0, MAX_WARNINGS)
     .map((w) => (w.length < MAX_WARNING_LENGTH ? w : `${w.slice(0, MAX_WARNING_LENGTH - 4)}...`));
@@ -84,7 +89,11 @@ function respond(uid: string, result: PolicyResult): Decision {
     response.patch = patch.base64;
   }
   if (warnings.length > 0) response.warnings = warnings;
-  const verdict: VerdictLabel = result.untouched ? 'skipped' : result.allowed ? 'allowed' : 'denied';
+  const verdict: VerdictLabel = result.untouched
+    ? 'skipped'
+    : result.allowed
+      ? 'allowed'
+      : 'denied';
   const audit: Record<string, string> = { decision: verdict };
   if (result.smcr) audit.smcr = 'true';
   if (rules.length > 0) audit['denied-rules'] = [...new Set(rules)].join(',');
@@ -101,7 +110,15 @@ function kindMismatch(obj: JsonObject, kind: string): PolicyResult | undefined {
     path: 'request.object.kind',
     message: `the object is a ${got} but the review says ${clip(kind, 63)}; an API server never sends this, so it is refused.`,
   };
-  return { allowed: false, denials: [denial], warnings: [], patch: [], mutated: obj, smcr: false, untouched: false };
+  return {
+    allowed: false,
+    denials: [denial],
+    warnings: [],
+    patch: [],
+    mutated: obj,
+    smcr: false,
+    untouched: false,
+  };
 }
 
 function ensureKind(obj: JsonObject, kind: string): JsonObject {
@@ -109,8 +126,14 @@ function ensureKind(obj: JsonObject, kind: string): JsonObject {
 }
 
 /** Decides one admission request for an endpoint. Throws AppError(400) for a request we cannot serve. */
-export function admit(req: AdmissionRequest, endpoint: Endpoint, view: ClusterView, config: PolicyConfig): Decision {
-  if (req.operation === 'DELETE' || req.operation === 'CONNECT' || req.subResource !== undefined) return skipped(req.uid);
+export function admit(
+  req: AdmissionRequest,
+  endpoint: Endpoint,
+  view: ClusterView,
+  config: PolicyConfig,
+): Decision {
+  if (req.operation === 'DELETE' || req.operation === 'CONNECT' || req.subResource !== undefined)
+    return skipped(req.uid);
   const kind = req.kind.kind;
   if (!ENDPOINT_KINDS[endpoint].has(kind)) {
     throw new AppError(
@@ -118,10 +141,13 @@ export function admit(req: AdmissionRequest, endpoint: Endpoint, view: ClusterVi
       `/${endpoint} does not review ${clip(kind, 63)} objects (it reviews ${[...ENDPOINT_KINDS[endpoint]].join(', ')}); check the webhook's rules`,
     );
   }
-  if (!req.object) throw new AppError('REVIEW_INVALID', `request.object is missing for ${req.operation}`);
+  if (!req.object)
+    throw new AppError('REVIEW_INVALID', `request.object is missing for ${req.operation}`);
   // The API server sends the object in the kind it names; anything else did not come from it, and
   // reviewing it as request.kind would judge (and patch) one object as another: refuse it.
-  const mismatch = kindMismatch(req.object, kind) ?? (req.oldObject ? kindMismatch(req.oldObject, kind) : undefined);
+  const mismatch =
+    kindMismatch(req.object, kind) ??
+    (req.oldObject ? kindMismatch(req.oldObject, kind) : undefined);
   if (mismatch) return respond(req.uid, mismatch);
   const object = ensureKind(req.object, kind);
   if (req.operation === 'UPDATE') {

@@ -106,7 +106,10 @@ export class WebhookMetrics {
   });
 
   /** Reads the connection and stream guards at scrape time. */
-  trackConnections(guard: { readonly connections: number; readonly evicted: number }, streams?: { readonly open: number; readonly cancelled: number }): void {
+  trackConnections(
+    guard: { readonly connections: number; readonly evicted: number },
+    streams?: { readonly open: number; readonly cancelled: number },
+  ): void {
     readAtScrape(this.connections, () => guard.connections);
     readAtScrape(this.evictedConnections, () => guard.evicted);
     if (streams) {
@@ -158,7 +161,13 @@ export class WebhookMetrics {
     const key = `${r.endpoint}|${r.operation}|${r.kind}|${r.verdict}|${r.dryRun ? 1 : 0}`;
     let counter = this.counted.get(key);
     if (!counter) {
-      counter = this.requests.labels({ endpoint: r.endpoint, operation: r.operation, kind: r.kind, verdict: r.verdict, dry_run: String(r.dryRun) });
+      counter = this.requests.labels({
+        endpoint: r.endpoint,
+        operation: r.operation,
+        kind: r.kind,
+        verdict: r.verdict,
+        dry_run: String(r.dryRun),
+      });
       this.counted.set(key, counter);
     }
     counter.inc();
@@ -202,4 +211,3 @@ function readAtScrape(metric: Gauge | Counter, read: () => number): void {
         };
   Object.assign(metric, { collect });
 }
-

@@ -50,7 +50,8 @@ function invalid(message: string): AppError {
 }
 
 function gvk(v: unknown): GroupVersionKind {
-  if (!isObject(v) || typeof v.kind !== 'string' || v.kind === '') throw invalid('request.kind.kind is missing');
+  if (!isObject(v) || typeof v.kind !== 'string' || v.kind === '')
+    throw invalid('request.kind.kind is missing');
   return {
     group: typeof v.group === 'string' ? v.group : '',
     version: typeof v.version === 'string' ? v.version : '',
@@ -78,7 +79,9 @@ function envelope(body: unknown): JsonObject {
 }
 
 /** Copies the optional string fields that are present and non-empty. */
-function optionalStrings(r: JsonObject): Pick<AdmissionRequest, 'namespace' | 'name' | 'subResource'> {
+function optionalStrings(
+  r: JsonObject,
+): Pick<AdmissionRequest, 'namespace' | 'name' | 'subResource'> {
   const out: { namespace?: string; name?: string; subResource?: string } = {};
   for (const key of ['namespace', 'name', 'subResource'] as const) {
     const v = r[key];
@@ -92,7 +95,9 @@ export function decodeReview(body: unknown): AdmissionRequest {
   const r = envelope(body);
   if (typeof r.uid !== 'string' || r.uid === '') throw invalid('request.uid is missing');
   if (typeof r.operation !== 'string' || !OPERATIONS.has(r.operation)) {
-    throw invalid(`request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got ${quoted(r.operation)}`);
+    throw invalid(
+      `request.operation must be one of CREATE, UPDATE, DELETE, CONNECT, got ${quoted(r.operation)}`,
+    );
   }
   const object = optionalObject(r.object, 'object');
   const oldObject = optionalObject(r.oldObject, 'oldObject');
@@ -122,6 +127,7 @@ export function encodeReviewJson(r: AdmissionResponse): string {
   if (r.patchType !== undefined) out += `,"patchType":${JSON.stringify(r.patchType)}`;
   if (r.patch !== undefined) out += `,"patch":"${r.patch}"`;
   if (r.warnings !== undefined) out += `,"warnings":${JSON.stringify(r.warnings)}`;
-  if (r.auditAnnotations !== undefined) out += `,"auditAnnotations":${JSON.stringify(r.auditAnnotations)}`;
+  if (r.auditAnnotations !== undefined)
+    out += `,"auditAnnotations":${JSON.stringify(r.auditAnnotations)}`;
   return `${out}}}`;
 }

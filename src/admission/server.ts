@@ -1,7 +1,12 @@
 // The webhook process: TLS (HTTP/2 and HTTP/1.1, TLS 1.2+), certificate reload without a restart,
 // a plain-HTTP metrics/health port, and a graceful shutdown that fails no admission.
 import type { FSWatcher } from 'node:fs';
-import { constants as http2constants, type Http2SecureServer, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import {
+  constants as http2constants,
+  type Http2SecureServer,
+  type ServerHttp2Session,
+  type ServerHttp2Stream,
+} from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -121,7 +126,12 @@ interface Http1Deadlines {
  *   session's idle timeout alone never fires); idle sessions close after idleTimeoutMs (fastify's
  *   http2SessionTimeout).
  */
-export function enforceDeadlines(server: Http2SecureServer, w: Config['webhook'], guard: ConnectionGuard, streams: StreamGuard): void {
+export function enforceDeadlines(
+  server: Http2SecureServer,
+  w: Config['webhook'],
+  guard: ConnectionGuard,
+  streams: StreamGuard,
+): void {
   const h1 = server as unknown as Http1Deadlines;
   h1.headersTimeout = w.headersTimeoutMs;
   h1.requestTimeout = w.requestTimeoutMs;
@@ -133,17 +143,26 @@ export function enforceDeadlines(server: Http2SecureServer, w: Config['webhook']
   // connection's requests in flight, so an idle one can be told from a busy one.
   server.on('connection', (socket: Socket) => guard.accept(socket));
   server.on('secureConnection', (socket: TLSSocket) => guard.secured(socket));
-  server.on('request', (req: { httpVersionMajor: number; socket: unknown }, res: { writableFinished: boolean; once(e: 'close', f: () => void): void }) => {
-    if (req.httpVersionMajor !== 1) return;
-    guard.started(req.socket);
-    res.once('close', () => guard.finished(req.socket, res.writableFinished));
-  });
+  server.on(
+    'request',
+    (
+      req: { httpVersionMajor: number; socket: unknown },
+      res: { writableFinished: boolean; once(e: 'close', f: () => void): void },
+    ) => {
+      if (req.httpVersionMajor !== 1) return;
+      guard.started(req.socket);
+      res.once('close', () => guard.finished(req.socket, res.writableFinished));
+    },
+  );
   server.on('stream', (stream: ServerHttp2Stream) => {
     // The session's socket is a proxy that reads through to the TLS socket's own properties.
     const socket = stream.session?.socket;
     guard.started(socket);
     streams.add(stream);
-    const deadline = setTimeout(() => stream.close(http2constants.NGHTTP2_CANCEL), w.requestTimeoutMs);
+    const deadline = setTimeout(
+      () => stream.close(http2constants.NGHTTP2_CANCEL),
+      w.requestTimeoutMs,
+    );
     deadline.unref();
     stream.once('close', () => {
       clearTimeout(deadline);
@@ -152,10 +171,17 @@ export function enforceDeadlines(server: Http2SecureServer, w: Config['webhook']
   });
 }
 
-async function startMetricsServer(opts: ServerOptions, metrics: WebhookMetrics, ready: () => string): Promise<FastifyInstance | undefined> {
+async function startMetricsServer(
+  opts: ServerOptions,
+  metrics: WebhookMetrics,
+  ready: () => string,
+): Promise<FastifyInstance | undefined> {
   const { metricsPort, metricsHost, metricsEnabled } = opts.config.webhook;
   if (!metricsEnabled) return undefined;
-  const app = Fastify({ loggerInstance: opts.logger, logController: quietRequests() }) as unknown as FastifyInstance;
+  const app = Fastify({
+    loggerInstance: opts.logger,
+    logController: quietRequests(),
+  }) as unknown as FastifyInstance;
   metricsRoute(app, metrics);
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_r, reply) => {
@@ -172,19 +198,32 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const metrics = opts.metrics ?? new WebhookMetrics();
   const { keyPath, certPath } = opts;
   const fromFiles = (): KeyCert => {
-    if (keyPath === undefined || certPath === undefined) throw new Error('no certificate files configured');
+    if (keyPath === undefined || certPath === undefined)
+      throw new Error('no certificate files configured');
     return loadKeyCert(keyPath, certPath);
   };
-  let pair: KeyCert = opts.certificate ? checkKeyCert(opts.certificate.key, opts.certificate.cert) : fromFiles();
+  let pair: KeyCert = opts.certificate
+    ? checkKeyCert(opts.certificate.key, opts.certificate.cert)
+    : fromFiles();
   metrics.certExpiry.set(pair.notAfter.getTime() / 1000);
   const conns = new Connections();
   let stopping = false;
-  const ready = (): string => (stopping ? 'shutting down' : opts.views.synced ? '' : 'cluster view not synced yet');
+  const ready = (): string =>
+    stopping ? 'shutting down' : opts.views.synced ? '' : 'cluster view not synced yet';
   const w = config.webhook;
   const bodyBudget = new BodyBudget(w.pendingBodyBytes);
   metrics.trackBodies(bodyBudget);
   const app = buildApp(
-    { config, views: opts.views, metrics, logger, readiness: ready, serveMetrics: false, bodyBudget, draining: () => stopping },
+    {
+      config,
+      views: opts.views,
+      metrics,
+      logger,
+      readiness: ready,
+      serveMetrics: false,
+      bodyBudget,
+      draining: () => stopping,
+    },
     {
       http2: true,
       https: {
@@ -216,7 +255,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     try {
       const next = load();
       if (next.cert === pair.cert && next.key === pair.key) return true;
-      (app.server as unknown as Http2SecureServer).setSecureContext({ key: next.key, cert: next.cert, ...TLS_POLICY });
+      (app.server as unknown as Http2SecureServer).setSecureContext({
+        key: next.key,
+        cert: next.cert,
+        ...TLS_POLICY,
+      });
       pair = next;
       metrics.certReloads.inc({ result: 'ok' });
       metrics.certExpiry.set(pair.notAfter.getTime() / 1000);
@@ -224,16 +267,21 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       return true;
     } catch (err) {
       metrics.certReloads.inc({ result: 'error' });
-      logger.warn({ reason: (err as Error).message }, 'serving certificate not reloaded; keeping the previous one');
+      logger.warn(
+        { reason: (err as Error).message },
+        'serving certificate not reloaded; keeping the previous one',
+      );
       return false;
     }
   };
   const reloadCertificates = (): boolean => useCertificate(fromFiles);
-  const applyCertificate = (key: string, cert: string): boolean => useCertificate(() => checkKeyCert(key, cert));
-  const files = keyPath !== undefined && certPath !== undefined && !opts.certificate ? [keyPath, certPath] : [];
-  const watchers: FSWatcher[] = [...new Set(files.map((p) => p.replace(/\/[^/]+$/, '') || '.'))].map((dir) =>
-    watchDir(dir, () => reloadCertificates()),
-  );
+  const applyCertificate = (key: string, cert: string): boolean =>
+    useCertificate(() => checkKeyCert(key, cert));
+  const files =
+    keyPath !== undefined && certPath !== undefined && !opts.certificate ? [keyPath, certPath] : [];
+  const watchers: FSWatcher[] = [
+    ...new Set(files.map((p) => p.replace(/\/[^/]+$/, '') || '.')),
+  ].map((dir) => watchDir(dir, () => reloadCertificates()));
 
   const metricsApp = await startMetricsServer(opts, metrics, ready);
   const metricsPort = metricsApp ? (metricsApp.server.address() as AddressInfo).port : undefined;
@@ -250,7 +298,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       stopping = true;
       if (config.webhook.shutdownDelayMs > 0) {
         // Serve as usual (new connections too) until Endpoints and kube-proxy have let go of us.
-        logger.info({ ms: config.webhook.shutdownDelayMs }, 'not ready; still serving while endpoints drop this pod');
+        logger.info(
+          { ms: config.webhook.shutdownDelayMs },
+          'not ready; still serving while endpoints drop this pod',
+        );
         await new Promise((r) => setTimeout(r, config.webhook.shutdownDelayMs));
       }
       conns.closing = true;

@@ -12,18 +12,29 @@ export interface PluginDevice {
 
 /** Each device is advertised as `slots` IDs (`erdma_0-0`, `erdma_0-1`, ...), so many pods share it. */
 export function pluginDevices(devices: readonly RdmaDevice[], slots: number): PluginDevice[] {
-  return devices.flatMap((device) => Array.from({ length: slots }, (_, i) => ({ id: `${device.name}-${i}`, device })));
+  return devices.flatMap((device) =>
+    Array.from({ length: slots }, (_, i) => ({ id: `${device.name}-${i}`, device })),
+  );
 }
 
 /**
  * A shared resource: `slots` identical IDs (`hca-0`, `hca-1`, ...), each standing for every
  * selected device: healthy while one of them is, on their NUMA node when they share one.
  */
-export function sharedDevices(devices: readonly RdmaDevice[], slots: number, prefix: string): PluginDevice[] {
+export function sharedDevices(
+  devices: readonly RdmaDevice[],
+  slots: number,
+  prefix: string,
+): PluginDevice[] {
   const first = devices[0];
   if (!first) return [];
   const numas = [...new Set(devices.map((d) => d.numaNode))];
-  const device: RdmaDevice = { ...first, name: prefix, healthy: devices.some((d) => d.healthy), numaNode: numas.length === 1 ? (numas[0] ?? -1) : -1 };
+  const device: RdmaDevice = {
+    ...first,
+    name: prefix,
+    healthy: devices.some((d) => d.healthy),
+    numaNode: numas.length === 1 ? (numas[0] ?? -1) : -1,
+  };
   return Array.from({ length: slots }, (_, i) => ({ id: `${prefix}-${i}`, device }));
 }
 
@@ -48,14 +59,18 @@ export function preferredAllocation(
   const counts = new Map<number, number>();
   for (const id of rest) counts.set(numaOf(id), (counts.get(numaOf(id)) ?? 0) + 1);
   const mustNodes = chosen.map(numaOf).filter((n) => n >= 0);
-  const byCount = [...counts.entries()].filter(([n]) => n >= 0).sort((a, b) => b[1] - a[1] || a[0] - b[0]);
+  const byCount = [...counts.entries()]
+    .filter(([n]) => n >= 0)
+    .sort((a, b) => b[1] - a[1] || a[0] - b[0]);
   const target = mustNodes[0] ?? byCount[0]?.[0] ?? -1;
   const rank = (id: string): number => {
     const n = numaOf(id);
     if (n === target) return 0;
     return n < 0 ? 2 : 1;
   };
-  const ordered = rest.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b, 'en', { numeric: true }));
+  const ordered = rest.sort(
+    (a, b) => rank(a) - rank(b) || a.localeCompare(b, 'en', { numeric: true }),
+  );
   return [...chosen, ...ordered.slice(0, size - chosen.length)];
 }
 
@@ -70,15 +85,27 @@ export const RDMA_CM = '/dev/infiniband/rdma_cm';
  * What a container gets: the uverbs devices behind its IDs (or all, in `all` mode) and rdma_cm.
  * `deviceRoot` prefixes the host side of each device node ('/' on a real node).
  */
-export function grant(ids: readonly string[], all: readonly RdmaDevice[], mode: AllocationMode, deviceRoot = '/'): ContainerGrant {
+export function grant(
+  ids: readonly string[],
+  all: readonly RdmaDevice[],
+  mode: AllocationMode,
+  deviceRoot = '/',
+): ContainerGrant {
   const names = new Set(ids.map(deviceNameOf));
   const devs = mode === 'all' ? [...all] : all.filter((d) => names.has(d.name));
   const paths = [...new Set(devs.map((d) => d.uverbs).filter((p) => p !== '')), RDMA_CM];
   return {
     envs: {
       ERDMA_DEVICES: devs.map((d) => d.name).join(','),
-      ERDMA_PNETIDS: devs.map((d) => d.pnetId).filter(Boolean).join(','),
+      ERDMA_PNETIDS: devs
+        .map((d) => d.pnetId)
+        .filter(Boolean)
+        .join(','),
     },
-    devices: paths.map((p) => ({ container_path: p, host_path: posix.join(deviceRoot, p), permissions: 'rw' })),
+    devices: paths.map((p) => ({
+      container_path: p,
+      host_path: posix.join(deviceRoot, p),
+      permissions: 'rw',
+    })),
   };
 }

@@ -48,17 +48,44 @@ export function hostFacts(procRoot: string, hostRoot: string): HostFacts {
  * Decides capability; reasons are stable, short and valid label values. `eniProblem`: why the
  * agent could not configure an eRDMA ENI (agent.manageEni), '' when it could or does not manage them.
  */
-export function capability(host: HostFacts, devices: readonly RdmaDevice[], eniProblem = ''): Capability {
+export function capability(
+  host: HostFacts,
+  devices: readonly RdmaDevice[],
+  eniProblem = '',
+): Capability {
   const modes = [...new Set(devices.map((d) => d.driverMode))];
   const driverMode = modes.includes('default') ? 'default' : (modes[0] ?? '');
-  const no = (reason: string, detail: string): Capability => ({ capable: false, driverMode, reason, detail });
+  const no = (reason: string, detail: string): Capability => ({
+    capable: false,
+    driverMode,
+    reason,
+    detail,
+  });
   const k = kernelEligibility(host.kernelRelease, host.osImage || undefined);
-  if (!k.ok) return no(/older than/.test(k.reason) ? 'kernel-too-old' : 'unsupported-os-or-kernel', k.reason);
-  if (!host.smcModule) return no('no-smc-module', 'the smc kernel module is not loaded (/proc/sys/net/smc/tcp2smc is missing): modprobe smc');
-  if (devices.length === 0) return no('no-erdma-device', 'no eRDMA device found: attach an eRDMA-enabled ENI and install the erdma driver');
-  if (driverMode !== 'default') return no(`driver-mode-${driverMode}`, `eRDMA driver mode is "${driverMode}", SMC-R needs "default"`);
-  if (eniProblem) return no('eni-not-configured', `an eRDMA ENI could not be configured: ${eniProblem}`);
-  if (!devices.some((d) => d.healthy && d.smcrCapable)) return no('no-healthy-device', 'no eRDMA device in default mode has an ACTIVE port');
+  if (!k.ok)
+    return no(
+      /older than/.test(k.reason) ? 'kernel-too-old' : 'unsupported-os-or-kernel',
+      k.reason,
+    );
+  if (!host.smcModule)
+    return no(
+      'no-smc-module',
+      'the smc kernel module is not loaded (/proc/sys/net/smc/tcp2smc is missing): modprobe smc',
+    );
+  if (devices.length === 0)
+    return no(
+      'no-erdma-device',
+      'no eRDMA device found: attach an eRDMA-enabled ENI and install the erdma driver',
+    );
+  if (driverMode !== 'default')
+    return no(
+      `driver-mode-${driverMode}`,
+      `eRDMA driver mode is "${driverMode}", SMC-R needs "default"`,
+    );
+  if (eniProblem)
+    return no('eni-not-configured', `an eRDMA ENI could not be configured: ${eniProblem}`);
+  if (!devices.some((d) => d.healthy && d.smcrCapable))
+    return no('no-healthy-device', 'no eRDMA device in default mode has an ACTIVE port');
   return { capable: true, driverMode, reason: '', detail: 'SMC-R capable' };
 }
 

@@ -5,7 +5,20 @@
 // never written: it is reported and retried. Watching the directory re-inserts our entry when
 // the primary CNI rewrites its file.
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  watch,
+  writeFileSync,
+  type FSWatcher,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { CNI_PLUGIN_TYPE } from '../constants.js';
@@ -57,7 +70,8 @@ function parseConf(file: string, text: string): Json | string {
   }
   if (!isObj(doc)) return `${file} is not a JSON object; left untouched`;
   if (file.endsWith('.conflist')) {
-    if (!Array.isArray(doc.plugins) || !doc.plugins.every(isObj)) return `${file} has no "plugins" list of objects; left untouched`;
+    if (!Array.isArray(doc.plugins) || !doc.plugins.every(isObj))
+      return `${file} has no "plugins" list of objects; left untouched`;
   } else if (typeof doc.type !== 'string') {
     return `${file} has no plugin "type"; left untouched`;
   }
@@ -67,7 +81,11 @@ function parseConf(file: string, text: string): Json | string {
 /** Converts a single-plugin `.conf` document into a conflist document. */
 function toConflist(doc: Json): Json {
   const { cniVersion, name, ...plugin } = doc;
-  return { ...(cniVersion !== undefined ? { cniVersion } : {}), ...(name !== undefined ? { name } : {}), plugins: [plugin] };
+  return {
+    ...(cniVersion !== undefined ? { cniVersion } : {}),
+    ...(name !== undefined ? { name } : {}),
+    plugins: [plugin],
+  };
 }
 
 const serialize = (doc: Json): string => `${JSON.stringify(doc, null, 2)}\n`;
@@ -101,7 +119,8 @@ function writeAtomic(path: string, data: string | Buffer, mode: number): void {
   renameSync(tmp, path);
 }
 
-const sha256 = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
+const sha256 = (path: string): string =>
+  createHash('sha256').update(readFileSync(path)).digest('hex');
 
 export interface InstallerOptions extends PluginEntryOptions {
   /** Host CNI config dir (as the agent sees it, e.g. /host/etc/cni/net.d). */
@@ -146,7 +165,10 @@ export class CniInstaller {
   ensureChained(): string {
     if (this.uninstalled()) return this.report('');
     const file = activeConfFile(this.opts.confDir);
-    if (!file) return this.report(`no CNI configuration in ${this.opts.confDir} yet (waiting for the primary CNI)`);
+    if (!file)
+      return this.report(
+        `no CNI configuration in ${this.opts.confDir} yet (waiting for the primary CNI)`,
+      );
     const path = join(this.opts.confDir, file);
     const r = insertPlugin(file, readFileSync(path, 'utf8'), pluginEntry(this.opts));
     if (!r.ok) return this.report(r.error);
@@ -154,7 +176,10 @@ export class CniInstaller {
       const mode = statSync(path).mode & 0o777;
       writeAtomic(join(this.opts.confDir, r.file), r.text, mode);
       if (r.file !== file) rmSync(path, { force: true });
-      this.opts.logger.info({ file: r.file, from: file }, 'erdma-smcr chained into the CNI configuration');
+      this.opts.logger.info(
+        { file: r.file, from: file },
+        'erdma-smcr chained into the CNI configuration',
+      );
     }
     return this.report('');
   }
@@ -199,7 +224,10 @@ export class CniInstaller {
   uninstall(): void {
     if (this.opts.uninstallMarker) {
       mkdirSync(dirname(this.opts.uninstallMarker), { recursive: true });
-      writeFileSync(this.opts.uninstallMarker, `uninstalled at ${new Date().toISOString()}; a starting agent installs again\n`);
+      writeFileSync(
+        this.opts.uninstallMarker,
+        `uninstalled at ${new Date().toISOString()}; a starting agent installs again\n`,
+      );
     }
     if (existsSync(this.opts.confDir)) {
       for (const f of readdirSync(this.opts.confDir).filter((n) => n.endsWith('.conflist'))) {

@@ -37,7 +37,11 @@ function readCounters(dir: string): Map<string, number> {
 }
 
 /** Normalises one set of raw counters. */
-export function normalize(device: string, port: number, raw: ReadonlyMap<string, number>): PortCounters {
+export function normalize(
+  device: string,
+  port: number,
+  raw: ReadonlyMap<string, number>,
+): PortCounters {
   const outOfTree = [...raw.keys()].some((k) => k.startsWith('hw_') && k.endsWith('_cnt'));
   const get = (k: string): number | undefined => raw.get(outOfTree ? `hw_${k}` : k);
   if (get('tx_bytes_cnt') !== undefined || get('tx_packets_cnt') !== undefined) {
@@ -62,7 +66,13 @@ export function normalize(device: string, port: number, raw: ReadonlyMap<string,
     };
   }
   if (raw.has('sent_pkts') || raw.has('rcvd_pkts')) {
-    return { device, port, scheme: 'rxe', ...num('txPackets', raw.get('sent_pkts')), ...num('rxPackets', raw.get('rcvd_pkts')) };
+    return {
+      device,
+      port,
+      scheme: 'rxe',
+      ...num('txPackets', raw.get('sent_pkts')),
+      ...num('rxPackets', raw.get('rcvd_pkts')),
+    };
   }
   return { device, port, scheme: 'unknown' };
 }
@@ -74,7 +84,9 @@ function num(key: string, v: number | undefined): Record<string, number> {
 /** Each port's counters of one device (port directories first, the device-wide set as port 0 when there are none). */
 export function readDeviceCounters(hostRoot: string, device: string): PortCounters[] {
   const base = join(hostRoot, 'sys', 'class', 'infiniband', device);
-  const ports = existsSync(join(base, 'ports')) ? readdirSync(join(base, 'ports')).filter((p) => /^\d+$/.test(p)) : [];
+  const ports = existsSync(join(base, 'ports'))
+    ? readdirSync(join(base, 'ports')).filter((p) => /^\d+$/.test(p))
+    : [];
   const out = ports
     .map((p) => ({ port: Number(p), raw: readCounters(join(base, 'ports', p, 'hw_counters')) }))
     .filter((x) => x.raw.size > 0)
@@ -104,7 +116,12 @@ export interface RateRow {
   readonly port: number;
   readonly elapsedS: number;
   /** Per field: the last interval's rate, and max / avg / min over the watch. */
-  readonly rates: Partial<Record<Field, { readonly now: number; readonly max: number; readonly avg: number; readonly min: number }>>;
+  readonly rates: Partial<
+    Record<
+      Field,
+      { readonly now: number; readonly max: number; readonly avg: number; readonly min: number }
+    >
+  >;
   readonly totals: Partial<Record<Field, number>>;
   readonly drops: { readonly tx?: number; readonly rx?: number };
 }
@@ -118,8 +135,23 @@ export class RateWatch {
       const key = `${c.device}/${c.port}`;
       const t = this.tracks.get(key);
       if (!t) {
-        this.tracks.set(key, { first: c, last: c, lastAt: atMs, firstAt: atMs, max: {}, min: {}, samples: 0 });
-        return { device: c.device, port: c.port, elapsedS: 0, rates: {}, totals: totals(c), drops: drops(c) };
+        this.tracks.set(key, {
+          first: c,
+          last: c,
+          lastAt: atMs,
+          firstAt: atMs,
+          max: {},
+          min: {},
+          samples: 0,
+        });
+        return {
+          device: c.device,
+          port: c.port,
+          elapsedS: 0,
+          rates: {},
+          totals: totals(c),
+          drops: drops(c),
+        };
       }
       const dt = Math.max(1e-3, (atMs - t.lastAt) / 1000);
       const rates: Record<string, { now: number; max: number; avg: number; min: number }> = {};
@@ -132,21 +164,38 @@ export class RateWatch {
         const now = Math.max(0, cur - prev) / dt; // a counter reset reads as 0, not negative
         t.max[f] = Math.max(t.max[f] ?? now, now);
         t.min[f] = Math.min(t.min[f] ?? now, now);
-        rates[f] = { now, max: t.max[f], avg: Math.max(0, cur - start) / Math.max(1e-3, (atMs - t.firstAt) / 1000), min: t.min[f] };
+        rates[f] = {
+          now,
+          max: t.max[f],
+          avg: Math.max(0, cur - start) / Math.max(1e-3, (atMs - t.firstAt) / 1000),
+          min: t.min[f],
+        };
       }
       t.last = c;
       t.lastAt = atMs;
-      return { device: c.device, port: c.port, elapsedS: (atMs - t.firstAt) / 1000, rates, totals: totals(c), drops: drops(c) };
+      return {
+        device: c.device,
+        port: c.port,
+        elapsedS: (atMs - t.firstAt) / 1000,
+        rates,
+        totals: totals(c),
+        drops: drops(c),
+      };
     });
   }
 }
 
 function totals(c: PortCounters): Partial<Record<Field, number>> {
-  return Object.fromEntries(FIELDS.filter((f) => c[f] !== undefined).map((f) => [f, c[f] as number]));
+  return Object.fromEntries(
+    FIELDS.filter((f) => c[f] !== undefined).map((f) => [f, c[f] as number]),
+  );
 }
 
 function drops(c: PortCounters): { tx?: number; rx?: number } {
-  return { ...(c.txDrops !== undefined ? { tx: c.txDrops } : {}), ...(c.rxDrops !== undefined ? { rx: c.rxDrops } : {}) };
+  return {
+    ...(c.txDrops !== undefined ? { tx: c.txDrops } : {}),
+    ...(c.rxDrops !== undefined ? { rx: c.rxDrops } : {}),
+  };
 }
 
 function human(n: number, unit: string): string {
@@ -177,9 +226,17 @@ export function formatRates(rows: readonly RateRow[]): string {
       };
       out.push(`  ${label.padEnd(10)}${cell(rx).padEnd(34)}${cell(tx)}`);
     }
-    const tot = (f: Field): string => (r.totals[f] === undefined ? 'n/a' : human(r.totals[f] as number, f.endsWith('Bytes') ? 'B' : 'p'));
-    out.push(`  ${'total'.padEnd(10)}${`${tot('rxBytes')} ${tot('rxPackets')}`.padEnd(34)}${tot('txBytes')} ${tot('txPackets')}`);
-    if (r.drops.rx !== undefined || r.drops.tx !== undefined) out.push(`  ${'drops'.padEnd(10)}${String(r.drops.rx ?? 'n/a').padEnd(34)}${r.drops.tx ?? 'n/a'}`);
+    const tot = (f: Field): string =>
+      r.totals[f] === undefined
+        ? 'n/a'
+        : human(r.totals[f] as number, f.endsWith('Bytes') ? 'B' : 'p');
+    out.push(
+      `  ${'total'.padEnd(10)}${`${tot('rxBytes')} ${tot('rxPackets')}`.padEnd(34)}${tot('txBytes')} ${tot('txPackets')}`,
+    );
+    if (r.drops.rx !== undefined || r.drops.tx !== undefined)
+      out.push(
+        `  ${'drops'.padEnd(10)}${String(r.drops.rx ?? 'n/a').padEnd(34)}${r.drops.tx ?? 'n/a'}`,
+      );
   }
   out.push('  (now (max/avg/min))');
   return `${out.join('\n')}\n`;

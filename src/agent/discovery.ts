@@ -73,7 +73,12 @@ function ports(devDir: string): PortInfo[] {
     .map((port) => {
       const raw = read(join(dir, String(port), 'state'));
       const state = raw.includes(':') ? (raw.split(':')[1] ?? '').trim() : raw;
-      return { port, state, linkLayer: read(join(dir, String(port), 'link_layer')), healthy: state === 'ACTIVE' };
+      return {
+        port,
+        state,
+        linkLayer: read(join(dir, String(port), 'link_layer')),
+        healthy: state === 'ACTIVE',
+      };
     });
 }
 
@@ -88,7 +93,14 @@ function uverbsOf(root: string, name: string): string {
 export function guidToMac(guid: string): string {
   const hex = guid.replace(/:/g, '').toLowerCase();
   if (!/^[0-9a-f]{16}$/.test(hex) || hex.slice(6, 10) !== 'fffe') return '';
-  const bytes = [hex.slice(0, 2), hex.slice(2, 4), hex.slice(4, 6), hex.slice(10, 12), hex.slice(12, 14), hex.slice(14, 16)];
+  const bytes = [
+    hex.slice(0, 2),
+    hex.slice(2, 4),
+    hex.slice(4, 6),
+    hex.slice(10, 12),
+    hex.slice(12, 14),
+    hex.slice(14, 16),
+  ];
   bytes[0] = (Number.parseInt(bytes[0] ?? '0', 16) ^ 0x02).toString(16).padStart(2, '0');
   return bytes.join(':');
 }

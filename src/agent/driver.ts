@@ -55,7 +55,13 @@ export interface DriverDecision {
 function countGpus(hostRoot: string): number {
   const dir = join(hostRoot, 'sys', 'bus', 'pci', 'devices');
   if (!existsSync(dir)) return 0;
-  return readdirSync(dir).filter((d) => read(join(dir, d, 'vendor')).toLowerCase() === '0x10de' && read(join(dir, d, 'class')).toLowerCase().startsWith('0x03')).length;
+  return readdirSync(dir).filter(
+    (d) =>
+      read(join(dir, d, 'vendor')).toLowerCase() === '0x10de' &&
+      read(join(dir, d, 'class'))
+        .toLowerCase()
+        .startsWith('0x03'),
+  ).length;
 }
 
 /** What the node has now, from sysfs under hostRoot and the agent's /proc. */
@@ -65,7 +71,12 @@ export function driverFacts(hostRoot: string, procRoot: string): DriverFacts {
   let mode: DriverMode | undefined;
   if (erdmaLoaded) {
     if (mod('mlx_compat')) mode = 'ofed';
-    else mode = /^(y|1)$/i.test(read(join(hostRoot, 'sys', 'module', 'erdma', 'parameters', 'compat_mode'))) ? 'compat' : 'default';
+    else
+      mode = /^(y|1)$/i.test(
+        read(join(hostRoot, 'sys', 'module', 'erdma', 'parameters', 'compat_mode')),
+      )
+        ? 'compat'
+        : 'default';
   }
   return {
     erdmaLoaded,
@@ -119,12 +130,20 @@ export function wantedMode(prefer: PreferDriver, facts: Pick<DriverFacts, 'gpus'
 }
 
 /** The decision, as a pure function of the facts (`holders` is called only when a reload is wanted). */
-export function decideDriver(prefer: PreferDriver, facts: DriverFacts, holders: () => string[]): DriverDecision {
+export function decideDriver(
+  prefer: PreferDriver,
+  facts: DriverFacts,
+  holders: () => string[],
+): DriverDecision {
   const wanted = wantedMode(prefer, facts);
   const actions: DriverAction[] = [];
   const param = (m: DriverMode): string => `compat_mode=${m === 'compat' ? 'Y' : 'N'}`;
   if (!facts.erdmaLoaded) {
-    actions.push({ args: wanted === 'ofed' ? ['erdma'] : ['erdma', param(wanted)], module: 'erdma', why: `the erdma driver is not loaded; loading it in ${wanted} mode` });
+    actions.push({
+      args: wanted === 'ofed' ? ['erdma'] : ['erdma', param(wanted)],
+      module: 'erdma',
+      why: `the erdma driver is not loaded; loading it in ${wanted} mode`,
+    });
   } else if (facts.mode !== wanted) {
     if (wanted === 'ofed' || facts.mode === 'ofed') {
       return {
@@ -136,13 +155,32 @@ export function decideDriver(prefer: PreferDriver, facts: DriverFacts, holders: 
     }
     const held = holders();
     if (held.length > 0) {
-      return { wanted, status: 'deferred', actions: [], detail: `the erdma driver runs in ${facts.mode} mode, ${wanted} was asked for, but its devices are in use (${held.join('; ')}): not reloaded; retried on the next pass` };
+      return {
+        wanted,
+        status: 'deferred',
+        actions: [],
+        detail: `the erdma driver runs in ${facts.mode} mode, ${wanted} was asked for, but its devices are in use (${held.join('; ')}): not reloaded; retried on the next pass`,
+      };
     }
-    actions.push({ args: ['-r', 'erdma'], module: 'erdma', why: `the erdma driver runs in ${facts.mode} mode, ${wanted} was asked for: unloading it` });
-    actions.push({ args: ['erdma', param(wanted)], module: 'erdma', why: `loading the erdma driver in ${wanted} mode` });
+    actions.push({
+      args: ['-r', 'erdma'],
+      module: 'erdma',
+      why: `the erdma driver runs in ${facts.mode} mode, ${wanted} was asked for: unloading it`,
+    });
+    actions.push({
+      args: ['erdma', param(wanted)],
+      module: 'erdma',
+      why: `loading the erdma driver in ${wanted} mode`,
+    });
   }
-  if (wanted === 'default' && !facts.smcLoaded) actions.push({ args: ['smc'], module: 'smc', why: 'SMC-R needs the smc module' });
-  if (wanted === 'ofed' && facts.gpus > 0 && !facts.peermemLoaded) actions.push({ args: ['nvidia_peermem'], module: 'nvidia_peermem', why: 'GPUDirect RDMA over eRDMA needs nvidia_peermem' });
+  if (wanted === 'default' && !facts.smcLoaded)
+    actions.push({ args: ['smc'], module: 'smc', why: 'SMC-R needs the smc module' });
+  if (wanted === 'ofed' && facts.gpus > 0 && !facts.peermemLoaded)
+    actions.push({
+      args: ['nvidia_peermem'],
+      module: 'nvidia_peermem',
+      why: 'GPUDirect RDMA over eRDMA needs nvidia_peermem',
+    });
   return { wanted, status: actions.length > 0 ? 'change' : 'ok', actions, detail: '' };
 }
 
@@ -199,9 +237,14 @@ export async function reconcileDriver(o: DriverPassOptions): Promise<DriverPassR
     // Unloaded but not loaded again in the new mode: load it back as it was, so the node keeps its devices.
     const unloaded = done.some((d) => d.action.args[0] === '-r' && !d.error);
     if (action.args[0] === 'erdma' && unloaded && before.mode && before.mode !== 'ofed') {
-      await modprobe({ args: ['erdma', `compat_mode=${before.mode === 'compat' ? 'Y' : 'N'}`], module: 'erdma', why: `loading the erdma driver back in ${before.mode} mode` });
+      await modprobe({
+        args: ['erdma', `compat_mode=${before.mode === 'compat' ? 'Y' : 'N'}`],
+        module: 'erdma',
+        why: `loading the erdma driver back in ${before.mode} mode`,
+      });
     }
   }
-  if (decision.status === 'deferred' || decision.status === 'manual') o.logger.warn({ wanted: decision.wanted, mode: before.mode }, decision.detail);
+  if (decision.status === 'deferred' || decision.status === 'manual')
+    o.logger.warn({ wanted: decision.wanted, mode: before.mode }, decision.detail);
   return { decision, done, facts: driverFacts(o.hostRoot, o.procRoot) };
 }

@@ -44,8 +44,15 @@ export interface EniMeta {
 
 /** fetch says only "fetch failed": the system's reason (ECONNREFUSED, EHOSTUNREACH, ...) is in its cause. */
 function networkReason(err: unknown): string {
-  const cause = (err as { cause?: { code?: string; message?: string; errors?: { code?: string }[] } }).cause;
-  return cause?.code ?? cause?.errors?.find((e) => e.code)?.code ?? cause?.message ?? (err as Error).message;
+  const cause = (
+    err as { cause?: { code?: string; message?: string; errors?: { code?: string }[] } }
+  ).cause;
+  return (
+    cause?.code ??
+    cause?.errors?.find((e) => e.code)?.code ??
+    cause?.message ??
+    (err as Error).message
+  );
 }
 
 /** A small client of the ECS metadata service: bounded time per request, bounded retries. */
@@ -54,12 +61,24 @@ export class MetadataClient {
 
   constructor(private readonly o: MetadataOptions) {}
 
-  private async once(method: 'GET' | 'PUT', path: string, headers: Record<string, string>): Promise<Response> {
-    return fetch(new URL(path, this.o.baseUrl), { method, headers, signal: AbortSignal.timeout(this.o.timeoutMs) });
+  private async once(
+    method: 'GET' | 'PUT',
+    path: string,
+    headers: Record<string, string>,
+  ): Promise<Response> {
+    return fetch(new URL(path, this.o.baseUrl), {
+      method,
+      headers,
+      signal: AbortSignal.timeout(this.o.timeoutMs),
+    });
   }
 
   /** A request with retries: 404 and other 4xx are answers, not failures. */
-  private async request(method: 'GET' | 'PUT', path: string, headers: Record<string, string> = {}): Promise<Response> {
+  private async request(
+    method: 'GET' | 'PUT',
+    path: string,
+    headers: Record<string, string> = {},
+  ): Promise<Response> {
     let wait = this.o.backoffMs ?? 200;
     let last = '';
     for (let attempt = 0; attempt <= this.o.retries; attempt++) {
@@ -73,7 +92,10 @@ export class MetadataClient {
         last = `HTTP ${res.status}`;
         await res.body?.cancel();
       } catch (err) {
-        last = (err as Error).name === 'TimeoutError' ? `no answer within ${this.o.timeoutMs} ms` : networkReason(err);
+        last =
+          (err as Error).name === 'TimeoutError'
+            ? `no answer within ${this.o.timeoutMs} ms`
+            : networkReason(err);
       }
     }
     const tries = this.o.retries === 0 ? 'tried once' : `tried ${this.o.retries + 1} times`;
@@ -82,14 +104,18 @@ export class MetadataClient {
 
   /** The hardened mode's token, when the service gives one (asked once). */
   private tokenHeader(): Promise<Record<string, string>> {
-    this.token ??= this.request('PUT', '/latest/api/token', { 'X-aliyun-ecs-metadata-token-ttl-seconds': String(TOKEN_TTL_SECONDS) }).then(
+    this.token ??= this.request('PUT', '/latest/api/token', {
+      'X-aliyun-ecs-metadata-token-ttl-seconds': String(TOKEN_TTL_SECONDS),
+    }).then(
       async (res) => (res.ok ? (await res.text()).trim() || undefined : undefined),
       (err: unknown) => {
         this.token = undefined; // try again next time
         throw err;
       },
     );
-    return this.token.then((t): Record<string, string> => (t ? { 'X-aliyun-ecs-metadata-token': t } : {}));
+    return this.token.then((t): Record<string, string> =>
+      t ? { 'X-aliyun-ecs-metadata-token': t } : {},
+    );
   }
 
   /** One item under /latest/meta-data/; undefined when the service says 404. */
@@ -115,7 +141,9 @@ export class MetadataClient {
   /** The ENI's address, vSwitch CIDR and gateway; undefined when the service does not know the MAC. */
   async eni(mac: string): Promise<EniMeta | undefined> {
     const base = `network/interfaces/macs/${mac.toLowerCase()}/`;
-    const [address, cidr, gateway] = await Promise.all(['primary-ip-address', 'vswitch-cidr-block', 'gateway'].map((k) => this.item(base + k)));
+    const [address, cidr, gateway] = await Promise.all(
+      ['primary-ip-address', 'vswitch-cidr-block', 'gateway'].map((k) => this.item(base + k)),
+    );
     if (address === undefined || cidr === undefined || gateway === undefined) return undefined;
     return { address, cidr, gateway };
   }
@@ -152,7 +180,8 @@ export interface NetState {
 
 function ipToInt(ip: string): number | undefined {
   const parts = ip.split('.');
-  if (parts.length !== 4 || !parts.every((p) => /^\d{1,3}$/.test(p) && Number(p) <= 255)) return undefined;
+  if (parts.length !== 4 || !parts.every((p) => /^\d{1,3}$/.test(p) && Number(p) <= 255))
+    return undefined;
   return parts.reduce((acc, p) => acc * 256 + Number(p), 0);
 }
 
@@ -172,7 +201,7 @@ function inCidr(ip: string, cidr: { network: string; prefix: number }): boolean 
   const n = ipToInt(cidr.network);
   if (a === undefined || n === undefined) return false;
   const mask = cidr.prefix === 0 ? 0 : (0xffffffff << (32 - cidr.prefix)) >>> 0;
-  return ((a & mask) >>> 0) === n;
+  return (a & mask) >>> 0 === n;
 }
 
 const isLinkLocal = (ip: string): boolean => ip.startsWith('169.254.');
@@ -194,9 +223,18 @@ export interface EniConfigure {
 }
 
 export type EniPlan =
-  | { readonly status: 'primary' | 'already-configured'; readonly dev: string; readonly detail: string }
+  | {
+      readonly status: 'primary' | 'already-configured';
+      readonly dev: string;
+      readonly detail: string;
+    }
   | { readonly status: 'foreign' | 'failed'; readonly dev: string; readonly detail: string }
-  | { readonly status: 'configure'; readonly dev: string; readonly detail: string; readonly conf: EniConfigure };
+  | {
+      readonly status: 'configure';
+      readonly dev: string;
+      readonly detail: string;
+      readonly conf: EniConfigure;
+    };
 
 /** Metric for a new route to `dst`: the base, or one above the highest already there. */
 export function metricFor(routes: readonly NetRoute[], dst: string): number {
@@ -210,23 +248,55 @@ export function mtuFor(policy: 'auto' | number, primary: NetLink | undefined): n
   return primary && primary.mtu >= JUMBO_MTU ? JUMBO_MTU : 0;
 }
 
-export function planEni(state: NetState, mac: string, primaryMac: string, meta: EniMeta | undefined, mtuPolicy: 'auto' | number): EniPlan {
+export function planEni(
+  state: NetState,
+  mac: string,
+  primaryMac: string,
+  meta: EniMeta | undefined,
+  mtuPolicy: 'auto' | number,
+): EniPlan {
   const link = state.links.find((l) => l.mac?.toLowerCase() === mac.toLowerCase());
-  if (!link) return { status: 'failed', dev: '', detail: `no network interface with MAC ${mac} in the node's network namespace` };
+  if (!link)
+    return {
+      status: 'failed',
+      dev: '',
+      detail: `no network interface with MAC ${mac} in the node's network namespace`,
+    };
   const dev = link.name;
-  if (mac.toLowerCase() === primaryMac) return { status: 'primary', dev, detail: 'the primary ENI: configured by the instance itself' };
-  const own = state.addrs.filter((a) => a.index === link.index && a.scope === 0 && !isLinkLocal(a.addr));
+  if (mac.toLowerCase() === primaryMac)
+    return { status: 'primary', dev, detail: 'the primary ENI: configured by the instance itself' };
+  const own = state.addrs.filter(
+    (a) => a.index === link.index && a.scope === 0 && !isLinkLocal(a.addr),
+  );
   if (link.up && own.length > 0) {
     if (meta && !own.some((a) => a.addr === meta.address)) {
       const has = own.map((a) => `${a.addr}/${a.prefix}`).join(', ');
-      return { status: 'foreign', dev, detail: `${dev} is up with ${has}, not the metadata's ${meta.address}: another network agent may own it; left alone` };
+      return {
+        status: 'foreign',
+        dev,
+        detail: `${dev} is up with ${has}, not the metadata's ${meta.address}: another network agent may own it; left alone`,
+      };
     }
-    return { status: 'already-configured', dev, detail: `${dev} is up with ${own.map((a) => a.addr).join(', ')}` };
+    return {
+      status: 'already-configured',
+      dev,
+      detail: `${dev} is up with ${own.map((a) => a.addr).join(', ')}`,
+    };
   }
-  if (!meta) return { status: 'failed', dev, detail: `the instance metadata does not know MAC ${mac}` };
+  if (!meta)
+    return { status: 'failed', dev, detail: `the instance metadata does not know MAC ${mac}` };
   const cidr = parseCidr(meta.cidr);
-  if (!cidr || ipToInt(meta.address) === undefined || !inCidr(meta.address, cidr) || !inCidr(meta.gateway, cidr)) {
-    return { status: 'failed', dev, detail: `the instance metadata for ${mac} is inconsistent: address ${meta.address}, vSwitch ${meta.cidr}, gateway ${meta.gateway}` };
+  if (
+    !cidr ||
+    ipToInt(meta.address) === undefined ||
+    !inCidr(meta.address, cidr) ||
+    !inCidr(meta.gateway, cidr)
+  ) {
+    return {
+      status: 'failed',
+      dev,
+      detail: `the instance metadata for ${mac} is inconsistent: address ${meta.address}, vSwitch ${meta.cidr}, gateway ${meta.gateway}`,
+    };
   }
   const primary = state.links.find((l) => l.mac?.toLowerCase() === primaryMac);
   const conf: EniConfigure = {
@@ -239,7 +309,12 @@ export function planEni(state: NetState, mac: string, primaryMac: string, meta: 
     metricDefault: metricFor(state.routes, '0.0.0.0/0'),
     mtu: mtuFor(mtuPolicy, primary),
   };
-  return { status: 'configure', dev, detail: `configure ${dev} as ${meta.address}/${cidr.prefix}`, conf };
+  return {
+    status: 'configure',
+    dev,
+    detail: `configure ${dev} as ${meta.address}/${cidr.prefix}`,
+    conf,
+  };
 }
 
 // ---- the pass ----
@@ -264,8 +339,22 @@ async function netShow(binary: string): Promise<NetState> {
   return JSON.parse(stdout) as NetState;
 }
 
-async function netConfigure(binary: string, c: EniConfigure): Promise<{ code: number; stderr: string }> {
-  const args = ['net', 'configure', '--dev', c.dev, '--addr', `${c.address}/${c.prefix}`, '--cidr', c.cidr, '--gateway', c.gateway];
+async function netConfigure(
+  binary: string,
+  c: EniConfigure,
+): Promise<{ code: number; stderr: string }> {
+  const args = [
+    'net',
+    'configure',
+    '--dev',
+    c.dev,
+    '--addr',
+    `${c.address}/${c.prefix}`,
+    '--cidr',
+    c.cidr,
+    '--gateway',
+    c.gateway,
+  ];
   args.push('--metric-subnet', String(c.metricSubnet), '--metric-default', String(c.metricDefault));
   if (c.mtu) args.push('--mtu', String(c.mtu));
   try {
@@ -273,7 +362,10 @@ async function netConfigure(binary: string, c: EniConfigure): Promise<{ code: nu
     return { code: 0, stderr: '' };
   } catch (err) {
     const e = err as { code?: number; stderr?: string; message: string };
-    return { code: typeof e.code === 'number' ? e.code : 1, stderr: (e.stderr ?? e.message).trim() };
+    return {
+      code: typeof e.code === 'number' ? e.code : 1,
+      stderr: (e.stderr ?? e.message).trim(),
+    };
   }
 }
 
@@ -283,11 +375,15 @@ async function netConfigure(binary: string, c: EniConfigure): Promise<{ code: nu
  * second gets metric 201). A metadata service that does not answer fails the pass for every ENI
  * that still needs it, and changes nothing.
  */
-export async function reconcileEnis(devices: readonly RdmaDevice[], o: EniPassOptions): Promise<EniResult[]> {
+export async function reconcileEnis(
+  devices: readonly RdmaDevice[],
+  o: EniPassOptions,
+): Promise<EniResult[]> {
   const withMac = devices.filter((d) => d.mac !== '');
   if (withMac.length === 0) return [];
   const results: EniResult[] = [];
-  const fail = (d: RdmaDevice, dev: string, detail: string): void => void results.push({ device: d.name, mac: d.mac, dev, status: 'failed', detail });
+  const fail = (d: RdmaDevice, dev: string, detail: string): void =>
+    void results.push({ device: d.name, mac: d.mac, dev, status: 'failed', detail });
   let primaryMac: string;
   try {
     primaryMac = await o.metadata.primaryMac();
@@ -302,15 +398,33 @@ export async function reconcileEnis(devices: readonly RdmaDevice[], o: EniPassOp
       const meta = needsMeta ? await o.metadata.eni(d.mac) : undefined;
       const plan = planEni(before, d.mac, primaryMac, meta, o.mtu);
       if (plan.status !== 'configure') {
-        results.push({ device: d.name, mac: d.mac, dev: plan.dev, status: plan.status, detail: plan.detail });
+        results.push({
+          device: d.name,
+          mac: d.mac,
+          dev: plan.dev,
+          status: plan.status,
+          detail: plan.detail,
+        });
         continue;
       }
       const r = await netConfigure(o.binary, plan.conf);
       if (r.code === 0) {
         o.logger.info({ device: d.name, ...plan.conf }, 'eRDMA ENI configured');
-        results.push({ device: d.name, mac: d.mac, dev: plan.dev, status: 'configured', detail: `${plan.conf.address}/${plan.conf.prefix}, metrics ${plan.conf.metricSubnet}/${plan.conf.metricDefault}` });
+        results.push({
+          device: d.name,
+          mac: d.mac,
+          dev: plan.dev,
+          status: 'configured',
+          detail: `${plan.conf.address}/${plan.conf.prefix}, metrics ${plan.conf.metricSubnet}/${plan.conf.metricDefault}`,
+        });
       } else if (r.code === 3) {
-        results.push({ device: d.name, mac: d.mac, dev: plan.dev, status: 'already-configured', detail: `${plan.dev} was configured meanwhile by someone else` });
+        results.push({
+          device: d.name,
+          mac: d.mac,
+          dev: plan.dev,
+          status: 'already-configured',
+          detail: `${plan.dev} was configured meanwhile by someone else`,
+        });
       } else {
         fail(d, plan.dev, r.stderr || `net configure exited ${r.code}`);
       }
@@ -318,7 +432,9 @@ export async function reconcileEnis(devices: readonly RdmaDevice[], o: EniPassOp
       fail(d, d.netdev, (err as Error).message);
     }
   }
-  for (const r of results) if (r.status === 'failed' || r.status === 'foreign') o.logger.warn({ device: r.device, dev: r.dev, status: r.status }, r.detail);
+  for (const r of results)
+    if (r.status === 'failed' || r.status === 'foreign')
+      o.logger.warn({ device: r.device, dev: r.dev, status: r.status }, r.detail);
   return results;
 }
 

@@ -20,7 +20,12 @@ let cached: DevicePluginApi | undefined;
 
 export function devicePluginApi(): DevicePluginApi {
   if (!cached) {
-    const def = protoLoader.loadSync(protoPath(), { keepCase: true, longs: Number, defaults: true, oneofs: true });
+    const def = protoLoader.loadSync(protoPath(), {
+      keepCase: true,
+      longs: Number,
+      defaults: true,
+      oneofs: true,
+    });
     const pkg = grpc.loadPackageDefinition(def).v1beta1 as unknown as DevicePluginApi;
     cached = pkg;
   }

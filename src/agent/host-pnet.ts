@@ -33,14 +33,21 @@ export function pnetDevices(devices: readonly RdmaDevice[]): RdmaDevice[] {
   return devices.filter((d) => d.smcrCapable && d.healthy && d.pnetId !== '');
 }
 
-export async function ensureHostPnet(devices: readonly RdmaDevice[], o: HostPnetOptions): Promise<PnetResult> {
+export async function ensureHostPnet(
+  devices: readonly RdmaDevice[],
+  o: HostPnetOptions,
+): Promise<PnetResult> {
   const usable = pnetDevices(devices);
   const mapped: string[] = [];
   const errors: string[] = [];
   for (const d of usable) {
     const port = d.ports.find((p) => p.healthy)?.port ?? 1;
     try {
-      await run(o.binary, ['pnet', 'add', '--id', d.pnetId, '--ib', d.name, '--port', String(port)], { timeout: 10_000 });
+      await run(
+        o.binary,
+        ['pnet', 'add', '--id', d.pnetId, '--ib', d.name, '--port', String(port)],
+        { timeout: 10_000 },
+      );
       mapped.push(d.name);
     } catch (err) {
       const e = err as { stderr?: string; message: string };

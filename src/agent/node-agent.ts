@@ -18,23 +18,55 @@ import { eniProblem, MetadataClient, reconcileEnis, type EniResult } from './eni
 import { collectPodSmc, describeReason, reasonLabel, type PodSmc } from './smc.js';
 import { ensureHostPnet } from './host-pnet.js';
 import { NodeLabeler } from './labels.js';
-import { findPodNetns, judge, lateApply, readRecords, removeLateRecords, type OutcomeKind, type Verdict } from './pods.js';
+import {
+  findPodNetns,
+  judge,
+  lateApply,
+  readRecords,
+  removeLateRecords,
+  type OutcomeKind,
+  type Verdict,
+} from './pods.js';
 
-export const DEFAULT_NATIVE_BINARY = fileURLToPath(new URL('../../native/build/erdma-smcr', import.meta.url));
+export const DEFAULT_NATIVE_BINARY = fileURLToPath(
+  new URL('../../native/build/erdma-smcr', import.meta.url),
+);
 
 export class AgentMetrics {
   readonly registry = new Registry();
-  readonly capable = new Gauge({ name: 'erdma_smcr_agent_node_capable', help: '1 when this node can run SMC-R pods.', registers: [this.registry] });
-  readonly devices = new Gauge({ name: 'erdma_smcr_agent_devices', help: 'eRDMA devices found, by health.', labelNames: ['healthy'] as const, registers: [this.registry] });
-  readonly cniChained = new Gauge({ name: 'erdma_smcr_agent_cni_chained', help: '1 when our plugin is in the active CNI configuration.', registers: [this.registry] });
-  readonly pnetErrors = new Gauge({ name: 'erdma_smcr_agent_host_pnet_errors', help: 'eRDMA devices whose host pnet entry could not be added.', registers: [this.registry] });
+  readonly capable = new Gauge({
+    name: 'erdma_smcr_agent_node_capable',
+    help: '1 when this node can run SMC-R pods.',
+    registers: [this.registry],
+  });
+  readonly devices = new Gauge({
+    name: 'erdma_smcr_agent_devices',
+    help: 'eRDMA devices found, by health.',
+    labelNames: ['healthy'] as const,
+    registers: [this.registry],
+  });
+  readonly cniChained = new Gauge({
+    name: 'erdma_smcr_agent_cni_chained',
+    help: '1 when our plugin is in the active CNI configuration.',
+    registers: [this.registry],
+  });
+  readonly pnetErrors = new Gauge({
+    name: 'erdma_smcr_agent_host_pnet_errors',
+    help: 'eRDMA devices whose host pnet entry could not be added.',
+    registers: [this.registry],
+  });
   readonly pods = new Gauge({
     name: 'erdma_smcr_agent_pods',
     help: 'SMC-R pods on this node by outcome: applied, partial, tcp (kernel without SMC-R), missed (plugin did not run), late (applied after start).',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
-  readonly events = new Counter({ name: 'erdma_smcr_agent_events_total', help: 'Events posted on pods, by reason.', labelNames: ['reason'] as const, registers: [this.registry] });
+  readonly events = new Counter({
+    name: 'erdma_smcr_agent_events_total',
+    help: 'Events posted on pods, by reason.',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly driverActions = new Counter({
     name: 'erdma_smcr_agent_driver_actions_total',
     help: 'modprobe runs of agent.manageDriver, by module arguments and result (ok, failed).',
@@ -59,10 +91,15 @@ export class AgentMetrics {
     labelNames: ['namespace', 'pod', 'direction'] as const,
     registers: [this.registry],
   });
-  readonly samplePods = new Gauge({ name: 'erdma_smcr_agent_smc_sample_pods', help: 'SMC-R pods read at the last sample, by result (ok, error).', labelNames: ['result'] as const, registers: [this.registry] });
+  readonly samplePods = new Gauge({
+    name: 'erdma_smcr_agent_smc_sample_pods',
+    help: 'SMC-R pods read at the last sample, by result (ok, error).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
   readonly enis = new Gauge({
     name: 'erdma_smcr_agent_enis',
-    help: 'eRDMA ENIs by the last pass of agent.manageEni: primary, configured, already-configured, foreign (up with an address that is not the metadata\'s), failed.',
+    help: "eRDMA ENIs by the last pass of agent.manageEni: primary, configured, already-configured, foreign (up with an address that is not the metadata's), failed.",
     labelNames: ['status'] as const,
     registers: [this.registry],
   });
@@ -120,7 +157,8 @@ export class NodeAgent {
 
   private needNode(duty: string): string | undefined {
     if (!this.opts.client) return `${duty} needs a Kubernetes API connection`;
-    if (!this.a.nodeName) return `${duty} needs agent.nodeName (ERDMA_SMCR_NODE_NAME from spec.nodeName)`;
+    if (!this.a.nodeName)
+      return `${duty} needs agent.nodeName (ERDMA_SMCR_NODE_NAME from spec.nodeName)`;
     return undefined;
   }
 
@@ -147,8 +185,15 @@ export class NodeAgent {
   /** Device traffic as Prometheus counters, read from sysfs at each scrape. */
   private deviceCounterMetrics(): void {
     const labelNames = ['device', 'port', 'direction'] as const;
-    const read = (): PortCounters[] => (this.closed ? [] : this.opts.discover().flatMap((d) => readDeviceCounters(this.a.hostRoot, d.name)));
-    const mirror = (name: string, help: string, pick: (c: PortCounters, dir: 'tx' | 'rx') => number | undefined): void => {
+    const read = (): PortCounters[] =>
+      this.closed
+        ? []
+        : this.opts.discover().flatMap((d) => readDeviceCounters(this.a.hostRoot, d.name));
+    const mirror = (
+      name: string,
+      help: string,
+      pick: (c: PortCounters, dir: 'tx' | 'rx') => number | undefined,
+    ): void => {
       if (this.opts.metrics.registry.getSingleMetric(name)) return;
       new Counter({
         name,
@@ -160,20 +205,36 @@ export class NodeAgent {
           for (const c of read()) {
             for (const dir of ['tx', 'rx'] as const) {
               const v = pick(c, dir);
-              if (v !== undefined) this.inc({ device: c.device, port: String(c.port), direction: dir }, v);
+              if (v !== undefined)
+                this.inc({ device: c.device, port: String(c.port), direction: dir }, v);
             }
           }
         },
       });
     };
-    mirror('erdma_smcr_device_bytes_total', 'Bytes through each RDMA device port (driver hw_counters: erdma tx/rx_bytes_cnt, hw_ prefixed out of tree).', (c, d) => (d === 'tx' ? c.txBytes : c.rxBytes));
-    mirror('erdma_smcr_device_packets_total', 'Packets through each RDMA device port (erdma tx/rx_packets_cnt; rxe sent/rcvd_pkts).', (c, d) => (d === 'tx' ? c.txPackets : c.rxPackets));
-    mirror('erdma_smcr_device_drops_total', 'Packets each RDMA device port dropped (the sum of its *drop_cnt counters).', (c, d) => (d === 'tx' ? c.txDrops : c.rxDrops));
+    mirror(
+      'erdma_smcr_device_bytes_total',
+      'Bytes through each RDMA device port (driver hw_counters: erdma tx/rx_bytes_cnt, hw_ prefixed out of tree).',
+      (c, d) => (d === 'tx' ? c.txBytes : c.rxBytes),
+    );
+    mirror(
+      'erdma_smcr_device_packets_total',
+      'Packets through each RDMA device port (erdma tx/rx_packets_cnt; rxe sent/rcvd_pkts).',
+      (c, d) => (d === 'tx' ? c.txPackets : c.rxPackets),
+    );
+    mirror(
+      'erdma_smcr_device_drops_total',
+      'Packets each RDMA device port dropped (the sum of its *drop_cnt counters).',
+      (c, d) => (d === 'tx' ? c.txDrops : c.rxDrops),
+    );
   }
 
   private scheduleSmc(delay: number): void {
     if (this.closed) return;
-    this.smcTimer = setTimeout(() => void this.sampleSmc().finally(() => this.scheduleSmc(this.a.smcSampleMs)), delay);
+    this.smcTimer = setTimeout(
+      () => void this.sampleSmc().finally(() => this.scheduleSmc(this.a.smcSampleMs)),
+      delay,
+    );
     this.smcTimer.unref();
   }
 
@@ -184,13 +245,19 @@ export class NodeAgent {
   }
 
   private async readPodsSmc(): Promise<PodSmc[]> {
-    const live = this.pods ? new Map(this.pods.objects().map((p) => [p.metadata?.uid ?? '', p])) : undefined;
+    const live = this.pods
+      ? new Map(this.pods.objects().map((p) => [p.metadata?.uid ?? '', p]))
+      : undefined;
     const records = [...readRecords(hostPath(this.a, this.a.cniStateDir)).values()]
       .filter((r) => r.netns && r.podName && (!live || live.has(r.podUid)))
       .map((r) => ({ namespace: r.podNamespace, name: r.podName, uid: r.podUid, netns: r.netns }));
     let pods: PodSmc[];
     try {
-      pods = await collectPodSmc(records, { binary: this.binary, hostRoot: this.a.hostRoot, byPod: (uid) => findPodNetns(this.a.procRoot, uid) });
+      pods = await collectPodSmc(records, {
+        binary: this.binary,
+        hostRoot: this.a.hostRoot,
+        byPod: (uid) => findPodNetns(this.a.procRoot, uid),
+      });
     } catch (err) {
       this.log.warn({ err }, 'cannot read the SMC connections of pods');
       return [];
@@ -206,15 +273,18 @@ export class NodeAgent {
       const s = p.summary;
       if (!s) continue;
       const who = { namespace: p.namespace, pod: p.name };
-      for (const mode of ['SMCR', 'SMCD', 'TCP'] as const) m.podConnections.set({ ...who, mode }, s.byMode[mode]);
-      for (const [code, n] of Object.entries(s.fallbacks)) m.podFallbacks.inc({ ...who, reason: reasonLabel(code) }, n);
+      for (const mode of ['SMCR', 'SMCD', 'TCP'] as const)
+        m.podConnections.set({ ...who, mode }, s.byMode[mode]);
+      for (const [code, n] of Object.entries(s.fallbacks))
+        m.podFallbacks.inc({ ...who, reason: reasonLabel(code) }, n);
       if (s.otherFallbacks > 0) m.podFallbacks.inc({ ...who, reason: 'OTHER' }, s.otherFallbacks);
       m.podBytes.set({ ...who, direction: 'tx' }, s.txBytes);
       m.podBytes.set({ ...who, direction: 'rx' }, s.rxBytes);
       const pod = live?.get(p.uid);
       if (pod && s.byMode.TCP > 0) await this.tellFallback(pod, p, now);
     }
-    for (const uid of [...this.toldFallback.keys()]) if (!records.some((r) => r.uid === uid)) this.toldFallback.delete(uid);
+    for (const uid of [...this.toldFallback.keys()])
+      if (!records.some((r) => r.uid === uid)) this.toldFallback.delete(uid);
     return pods;
   }
 
@@ -233,11 +303,22 @@ export class NodeAgent {
     const total = s.byMode.SMCR + s.byMode.SMCD + s.byMode.TCP;
     const message = `${s.byMode.TCP} of ${total} connection(s) fell back to TCP. ${reasons.join(' ') || 'Reason not in the sample.'} See erdma-smcr status --pod ${p.namespace}/${p.name}.`;
     try {
-      await this.postEvent(p.namespace, this.eventFor(pod, { kind: 'tcp', type: 'Warning', reason: 'SMCRFallback', message: message.slice(0, 1000) }));
+      await this.postEvent(
+        p.namespace,
+        this.eventFor(pod, {
+          kind: 'tcp',
+          type: 'Warning',
+          reason: 'SMCRFallback',
+          message: message.slice(0, 1000),
+        }),
+      );
       this.toldFallback.set(p.uid, { key, at: now });
       this.opts.metrics.events.inc({ reason: 'SMCRFallback' });
     } catch (err) {
-      this.log.warn({ pod: `${p.namespace}/${p.name}`, reason: apiReason(err) }, 'cannot post the SMCRFallback event; will retry');
+      this.log.warn(
+        { pod: `${p.namespace}/${p.name}`, reason: apiReason(err) },
+        'cannot post the SMCRFallback event; will retry',
+      );
     }
   }
 
@@ -274,7 +355,10 @@ export class NodeAgent {
     const enis = this.a.manageEni ? await this.enisPass(devices) : [];
     const cap = capability(hostFacts(this.a.procRoot, this.a.hostRoot), devices, eniProblem(enis));
     if (this.last?.capable !== cap.capable || this.last?.reason !== cap.reason) {
-      this.log.info({ capable: cap.capable, driverMode: cap.driverMode, reason: cap.detail }, 'node SMC-R capability');
+      this.log.info(
+        { capable: cap.capable, driverMode: cap.driverMode, reason: cap.detail },
+        'node SMC-R capability',
+      );
     }
     this.last = cap;
     const m = this.opts.metrics;
@@ -291,12 +375,20 @@ export class NodeAgent {
       }
     }
     if (this.a.hostPnet && cap.capable) {
-      const r = await ensureHostPnet(devices, { binary: this.binary, pnetIdFile: hostPath(this.a, this.a.pnetIdFile), logger: this.log });
+      const r = await ensureHostPnet(devices, {
+        binary: this.binary,
+        pnetIdFile: hostPath(this.a, this.a.pnetIdFile),
+        logger: this.log,
+      });
       m.pnetErrors.set(r.errors.length);
       this.setProblem('pnet', r.errors.join('; '));
     }
     if (!this.closed) {
-      this.timer = setTimeout(() => void this.refresh().catch((e: unknown) => this.log.error({ err: e }, 'refresh failed')), this.a.refreshMs);
+      this.timer = setTimeout(
+        () =>
+          void this.refresh().catch((e: unknown) => this.log.error({ err: e }, 'refresh failed')),
+        this.a.refreshMs,
+      );
       this.timer.unref();
     }
     return cap;
@@ -314,39 +406,78 @@ export class NodeAgent {
     for (const { action, error } of r.done) {
       const args = action.args.join(' ');
       this.opts.metrics.driverActions.inc({ modprobe: args, result: error ? 'failed' : 'ok' });
-      if (error) await this.nodeEvent('ERDMADriverActionFailed', `modprobe ${args} (${action.why}) failed: ${error.slice(0, 300)}`);
+      if (error)
+        await this.nodeEvent(
+          'ERDMADriverActionFailed',
+          `modprobe ${args} (${action.why}) failed: ${error.slice(0, 300)}`,
+        );
       else await this.nodeEvent('ERDMADriverAction', `modprobe ${args}: ${action.why}`, 'Normal');
     }
     const failed = r.done.find((d) => d.error);
-    const problem = failed ? `modprobe ${failed.action.args.join(' ')} failed: ${failed.error}` : r.decision.status === 'deferred' || r.decision.status === 'manual' ? r.decision.detail : '';
+    const problem = failed
+      ? `modprobe ${failed.action.args.join(' ')} failed: ${failed.error}`
+      : r.decision.status === 'deferred' || r.decision.status === 'manual'
+        ? r.decision.detail
+        : '';
     this.setProblem('driver', problem);
-    if ((r.decision.status === 'deferred' || r.decision.status === 'manual') && this.toldDriver !== r.decision.detail) {
-      if (await this.nodeEvent('ERDMADriverModeMismatch', r.decision.detail)) this.toldDriver = r.decision.detail;
+    if (
+      (r.decision.status === 'deferred' || r.decision.status === 'manual') &&
+      this.toldDriver !== r.decision.detail
+    ) {
+      if (await this.nodeEvent('ERDMADriverModeMismatch', r.decision.detail))
+        this.toldDriver = r.decision.detail;
     }
   }
 
   /** agent.manageEni: configures the secondary eRDMA ENIs; reports foreign ones on the Node once. */
   private async enisPass(devices: readonly RdmaDevice[]): Promise<EniResult[]> {
-    this.metadata ??= new MetadataClient({ baseUrl: this.a.metadataUrl, timeoutMs: this.a.metadataTimeoutMs, retries: this.a.metadataRetries });
-    const results = await reconcileEnis(devices, { binary: this.binary, metadata: this.metadata, mtu: this.a.eniMtu, logger: this.log });
-    for (const status of ['primary', 'configured', 'already-configured', 'foreign', 'failed'] as const) {
+    this.metadata ??= new MetadataClient({
+      baseUrl: this.a.metadataUrl,
+      timeoutMs: this.a.metadataTimeoutMs,
+      retries: this.a.metadataRetries,
+    });
+    const results = await reconcileEnis(devices, {
+      binary: this.binary,
+      metadata: this.metadata,
+      mtu: this.a.eniMtu,
+      logger: this.log,
+    });
+    for (const status of [
+      'primary',
+      'configured',
+      'already-configured',
+      'foreign',
+      'failed',
+    ] as const) {
       this.opts.metrics.enis.set({ status }, results.filter((r) => r.status === status).length);
     }
     this.setProblem('eni', eniProblem(results));
     for (const r of results) {
       if (r.status !== 'foreign' || this.toldEni.get(r.dev) === r.detail) continue;
-      if (await this.nodeEvent('ERDMAENIAddressMismatch', `${r.device}: ${r.detail}`)) this.toldEni.set(r.dev, r.detail);
+      if (await this.nodeEvent('ERDMAENIAddressMismatch', `${r.device}: ${r.detail}`))
+        this.toldEni.set(r.dev, r.detail);
     }
     return results;
   }
 
   /** Posts an Event on this Node; false when it could not (no API, or the call failed). */
-  private async nodeEvent(reason: string, message: string, type: 'Normal' | 'Warning' = 'Warning'): Promise<boolean> {
+  private async nodeEvent(
+    reason: string,
+    message: string,
+    type: 'Normal' | 'Warning' = 'Warning',
+  ): Promise<boolean> {
     if (this.needNode('node events') || !this.opts.client) return false;
     this.events ??= this.opts.client;
     const node = this.a.nodeName as string;
     try {
-      await this.postEvent('default', this.event({ generateName: `${node}.` }, { apiVersion: 'v1', kind: 'Node', name: node, uid: node }, { reason, message, type }));
+      await this.postEvent(
+        'default',
+        this.event(
+          { generateName: `${node}.` },
+          { apiVersion: 'v1', kind: 'Node', name: node, uid: node },
+          { reason, message, type },
+        ),
+      );
       this.opts.metrics.events.inc({ reason });
       return true;
     } catch (err) {
@@ -356,7 +487,11 @@ export class NodeAgent {
   }
 
   private postEvent(namespace: string, body: CoreV1Event): Promise<unknown> {
-    return (this.events as KubeClient).request('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`, { body });
+    return (this.events as KubeClient).request(
+      'POST',
+      `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`,
+      { body },
+    );
   }
 
   private async startPodWatch(): Promise<void> {
@@ -373,7 +508,10 @@ export class NodeAgent {
     if (!(await this.pods.start())) this.problems.set('pods', 'pods on this node not listed yet');
     const tick = (): void => {
       if (this.closed) return;
-      this.podTimer = setTimeout(() => void this.podsPass().then(tick), Math.max(1000, Math.min(5000, this.a.podGraceMs / 3)));
+      this.podTimer = setTimeout(
+        () => void this.podsPass().then(tick),
+        Math.max(1000, Math.min(5000, this.a.podGraceMs / 3)),
+      );
       this.podTimer.unref();
     };
     tick();
@@ -389,14 +527,21 @@ export class NodeAgent {
     if (!this.pods) return;
     const records = readRecords(hostPath(this.a, this.a.cniStateDir));
     const now = (this.opts.now ?? Date.now)();
-    const counts: Record<OutcomeKind, number> = { applied: 0, partial: 0, tcp: 0, missed: 0, late: 0 };
+    const counts: Record<OutcomeKind, number> = {
+      applied: 0,
+      partial: 0,
+      tcp: 0,
+      missed: 0,
+      late: 0,
+    };
     const live = new Set<string>();
     for (const pod of this.pods.objects()) {
       const uid = pod.metadata?.uid ?? '';
       live.add(uid);
       let v = judge(pod, records.get(uid), now, this.a.podGraceMs);
       if (!v) continue;
-      if (v.kind === 'missed' && this.a.lateApply && !this.lateTried.has(uid)) v = await this.tryLate(pod, v);
+      if (v.kind === 'missed' && this.a.lateApply && !this.lateTried.has(uid))
+        v = await this.tryLate(pod, v);
       counts[v.kind]++;
       await this.tell(pod, v);
     }
@@ -410,15 +555,24 @@ export class NodeAgent {
     for (const uid of [...this.lateTried]) if (!live.has(uid)) this.lateTried.delete(uid);
     // Only from a current list: a broken watch must not make live pods look gone.
     if (!this.pods?.fresh) return;
-    const removed = removeLateRecords(hostPath(this.a, this.a.cniStateDir), live, now - this.a.podGraceMs);
-    if (removed.length > 0) this.log.info({ files: removed }, 'removed late-apply records of pods that left this node');
+    const removed = removeLateRecords(
+      hostPath(this.a, this.a.cniStateDir),
+      live,
+      now - this.a.podGraceMs,
+    );
+    if (removed.length > 0)
+      this.log.info({ files: removed }, 'removed late-apply records of pods that left this node');
   }
 
   private async tryLate(pod: V1Pod, missed: Verdict): Promise<Verdict> {
     const uid = pod.metadata?.uid ?? '';
     const netns = findPodNetns(this.a.procRoot, uid);
     // No process yet (or no hostPID): tell now, try again next pass.
-    if (!netns) return { ...missed, message: `${missed.message} (no process of the pod found to apply it late)` };
+    if (!netns)
+      return {
+        ...missed,
+        message: `${missed.message} (no process of the pod found to apply it late)`,
+      };
     this.lateTried.add(uid);
     // The agent runs the plugin itself, so the paths are the agent's view of the host.
     const err = await lateApply(pod, netns, {
@@ -427,7 +581,11 @@ export class NodeAgent {
       stateDir: hostPath(this.a, this.a.cniStateDir),
       logFile: hostPath(this.a, this.a.cniLogFile),
     });
-    if (err) return { ...missed, message: `${missed.message} Applying it late failed: ${err.slice(0, 300)}` };
+    if (err)
+      return {
+        ...missed,
+        message: `${missed.message} Applying it late failed: ${err.slice(0, 300)}`,
+      };
     const record = readRecords(hostPath(this.a, this.a.cniStateDir)).get(uid);
     return (record && judge(pod, record, 0, 0)) ?? missed;
   }
@@ -442,7 +600,11 @@ export class NodeAgent {
   }
 
   /** An Event from this agent about `involvedObject`, happening now, once. */
-  private event(metadata: CoreV1Event['metadata'], involvedObject: CoreV1Event['involvedObject'], what: Pick<CoreV1Event, 'reason' | 'message' | 'type'>): CoreV1Event {
+  private event(
+    metadata: CoreV1Event['metadata'],
+    involvedObject: CoreV1Event['involvedObject'],
+    what: Pick<CoreV1Event, 'reason' | 'message' | 'type'>,
+  ): CoreV1Event {
     const now = new Date((this.opts.now ?? Date.now)());
     const node = this.a.nodeName ?? '';
     return {

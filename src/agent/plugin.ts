@@ -5,7 +5,14 @@ import { existsSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { grant, pluginDevices, preferredAllocation, sharedDevices, type AllocationMode, type PluginDevice } from './allocation.js';
+import {
+  grant,
+  pluginDevices,
+  preferredAllocation,
+  sharedDevices,
+  type AllocationMode,
+  type PluginDevice,
+} from './allocation.js';
 import type { RdmaDevice } from './discovery.js';
 import { API_VERSION, devicePluginApi } from './grpc.js';
 
@@ -33,7 +40,10 @@ interface Stream {
   on(event: 'cancelled' | 'close' | 'error', fn: () => void): unknown;
 }
 
-type Unary<Req, Res> = (call: { request: Req }, cb: (err: grpc.ServiceError | null, res?: Res) => void) => void;
+type Unary<Req, Res> = (
+  call: { request: Req },
+  cb: (err: grpc.ServiceError | null, res?: Res) => void,
+) => void;
 
 function listResponse(devs: readonly PluginDevice[]): unknown {
   return {
@@ -84,13 +94,18 @@ async function shutdown(server: grpc.Server, graceMs: number): Promise<void> {
  * Refuses ID lists the kubelet would never send: longer than the list we advertise (duplicates or
  * a hostile client) or naming IDs we do not serve. Bounded work and a bounded message.
  */
-function checkIds(lists: readonly (readonly string[] | undefined)[], known: ReadonlyMap<string, unknown>): grpc.ServiceError | undefined {
-  const invalid = (message: string): grpc.ServiceError => ({ code: grpc.status.INVALID_ARGUMENT, message }) as grpc.ServiceError;
+function checkIds(
+  lists: readonly (readonly string[] | undefined)[],
+  known: ReadonlyMap<string, unknown>,
+): grpc.ServiceError | undefined {
+  const invalid = (message: string): grpc.ServiceError =>
+    ({ code: grpc.status.INVALID_ARGUMENT, message }) as grpc.ServiceError;
   const unknown: string[] = [];
   let count = 0;
   for (const ids of lists) {
     if (!ids) continue;
-    if (ids.length > known.size) return invalid(`a request names ${ids.length} device IDs; this plugin serves ${known.size}`);
+    if (ids.length > known.size)
+      return invalid(`a request names ${ids.length} device IDs; this plugin serves ${known.size}`);
     for (const id of ids) {
       if (known.has(id)) continue;
       count += 1;
@@ -98,7 +113,9 @@ function checkIds(lists: readonly (readonly string[] | undefined)[], known: Read
     }
   }
   if (count === 0) return undefined;
-  return invalid(`unknown device IDs: ${unknown.join(', ')}${count > unknown.length ? ` and ${count - unknown.length} more` : ''}`);
+  return invalid(
+    `unknown device IDs: ${unknown.join(', ')}${count > unknown.length ? ` and ${count - unknown.length} more` : ''}`,
+  );
 }
 
 export class ErdmaDevicePlugin {
@@ -157,8 +174,11 @@ export class ErdmaDevicePlugin {
       return false;
     }
     const shared = this.opts.mode === 'shared';
-    const next = shared ? sharedDevices(found, this.opts.slotsPerDevice, this.sharedPrefix()) : pluginDevices(found, this.opts.slotsPerDevice);
-    const snap = JSON.stringify(listResponse(next)) + (shared ? found.map((d) => d.name).join() : '');
+    const next = shared
+      ? sharedDevices(found, this.opts.slotsPerDevice, this.sharedPrefix())
+      : pluginDevices(found, this.opts.slotsPerDevice);
+    const snap =
+      JSON.stringify(listResponse(next)) + (shared ? found.map((d) => d.name).join() : '');
     this.found = found;
     if (snap === this.snapshot) return false;
     this.devices = next;
@@ -168,7 +188,12 @@ export class ErdmaDevicePlugin {
 
   /** `rdma/hca` → `hca`: the IDs of a shared resource. */
   private sharedPrefix(): string {
-    return this.opts.resourceName.split('/').pop()?.replace(/[^A-Za-z0-9._-]/g, '-') || 'shared';
+    return (
+      this.opts.resourceName
+        .split('/')
+        .pop()
+        ?.replace(/[^A-Za-z0-9._-]/g, '-') || 'shared'
+    );
   }
 
   private broadcast(): void {
@@ -179,18 +204,28 @@ export class ErdmaDevicePlugin {
   private async tick(): Promise<void> {
     if (this.stopped || this.restarting) return;
     if (this.rescan()) {
-      this.opts.logger.info({ devices: this.devices.length, healthy: this.devices.filter((d) => d.device.healthy).length }, 'device list changed');
+      this.opts.logger.info(
+        {
+          devices: this.devices.length,
+          healthy: this.devices.filter((d) => d.device.healthy).length,
+        },
+        'device list changed',
+      );
       this.broadcast();
     }
     const kubelet = sockId(this.kubeletSocket);
     const ownGone = !existsSync(this.socketPath);
     const kubeletNew = kubelet !== '' && kubelet !== this.kubeletSock;
     if (ownGone || (kubeletNew && this.registered)) {
-      this.opts.logger.info({ ownGone, kubeletNew }, 'kubelet restarted or our socket vanished: serving and registering again');
+      this.opts.logger.info(
+        { ownGone, kubeletNew },
+        'kubelet restarted or our socket vanished: serving and registering again',
+      );
       this.restarting = this.restart().finally(() => (this.restarting = undefined));
       return;
     }
-    if (!this.registered && kubelet !== '' && Date.now() >= this.nextRegisterAt) await this.tryRegister();
+    if (!this.registered && kubelet !== '' && Date.now() >= this.nextRegisterAt)
+      await this.tryRegister();
   }
 
   private async restart(): Promise<void> {
@@ -202,7 +237,8 @@ export class ErdmaDevicePlugin {
   }
 
   private handlers(): grpc.UntypedServiceImplementation {
-    const options: Unary<unknown, unknown> = (_call, cb) => cb(null, { pre_start_required: false, get_preferred_allocation_available: true });
+    const options: Unary<unknown, unknown> = (_call, cb) =>
+      cb(null, { pre_start_required: false, get_preferred_allocation_available: true });
     const listAndWatch = (call: Stream): void => {
       this.streams.add(call);
       const drop = (): void => void this.streams.delete(call);
@@ -211,24 +247,55 @@ export class ErdmaDevicePlugin {
       call.on('error', drop);
       call.write(listResponse(this.devices));
     };
-    const preferred: Unary<{ container_requests: { available_deviceIDs: string[]; must_include_deviceIDs: string[]; allocation_size: number }[] }, unknown> = (call, cb) => {
+    const preferred: Unary<
+      {
+        container_requests: {
+          available_deviceIDs: string[];
+          must_include_deviceIDs: string[];
+          allocation_size: number;
+        }[];
+      },
+      unknown
+    > = (call, cb) => {
       const numa = new Map(this.devices.map((d) => [d.id, d.device.numaNode]));
       // The kubelet only offers IDs we advertised: anything else is refused before any sorting.
-      const bad = checkIds(call.request.container_requests.flatMap((r) => [r.available_deviceIDs, r.must_include_deviceIDs]), numa);
+      const bad = checkIds(
+        call.request.container_requests.flatMap((r) => [
+          r.available_deviceIDs,
+          r.must_include_deviceIDs,
+        ]),
+        numa,
+      );
       if (bad) return cb(bad);
       const numaOf = (id: string): number => numa.get(id) ?? -1;
       cb(null, {
         container_responses: call.request.container_requests.map((r) => ({
-          deviceIDs: preferredAllocation(r.available_deviceIDs, r.must_include_deviceIDs, r.allocation_size, numaOf),
+          deviceIDs: preferredAllocation(
+            r.available_deviceIDs,
+            r.must_include_deviceIDs,
+            r.allocation_size,
+            numaOf,
+          ),
         })),
       });
     };
-    const allocate: Unary<{ container_requests: { devicesIDs: string[] }[] }, unknown> = (call, cb) => {
-      const bad = checkIds(call.request.container_requests.map((r) => r.devicesIDs), new Map(this.devices.map((d) => [d.id, 0])));
+    const allocate: Unary<{ container_requests: { devicesIDs: string[] }[] }, unknown> = (
+      call,
+      cb,
+    ) => {
+      const bad = checkIds(
+        call.request.container_requests.map((r) => r.devicesIDs),
+        new Map(this.devices.map((d) => [d.id, 0])),
+      );
       if (bad) return cb(bad);
       const mode = this.opts.mode === 'shared' ? 'all' : this.opts.allocation;
-      const responses = call.request.container_requests.map((r) => grant(r.devicesIDs, this.found, mode, this.opts.deviceRoot));
-      this.opts.logger.info({ requests: call.request.container_requests.map((r) => r.devicesIDs) }, 'allocate');
+      const responses = call.request.container_requests.map((r) =>
+        grant(r.devicesIDs, this.found, mode, this.opts.deviceRoot),
+      );
+      this.opts.logger.info(
+        { requests: call.request.container_requests.map((r) => r.devicesIDs) },
+        'allocate',
+      );
       cb(null, { container_responses: responses });
     };
     const preStart: Unary<unknown, unknown> = (_call, cb) => cb(null, {});
@@ -247,7 +314,11 @@ export class ErdmaDevicePlugin {
     const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_REQUEST_BYTES });
     server.addService(devicePluginApi().DevicePlugin.service, this.handlers());
     await new Promise<void>((resolve, reject) =>
-      server.bindAsync(`unix://${this.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+      server.bindAsync(
+        `unix://${this.socketPath}`,
+        grpc.ServerCredentials.createInsecure(),
+        (err) => (err ? reject(err) : resolve()),
+      ),
     );
     this.server = server;
   }
@@ -264,14 +335,25 @@ export class ErdmaDevicePlugin {
   private async tryRegister(): Promise<void> {
     const kubelet = sockId(this.kubeletSocket);
     if (kubelet === '') {
-      this.opts.logger.info({ socket: this.kubeletSocket }, 'kubelet not there yet; will register when it appears');
+      this.opts.logger.info(
+        { socket: this.kubeletSocket },
+        'kubelet not there yet; will register when it appears',
+      );
       return;
     }
     const Client = devicePluginApi().Registration;
     const client = new Client(`unix://${this.kubeletSocket}`, grpc.credentials.createInsecure());
     try {
       await new Promise<void>((resolve, reject) =>
-        (client as unknown as { Register: (req: unknown, opts: { deadline: number }, cb: (e: Error | null) => void) => void }).Register(
+        (
+          client as unknown as {
+            Register: (
+              req: unknown,
+              opts: { deadline: number },
+              cb: (e: Error | null) => void,
+            ) => void;
+          }
+        ).Register(
           {
             version: API_VERSION,
             endpoint: this.opts.socketName,
@@ -285,11 +367,17 @@ export class ErdmaDevicePlugin {
       this.registered = true;
       this.kubeletSock = kubelet;
       this.backoffMs = 500;
-      this.opts.logger.info({ resource: this.opts.resourceName, endpoint: this.opts.socketName }, 'registered with the kubelet');
+      this.opts.logger.info(
+        { resource: this.opts.resourceName, endpoint: this.opts.socketName },
+        'registered with the kubelet',
+      );
     } catch (err) {
       this.registered = false;
       this.nextRegisterAt = Date.now() + this.backoffMs;
-      this.opts.logger.warn({ err: (err as Error).message, retryInMs: this.backoffMs }, 'registration with the kubelet failed; retrying');
+      this.opts.logger.warn(
+        { err: (err as Error).message, retryInMs: this.backoffMs },
+        'registration with the kubelet failed; retrying',
+      );
       this.backoffMs = Math.min(this.backoffMs * 2, 30_000);
     } finally {
       client.close();

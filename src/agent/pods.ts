@@ -53,7 +53,10 @@ export function readRecords(stateDir: string): Map<string, PluginRecord> {
     if (!f.endsWith('.json')) continue;
     try {
       const path = join(stateDir, f);
-      const rec = recordOf(JSON.parse(readFileSync(path, 'utf8')) as Partial<PluginRecord>, statSync(path).mtimeMs);
+      const rec = recordOf(
+        JSON.parse(readFileSync(path, 'utf8')) as Partial<PluginRecord>,
+        statSync(path).mtimeMs,
+      );
       if (!rec) continue;
       const prev = out.get(rec.podUid);
       if (!prev || prev.mtimeMs < rec.mtimeMs) out.set(rec.podUid, rec);
@@ -74,7 +77,10 @@ export interface Verdict {
 }
 
 export function wantsSmcr(pod: V1Pod): boolean {
-  return parseGoBool(pod.metadata?.annotations?.[SMCR_ANNOTATION] ?? '') === true && pod.spec?.hostNetwork !== true;
+  return (
+    parseGoBool(pod.metadata?.annotations?.[SMCR_ANNOTATION] ?? '') === true &&
+    pod.spec?.hostNetwork !== true
+  );
 }
 
 /** Whether the pod's sandbox is up (it has an IP), and since when (ms). */
@@ -85,7 +91,12 @@ function sandboxSince(pod: V1Pod): number | undefined {
 }
 
 /** What to tell about this pod now; undefined when nothing (not SMC-R, not started, within grace). */
-export function judge(pod: V1Pod, record: PluginRecord | undefined, now: number, graceMs: number): Verdict | undefined {
+export function judge(
+  pod: V1Pod,
+  record: PluginRecord | undefined,
+  now: number,
+  graceMs: number,
+): Verdict | undefined {
   if (!wantsSmcr(pod)) return undefined;
   if (record) return fromRecord(record);
   const since = sandboxSince(pod);
@@ -109,13 +120,20 @@ export const LATE_PREFIX = 'late-';
  * records older than `olderThanMs` go (a pass never races a record being written). Returns the
  * removed file names.
  */
-export function removeLateRecords(stateDir: string, live: ReadonlySet<string>, olderThanMs: number): string[] {
+export function removeLateRecords(
+  stateDir: string,
+  live: ReadonlySet<string>,
+  olderThanMs: number,
+): string[] {
   if (!existsSync(stateDir)) return [];
   const removed: string[] = [];
   for (const f of readdirSync(stateDir)) {
     // <containerId>_<ifname>.json, the plugin's record name (native/src/cni.c)
     const sep = f.lastIndexOf('_');
-    const uid = f.startsWith(LATE_PREFIX) && f.endsWith('.json') && sep > LATE_PREFIX.length ? f.slice(LATE_PREFIX.length, sep) : '';
+    const uid =
+      f.startsWith(LATE_PREFIX) && f.endsWith('.json') && sep > LATE_PREFIX.length
+        ? f.slice(LATE_PREFIX.length, sep)
+        : '';
     if (uid === '' || live.has(uid)) continue;
     const path = join(stateDir, f);
     try {
@@ -157,7 +175,12 @@ function recordVerdict(r: PluginRecord): Verdict {
     };
   }
   if (r.outcome === 'applied') {
-    return { kind: 'applied', type: 'Normal', reason: 'SMCREnabled', message: `SMC-R enabled in the pod network namespace (pnet ${r.pnet?.id || 'none'})` };
+    return {
+      kind: 'applied',
+      type: 'Normal',
+      reason: 'SMCREnabled',
+      message: `SMC-R enabled in the pod network namespace (pnet ${r.pnet?.id || 'none'})`,
+    };
   }
   if (r.missing.includes('net.smc.tcp2smc')) {
     return {
@@ -235,13 +258,19 @@ export function lateApply(pod: V1Pod, netns: string, o: LateApplyOptions): Promi
     CNI_ARGS: `K8S_POD_NAMESPACE=${md.namespace ?? ''};K8S_POD_NAME=${md.name ?? ''};K8S_POD_UID=${md.uid ?? ''};IgnoreUnknown=1`,
   };
   return new Promise((resolve) => {
-    const child = spawn(o.binary, [], { env, stdio: ['pipe', 'pipe', 'pipe'], timeout: o.timeoutMs ?? 10_000 });
+    const child = spawn(o.binary, [], {
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      timeout: o.timeoutMs ?? 10_000,
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('error', (e) => resolve(e.message));
-    child.on('close', (code) => resolve(code === 0 ? '' : `${err.trim()} ${out.trim()}`.trim() || `exit ${code}`));
+    child.on('close', (code) =>
+      resolve(code === 0 ? '' : `${err.trim()} ${out.trim()}`.trim() || `exit ${code}`),
+    );
     child.stdin.end(JSON.stringify(conf));
   });
 }

@@ -24,7 +24,8 @@ export const DEFAULT_SHARED_SLOTS = 1000;
 export function matches(d: RdmaDevice, sel: ResourceSpec['selector']): boolean {
   if (sel.drivers && !sel.drivers.includes(d.driver)) return false;
   if (sel.vendors && !sel.vendors.map((v) => v.toLowerCase()).includes(d.vendor)) return false;
-  if (sel.deviceIds && !sel.deviceIds.map((v) => v.toLowerCase()).includes(d.pciDevice)) return false;
+  if (sel.deviceIds && !sel.deviceIds.map((v) => v.toLowerCase()).includes(d.pciDevice))
+    return false;
   if (sel.rdmaDevice && !new RegExp(sel.rdmaDevice).test(d.name)) return false;
   if (sel.netdev && !new RegExp(sel.netdev).test(d.netdev)) return false;
   return true;
@@ -41,27 +42,49 @@ function describeNode(all: readonly RdmaDevice[]): string {
 }
 
 /** The resources to serve, checked against the node's devices now. */
-export function servedResources(a: AgentConfig, defaultDiscover: () => RdmaDevice[]): ServedResource[] {
+export function servedResources(
+  a: AgentConfig,
+  defaultDiscover: () => RdmaDevice[],
+): ServedResource[] {
   if (!a.resources) {
-    return [{ name: a.resourceName, mode: 'exclusive', slots: a.slotsPerDevice, allocation: a.allocation, socketName: a.socketName, discover: defaultDiscover }];
+    return [
+      {
+        name: a.resourceName,
+        mode: 'exclusive',
+        slots: a.slotsPerDevice,
+        allocation: a.allocation,
+        socketName: a.socketName,
+        discover: defaultDiscover,
+      },
+    ];
   }
-  const all = (): RdmaDevice[] => discover({ hostRoot: a.hostRoot, driverMode: a.driverMode, anyDriver: true });
+  const all = (): RdmaDevice[] =>
+    discover({ hostRoot: a.hostRoot, driverMode: a.driverMode, anyDriver: true });
   const now = all();
   const problems: string[] = [];
   const seen = new Map<string, string>();
   const claimed = new Map<string, string>();
   const served = a.resources.map((spec) => {
     const socketName = socketFor(spec);
-    for (const [key, what] of [[spec.name, 'name'], [socketName, 'socket']] as const) {
+    for (const [key, what] of [
+      [spec.name, 'name'],
+      [socketName, 'socket'],
+    ] as const) {
       if (seen.has(`${what}:${key}`)) problems.push(`two resources have the ${what} ${key}`);
       seen.set(`${what}:${key}`, spec.name);
     }
     const mine = now.filter((d) => matches(d, spec.selector));
-    if (mine.length === 0 && !spec.optional) problems.push(`resource ${spec.name}: its selector ${JSON.stringify(spec.selector)} matches no RDMA device (${describeNode(now)})`);
+    if (mine.length === 0 && !spec.optional)
+      problems.push(
+        `resource ${spec.name}: its selector ${JSON.stringify(spec.selector)} matches no RDMA device (${describeNode(now)})`,
+      );
     if (spec.mode === 'exclusive') {
       for (const d of mine) {
         const other = claimed.get(d.name);
-        if (other) problems.push(`resources ${other} and ${spec.name} both claim ${d.name} exclusively; make one of them shared or narrow a selector`);
+        if (other)
+          problems.push(
+            `resources ${other} and ${spec.name} both claim ${d.name} exclusively; make one of them shared or narrow a selector`,
+          );
         else claimed.set(d.name, spec.name);
       }
     }
@@ -74,6 +97,7 @@ export function servedResources(a: AgentConfig, defaultDiscover: () => RdmaDevic
       discover: () => all().filter((d) => matches(d, spec.selector)),
     };
   });
-  if (problems.length > 0) throw new AppError('CONFIG_INVALID', `agent.resources: ${problems.join('; ')}`);
+  if (problems.length > 0)
+    throw new AppError('CONFIG_INVALID', `agent.resources: ${problems.join('; ')}`);
   return served;
 }

@@ -17,8 +17,20 @@ export interface SmcSocket {
   readonly uid: number;
   readonly inode: number;
   readonly fallback?: { readonly reason: string; readonly peerReason: string };
-  readonly link?: { readonly dev: string; readonly port: number; readonly gid: string; readonly peerGid: string; readonly role: 'client' | 'server' };
-  readonly conn?: { readonly token: number; readonly sndbuf: number; readonly rmbe: number; readonly txBytes: number; readonly rxBytes: number };
+  readonly link?: {
+    readonly dev: string;
+    readonly port: number;
+    readonly gid: string;
+    readonly peerGid: string;
+    readonly role: 'client' | 'server';
+  };
+  readonly conn?: {
+    readonly token: number;
+    readonly sndbuf: number;
+    readonly rmbe: number;
+    readonly txBytes: number;
+    readonly rxBytes: number;
+  };
 }
 
 export interface SmcSummary {
@@ -31,7 +43,11 @@ export interface SmcSummary {
   readonly fallbacks: Readonly<Record<string, number>>;
   /** Connections whose reason did not fit the binary's bounded table. */
   readonly otherFallbacks: number;
-  readonly devices: readonly { readonly dev: string; readonly port: number; readonly connections: number }[];
+  readonly devices: readonly {
+    readonly dev: string;
+    readonly port: number;
+    readonly connections: number;
+  }[];
 }
 
 export interface Reason {
@@ -48,14 +64,26 @@ export interface Reason {
  */
 const REASONS: Readonly<Record<number, readonly [string, string]>> = {
   0x01010000: ['MEM', 'not enough memory for SMC buffers on this host'],
-  0x02010000: ['TIMEOUT_CL', 'timed out waiting for the RDMA link confirmation: check the eRDMA device and its port'],
+  0x02010000: [
+    'TIMEOUT_CL',
+    'timed out waiting for the RDMA link confirmation: check the eRDMA device and its port',
+  ],
   0x02020000: ['TIMEOUT_AL', 'timed out adding an RDMA link'],
   0x03000000: ['CNFERR', 'SMC configuration error'],
-  0x03010000: ['PEERNOSMC', 'the peer does not speak SMC: it is not an SMC-R pod (or its node has no smc module)'],
+  0x03010000: [
+    'PEERNOSMC',
+    'the peer does not speak SMC: it is not an SMC-R pod (or its node has no smc module)',
+  ],
   0x03020000: ['IPSEC', 'the connection uses IPsec, which SMC cannot carry'],
-  0x03030000: ['NOSMCDEV', 'no SMC device matches the interface: the pod has no pnet entry for its interface, or the node\'s eRDMA device is not in the pnet table (check the agent\'s /readyz)'],
+  0x03030000: [
+    'NOSMCDEV',
+    "no SMC device matches the interface: the pod has no pnet entry for its interface, or the node's eRDMA device is not in the pnet table (check the agent's /readyz)",
+  ],
   0x03030001: ['NOSMCDDEV', 'no SMC-D device found'],
-  0x03030002: ['NOSMCRDEV', 'no SMC-R (RDMA) device matches the interface\'s PNETID: check the node\'s pnet table'],
+  0x03030002: [
+    'NOSMCRDEV',
+    "no SMC-R (RDMA) device matches the interface's PNETID: check the node's pnet table",
+  ],
   0x03030003: ['NOISM2SUPP', 'the hardware has no ISMv2 support'],
   0x03030004: ['NOV2EXT', 'the peer sent no SMCv2 extension'],
   0x03030005: ['NOV2DEXT', 'the peer sent no SMC-Dv2 extension'],
@@ -72,14 +100,17 @@ const REASONS: Readonly<Record<number, readonly [string, string]>> = {
   0x03080000: ['GETVLANERR', 'cannot get the VLAN of the interface'],
   0x03090000: ['ISMVLANERR', 'cannot register the VLAN on the ISM device'],
   0x030a0000: ['NOACTLINK', 'no active SMC-R link in the link group'],
-  0x030b0000: ['NOSRVLINK', 'the server\'s SMC-R link was not found'],
+  0x030b0000: ['NOSRVLINK', "the server's SMC-R link was not found"],
   0x030c0000: ['VERSMISMAT', 'the SMC versions do not match'],
   0x030d0000: ['MAX_DMB', 'the SMC-D DMB limit is exceeded'],
   0x030e0000: ['NOROUTE', 'SMC-Rv2: no route to the peer'],
   0x030f0000: ['NOINDIRECT', 'SMC-Rv2: indirect connection mismatch'],
   0x04000000: ['SYNCERR', 'synchronization error in the handshake'],
-  0x05000000: ['PEERDECL', 'the peer declined SMC during the handshake (its own reason is the peer reason)'],
-  0x09990000: ['INTERR', 'internal error in the kernel\'s SMC'],
+  0x05000000: [
+    'PEERDECL',
+    'the peer declined SMC during the handshake (its own reason is the peer reason)',
+  ],
+  0x09990000: ['INTERR', "internal error in the kernel's SMC"],
   0x09990001: ['ERR_RTOK', 'remote token handling failed'],
   0x09990002: ['ERR_RDYLNK', 'the RDMA link could not be made ready'],
   0x09990003: ['ERR_REGBUF', 'registering the RDMA buffers failed'],
@@ -89,7 +120,9 @@ const REASONS: Readonly<Record<number, readonly [string, string]>> = {
 export function describeReason(code: string): Reason {
   const n = Number.parseInt(code, 16);
   const known = Number.isNaN(n) ? undefined : REASONS[n];
-  return known ? { code, name: known[0], meaning: known[1] } : { code, name: 'UNKNOWN', meaning: `reason ${code} is not one erdma-smcr knows` };
+  return known
+    ? { code, name: known[0], meaning: known[1] }
+    : { code, name: 'UNKNOWN', meaning: `reason ${code} is not one erdma-smcr knows` };
 }
 
 /** The label value for a reason (bounded: the names above, or UNKNOWN). */
@@ -106,9 +139,18 @@ export function agentNetnsPath(hostRoot: string, netns: string): string {
  * The first of the ways to reach a pod's netns that exists: the runtime's path below the host root
  * (/var/run is /run on the node, so both are tried), else a process of the pod (hostPID).
  */
-export function reachNetns(hostRoot: string, netns: string, byPod?: () => string | undefined): string {
+export function reachNetns(
+  hostRoot: string,
+  netns: string,
+  byPod?: () => string | undefined,
+): string {
   const direct = agentNetnsPath(hostRoot, netns);
-  const candidates = [direct, ...(netns.startsWith('/var/run/') ? [agentNetnsPath(hostRoot, netns.slice('/var'.length))] : [])];
+  const candidates = [
+    direct,
+    ...(netns.startsWith('/var/run/')
+      ? [agentNetnsPath(hostRoot, netns.slice('/var'.length))]
+      : []),
+  ];
   const found = candidates.find((p) => existsSync(p));
   return found ?? byPod?.() ?? direct;
 }
@@ -124,12 +166,20 @@ async function native<T>(binary: string, args: string[], timeoutMs: number): Pro
 }
 
 /** Bounded counters of a netns's SMC sockets (memory flat in the number of sockets). */
-export function readSummary(binary: string, netns: string, timeoutMs = 10_000): Promise<SmcSummary> {
+export function readSummary(
+  binary: string,
+  netns: string,
+  timeoutMs = 10_000,
+): Promise<SmcSummary> {
   return native<SmcSummary>(binary, ['smc', 'summary', '--netns', netns], timeoutMs);
 }
 
 /** Every SMC socket of a netns (for `status --pod`, where one pod's list is wanted). */
-export function readSockets(binary: string, netns: string, timeoutMs = 10_000): Promise<SmcSocket[]> {
+export function readSockets(
+  binary: string,
+  netns: string,
+  timeoutMs = 10_000,
+): Promise<SmcSocket[]> {
   return native<SmcSocket[]>(binary, ['smc', 'sockets', '--netns', netns], timeoutMs);
 }
 
@@ -175,16 +225,24 @@ function legend(pods: readonly PodSmc[]): string[] {
   const seen = new Set<string>();
   for (const p of pods) for (const code of Object.keys(p.summary?.fallbacks ?? {})) seen.add(code);
   if (seen.size === 0) return [];
-  return ['', 'Fallback reasons:', ...[...seen].sort().map((code) => {
-    const r = describeReason(code);
-    return `  ${r.name} (${code}): ${r.meaning}`;
-  })];
+  return [
+    '',
+    'Fallback reasons:',
+    ...[...seen].sort().map((code) => {
+      const r = describeReason(code);
+      return `  ${r.name} (${code}): ${r.meaning}`;
+    }),
+  ];
 }
 
 function socketDetails(s: SmcSocket): string {
-  if (s.mode === 'SMCR' && s.link) return `${s.link.dev}:${s.link.port} ${s.link.role}${s.conn ? ` tx ${fmtBytes(s.conn.txBytes)} rx ${fmtBytes(s.conn.rxBytes)}` : ''}`;
+  if (s.mode === 'SMCR' && s.link)
+    return `${s.link.dev}:${s.link.port} ${s.link.role}${s.conn ? ` tx ${fmtBytes(s.conn.txBytes)} rx ${fmtBytes(s.conn.rxBytes)}` : ''}`;
   if (!s.fallback) return '';
-  const peer = s.fallback.peerReason !== '0x00000000' ? ` (peer: ${describeReason(s.fallback.peerReason).name})` : '';
+  const peer =
+    s.fallback.peerReason !== '0x00000000'
+      ? ` (peer: ${describeReason(s.fallback.peerReason).name})`
+      : '';
   return `${describeReason(s.fallback.reason).name}${peer}`;
 }
 
@@ -194,7 +252,10 @@ function socketTable(p: PodSmc): string[] {
     '',
     `${p.namespace}/${p.name}:`,
     `  ${pad('State', 14)}${pad('Local Address', 24)}${pad('Peer Address', 24)}${pad('Mode', 5)}Details`,
-    ...(p.sockets ?? []).map((s) => `  ${pad(s.state, 14)}${pad(s.local, 24)}${pad(s.peer, 24)}${pad(s.mode, 5)}${socketDetails(s)}`),
+    ...(p.sockets ?? []).map(
+      (s) =>
+        `  ${pad(s.state, 14)}${pad(s.local, 24)}${pad(s.peer, 24)}${pad(s.mode, 5)}${socketDetails(s)}`,
+    ),
   ];
 }
 
@@ -224,13 +285,20 @@ export interface CollectOptions {
 const BATCH = 512;
 
 /** Summaries of many netns with one native call per batch: path → summary or why not. */
-export async function readSummaries(binary: string, paths: readonly string[], timeoutMs = 30_000): Promise<Map<string, SmcSummary | { error: string }>> {
+export async function readSummaries(
+  binary: string,
+  paths: readonly string[],
+  timeoutMs = 30_000,
+): Promise<Map<string, SmcSummary | { error: string }>> {
   const out = new Map<string, SmcSummary | { error: string }>();
   for (let i = 0; i < paths.length; i += BATCH) {
     const batch = paths.slice(i, i + BATCH);
     let stdout = '';
     try {
-      ({ stdout } = await run(binary, ['smc', 'summary', ...batch.flatMap((p) => ['--netns', p])], { timeout: timeoutMs, maxBuffer: 64 << 20 }));
+      ({ stdout } = await run(binary, ['smc', 'summary', ...batch.flatMap((p) => ['--netns', p])], {
+        timeout: timeoutMs,
+        maxBuffer: 64 << 20,
+      }));
     } catch (err) {
       // Exit 1 when some netns could not be read: its lines say which; anything else fails the batch.
       const e = err as { code?: number; stdout?: string; stderr?: string; message: string };
@@ -251,10 +319,22 @@ export async function readSummaries(binary: string, paths: readonly string[], ti
 
 /** One summary (and, when asked, the sockets) per SMC-R pod. */
 export async function collectPodSmc(
-  pods: readonly { readonly namespace: string; readonly name: string; readonly uid: string; readonly netns: string }[],
+  pods: readonly {
+    readonly namespace: string;
+    readonly name: string;
+    readonly uid: string;
+    readonly netns: string;
+  }[],
   o: CollectOptions,
 ): Promise<PodSmc[]> {
-  const where = new Map(pods.filter((p) => p.netns).map((p) => [p.uid, reachNetns(o.hostRoot, p.netns, o.byPod ? () => o.byPod?.(p.uid) : undefined)]));
+  const where = new Map(
+    pods
+      .filter((p) => p.netns)
+      .map((p) => [
+        p.uid,
+        reachNetns(o.hostRoot, p.netns, o.byPod ? () => o.byPod?.(p.uid) : undefined),
+      ]),
+  );
   const summaries = await readSummaries(o.binary, [...where.values()], o.timeoutMs);
   const out: PodSmc[] = [];
   for (const p of pods) {

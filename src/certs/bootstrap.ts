@@ -2,12 +2,25 @@
 // cert-manager's and Istio's webhooks do): ensure CA → ensure serving certificate → ensure the
 // caBundle of our webhook configurations; renew and rotate in the background; every replica
 // follows the Secret through a watch and swaps its TLS certificate without a restart.
-import type { V1MutatingWebhookConfiguration, V1Secret, V1ValidatingWebhookConfiguration } from '@kubernetes/client-node';
+import type {
+  V1MutatingWebhookConfiguration,
+  V1Secret,
+  V1ValidatingWebhookConfiguration,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
 import type { KubeClient } from '../cluster/client.js';
 import { apiReason, apiStatus, WatchedSet } from '../cluster/kube.js';
-import { advance, assess, SECRET_KEYS, splitPem, trustBundle, type CertSecret, type RotationPolicy, type Step } from './rotation.js';
+import {
+  advance,
+  assess,
+  SECRET_KEYS,
+  splitPem,
+  trustBundle,
+  type CertSecret,
+  type RotationPolicy,
+  type Step,
+} from './rotation.js';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 const unb64 = (s: string): string => Buffer.from(s, 'base64').toString('utf8');
@@ -37,12 +50,18 @@ export function secretFromApi(s: V1Secret): CertSecret {
 
 export class KubeSecretStore implements SecretStore {
   private readonly collection: string;
-  constructor(private readonly client: KubeClient, private readonly namespace: string, private readonly name: string) {
+  constructor(
+    private readonly client: KubeClient,
+    private readonly namespace: string,
+    private readonly name: string,
+  ) {
     this.collection = `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets`;
   }
 
   async read(): Promise<{ secret: CertSecret; resourceVersion: string } | undefined> {
-    const s = await this.client.get<V1Secret>(`${this.collection}/${encodeURIComponent(this.name)}`);
+    const s = await this.client.get<V1Secret>(
+      `${this.collection}/${encodeURIComponent(this.name)}`,
+    );
     return s && { secret: secretFromApi(s), resourceVersion: s.metadata?.resourceVersion ?? '' };
   }
 
@@ -57,7 +76,10 @@ export class KubeSecretStore implements SecretStore {
         name: this.name,
         namespace: this.namespace,
         annotations: secret.annotations,
-        labels: { 'app.kubernetes.io/name': 'erdma-smcr', 'app.kubernetes.io/component': 'webhook-certs' },
+        labels: {
+          'app.kubernetes.io/name': 'erdma-smcr',
+          'app.kubernetes.io/component': 'webhook-certs',
+        },
         ...(resourceVersion ? { resourceVersion } : {}),
       },
       data,
@@ -76,7 +98,9 @@ export class KubeSecretStore implements SecretStore {
 
   async update(secret: CertSecret, resourceVersion: string): Promise<'ok' | 'conflict'> {
     try {
-      await this.client.request('PUT', `${this.collection}/${encodeURIComponent(this.name)}`, { body: this.body(secret, resourceVersion) });
+      await this.client.request('PUT', `${this.collection}/${encodeURIComponent(this.name)}`, {
+        body: this.body(secret, resourceVersion),
+      });
       return 'ok';
     } catch (err) {
       if (apiStatus(err) === 409) return 'conflict';
@@ -91,7 +115,11 @@ type WebhookConfig = V1MutatingWebhookConfiguration | V1ValidatingWebhookConfigu
 export class WebhookConfigTarget implements BundleTarget {
   readonly description: string;
   private readonly path: string;
-  constructor(private readonly client: KubeClient, kind: 'mutating' | 'validating', name: string) {
+  constructor(
+    private readonly client: KubeClient,
+    kind: 'mutating' | 'validating',
+    name: string,
+  ) {
     this.description = `${kind === 'mutating' ? 'MutatingWebhookConfiguration' : 'ValidatingWebhookConfiguration'}/${name}`;
     this.path = `/apis/admissionregistration.k8s.io/v1/${kind}webhookconfigurations/${encodeURIComponent(name)}`;
   }
@@ -160,18 +188,24 @@ export class SecretCerts {
       const current = await this.opts.store.read();
       if (current) await this.publish(current.secret);
       const step = assess(current?.secret, this.opts.policy, this.now());
-      if (step.action === 'none') return { secret: (current as { secret: CertSecret }).secret, steps };
+      if (step.action === 'none')
+        return { secret: (current as { secret: CertSecret }).secret, steps };
       if (step.action === 'promote-ca' && !(await this.published(current?.secret))) {
         // Never sign with a CA some webhook configuration does not trust yet.
         return { secret: (current as { secret: CertSecret }).secret, steps };
       }
       const next = advance(current?.secret, step, this.opts.policy, this.now());
-      const result = current ? await this.opts.store.update(next, current.resourceVersion) : await this.opts.store.create(next);
+      const result = current
+        ? await this.opts.store.update(next, current.resourceVersion)
+        : await this.opts.store.create(next);
       if (result !== 'ok') {
         this.opts.logger.debug({ result }, 'certificate Secret changed under us; re-reading');
         continue;
       }
-      this.opts.logger.info({ step: step.action, reason: step.reason }, 'certificate Secret updated');
+      this.opts.logger.info(
+        { step: step.action, reason: step.reason },
+        'certificate Secret updated',
+      );
       this.opts.onStep?.(step.action);
       steps.push(step.action);
       await this.publish(next);
@@ -180,7 +214,10 @@ export class SecretCerts {
       const last = await this.opts.store.read();
       if (last) return { secret: last.secret, steps };
     }
-    throw new AppError('CERTS_BOOTSTRAP', 'the certificate Secret kept changing under us (10 attempts)');
+    throw new AppError(
+      'CERTS_BOOTSTRAP',
+      'the certificate Secret kept changing under us (10 attempts)',
+    );
   }
 
   /** Writes the Secret's trust bundle into every target; true when none is missing or stale. */
@@ -193,7 +230,10 @@ export class SecretCerts {
       if (r === 'updated') this.opts.logger.info({ target: t.description }, 'caBundle updated');
       if (r === 'missing') {
         complete = false;
-        this.opts.logger.warn({ target: t.description }, 'webhook configuration not found; caBundle not set (is it installed?)');
+        this.opts.logger.warn(
+          { target: t.description },
+          'webhook configuration not found; caBundle not set (is it installed?)',
+        );
       }
     }
     return complete;
@@ -244,9 +284,16 @@ export class SecretCertManager {
       ensured = await this.certs.ensure();
     } catch (err) {
       if (err instanceof AppError) throw err;
-      throw new AppError('CERTS_BOOTSTRAP', `cannot ensure the certificate Secret ${this.opts.namespace}/${this.opts.secretName}: ${apiReason(err)}`, { cause: err });
+      throw new AppError(
+        'CERTS_BOOTSTRAP',
+        `cannot ensure the certificate Secret ${this.opts.namespace}/${this.opts.secretName}: ${apiReason(err)}`,
+        { cause: err },
+      );
     }
-    const pair = { key: ensured.secret.data[SECRET_KEYS.key] as string, cert: ensured.secret.data[SECRET_KEYS.cert] as string };
+    const pair = {
+      key: ensured.secret.data[SECRET_KEYS.key] as string,
+      cert: ensured.secret.data[SECRET_KEYS.cert] as string,
+    };
     this.lastCert = pair.cert;
     await this.watch.start();
     this.schedule();
@@ -265,7 +312,12 @@ export class SecretCertManager {
     this.running = this.certs
       .ensure()
       .then((e) => this.serve(e.secret))
-      .catch((err: unknown) => this.opts.logger.error({ reason: err instanceof AppError ? err.message : apiReason(err) }, 'certificate check failed; will retry'))
+      .catch((err: unknown) =>
+        this.opts.logger.error(
+          { reason: err instanceof AppError ? err.message : apiReason(err) },
+          'certificate check failed; will retry',
+        ),
+      )
       .finally(() => {
         this.running = undefined;
         if (this.again && !this.closed) {
@@ -278,7 +330,10 @@ export class SecretCertManager {
 
   private schedule(): void {
     if (this.closed) return;
-    this.timer = setTimeout(() => void this.check().then(() => this.schedule()), this.opts.checkIntervalMs);
+    this.timer = setTimeout(
+      () => void this.check().then(() => this.schedule()),
+      this.opts.checkIntervalMs,
+    );
     this.timer.unref();
   }
 

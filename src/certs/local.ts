@@ -4,7 +4,12 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSy
 import { join } from 'node:path';
 import { generateCA, generateServingCert, serviceNames } from './pki.js';
 
-export const CERT_FILES = { caCert: 'ca.crt', caKey: 'ca.key', cert: 'tls.crt', key: 'tls.key' } as const;
+export const CERT_FILES = {
+  caCert: 'ca.crt',
+  caKey: 'ca.key',
+  cert: 'tls.crt',
+  key: 'tls.key',
+} as const;
 
 export interface CertPaths {
   readonly dir: string;
@@ -14,7 +19,12 @@ export interface CertPaths {
 }
 
 export function certPaths(dir: string): CertPaths {
-  return { dir, caCert: join(dir, CERT_FILES.caCert), cert: join(dir, CERT_FILES.cert), key: join(dir, CERT_FILES.key) };
+  return {
+    dir,
+    caCert: join(dir, CERT_FILES.caCert),
+    cert: join(dir, CERT_FILES.cert),
+    key: join(dir, CERT_FILES.key),
+  };
 }
 
 /** Writes a file atomically (temp name, then rename) with the given mode. */
@@ -43,9 +53,10 @@ export function ensureLocalCerts(opts: LocalCertOptions): { generated: boolean; 
   mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
   const validityDays = opts.validityDays ?? 365;
   const caKeyPath = join(opts.dir, CERT_FILES.caKey);
-  const ca = existsSync(paths.caCert) && existsSync(caKeyPath)
-    ? { certPem: readFileSync(paths.caCert, 'utf8'), keyPem: readFileSync(caKeyPath, 'utf8') }
-    : generateCA('erdma-smcr-webhook-ca', { validityDays: validityDays * 3 });
+  const ca =
+    existsSync(paths.caCert) && existsSync(caKeyPath)
+      ? { certPem: readFileSync(paths.caCert, 'utf8'), keyPem: readFileSync(caKeyPath, 'utf8') }
+      : generateCA('erdma-smcr-webhook-ca', { validityDays: validityDays * 3 });
   const local = opts.localhost === false ? [] : ['localhost', '127.0.0.1'];
   const names = serviceNames(opts.service, opts.namespace, [...local, ...(opts.extraNames ?? [])]);
   const serving = generateServingCert(ca, names, { validityDays });

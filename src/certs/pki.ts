@@ -33,7 +33,10 @@ function serial(): string {
   return b.toString('hex');
 }
 
-function newCert(commonName: string, opts: CertOptions): { cert: forge.pki.Certificate; keys: forge.pki.rsa.KeyPair } {
+function newCert(
+  commonName: string,
+  opts: CertOptions,
+): { cert: forge.pki.Certificate; keys: forge.pki.rsa.KeyPair } {
   const keys = forge.pki.rsa.generateKeyPair({ bits: 2048, e: 0x10001 });
   const cert = forge.pki.createCertificate();
   const now = opts.now ?? new Date();
@@ -41,12 +44,18 @@ function newCert(commonName: string, opts: CertOptions): { cert: forge.pki.Certi
   cert.serialNumber = serial();
   cert.validity.notBefore = new Date(now.getTime() - CLOCK_SKEW_MS);
   cert.validity.notAfter = new Date(now.getTime() + validityOf(opts));
-  cert.setSubject([{ name: 'commonName', value: commonName }, { name: 'organizationName', value: 'erdma-smcr' }]);
+  cert.setSubject([
+    { name: 'commonName', value: commonName },
+    { name: 'organizationName', value: 'erdma-smcr' },
+  ]);
   return { cert, keys };
 }
 
 function pem(cert: forge.pki.Certificate, keys: forge.pki.rsa.KeyPair): KeyPairPem {
-  return { certPem: forge.pki.certificateToPem(cert), keyPem: forge.pki.privateKeyToPem(keys.privateKey) };
+  return {
+    certPem: forge.pki.certificateToPem(cert),
+    keyPem: forge.pki.privateKeyToPem(keys.privateKey),
+  };
 }
 
 /** A self-signed CA that may only sign end-entity certificates (pathLen 0). */
@@ -63,13 +72,27 @@ export function generateCA(commonName: string, opts: CertOptions): KeyPairPem {
 }
 
 /** The DNS names a webhook Service is reached by. */
-export function serviceNames(service: string, namespace: string, extra: readonly string[] = []): string[] {
-  const names = [service, `${service}.${namespace}`, `${service}.${namespace}.svc`, `${service}.${namespace}.svc.cluster.local`, ...extra];
+export function serviceNames(
+  service: string,
+  namespace: string,
+  extra: readonly string[] = [],
+): string[] {
+  const names = [
+    service,
+    `${service}.${namespace}`,
+    `${service}.${namespace}.svc`,
+    `${service}.${namespace}.svc.cluster.local`,
+    ...extra,
+  ];
   return [...new Set(names)];
 }
 
 /** A TLS server certificate for `names` (DNS names or IP addresses), signed by the CA. */
-export function generateServingCert(ca: KeyPairPem, names: readonly string[], opts: CertOptions): KeyPairPem {
+export function generateServingCert(
+  ca: KeyPairPem,
+  names: readonly string[],
+  opts: CertOptions,
+): KeyPairPem {
   const caCert = forge.pki.certificateFromPem(ca.certPem);
   const caKey = forge.pki.privateKeyFromPem(ca.keyPem);
   const { cert, keys } = newCert(names[0] ?? 'localhost', opts);
@@ -78,9 +101,15 @@ export function generateServingCert(ca: KeyPairPem, names: readonly string[], op
     { name: 'basicConstraints', cA: false, critical: true },
     { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
     { name: 'extKeyUsage', serverAuth: true },
-    { name: 'subjectAltName', altNames: names.map((n) => (isIP(n) ? { type: 7, ip: n } : { type: 2, value: n })) },
+    {
+      name: 'subjectAltName',
+      altNames: names.map((n) => (isIP(n) ? { type: 7, ip: n } : { type: 2, value: n })),
+    },
     { name: 'subjectKeyIdentifier' },
-    { name: 'authorityKeyIdentifier', keyIdentifier: caCert.generateSubjectKeyIdentifier().getBytes() },
+    {
+      name: 'authorityKeyIdentifier',
+      keyIdentifier: caCert.generateSubjectKeyIdentifier().getBytes(),
+    },
   ]);
   cert.sign(caKey as forge.pki.rsa.PrivateKey, forge.md.sha256.create());
   return pem(cert, keys);
@@ -98,7 +127,12 @@ export interface CertInfo {
 export function certInfo(certPem: string): CertInfo {
   const cert = forge.pki.certificateFromPem(certPem);
   const bc = cert.getExtension('basicConstraints') as { cA?: boolean } | null;
-  const san = (cert.getExtension('subjectAltName') as { altNames?: { type: number; value?: string; ip?: string }[] } | null)?.altNames ?? [];
+  const san =
+    (
+      cert.getExtension('subjectAltName') as {
+        altNames?: { type: number; value?: string; ip?: string }[];
+      } | null
+    )?.altNames ?? [];
   return {
     notBefore: cert.validity.notBefore,
     notAfter: cert.validity.notAfter,

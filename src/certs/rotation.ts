@@ -58,11 +58,19 @@ interface Parsed {
 
 /** Splits a PEM bundle into its certificates (throws on garbage). */
 export function splitPem(bundle: string): string[] {
-  return bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)?.map((c) => `${c}\n`) ?? [];
+  return (
+    bundle
+      .match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)
+      ?.map((c) => `${c}\n`) ?? []
+  );
 }
 
 const fingerprint = (c: forge.pki.Certificate): string =>
-  forge.md.sha256.create().update(forge.asn1.toDer(forge.pki.certificateToAsn1(c)).getBytes()).digest().toHex();
+  forge.md.sha256
+    .create()
+    .update(forge.asn1.toDer(forge.pki.certificateToAsn1(c)).getBytes())
+    .digest()
+    .toHex();
 
 function isCA(c: forge.pki.Certificate): boolean {
   return (c.getExtension('basicConstraints') as { cA?: boolean } | null)?.cA === true;
@@ -82,7 +90,12 @@ export function nearExpiry(c: forge.pki.Certificate, now: number): boolean {
 }
 
 function sans(c: forge.pki.Certificate): Set<string> {
-  const alt = (c.getExtension('subjectAltName') as { altNames?: { type: number; value?: string; ip?: string }[] } | null)?.altNames ?? [];
+  const alt =
+    (
+      c.getExtension('subjectAltName') as {
+        altNames?: { type: number; value?: string; ip?: string }[];
+      } | null
+    )?.altNames ?? [];
   return new Set(alt.map((a) => (a.type === 7 ? (a.ip ?? '') : (a.value ?? ''))));
 }
 
@@ -103,18 +116,29 @@ function keyMatches(certPem: string, keyPem: string): boolean {
 
 function parse(s: CertSecret): Parsed | string {
   const d = s.data;
-  const required = [SECRET_KEYS.cert, SECRET_KEYS.key, SECRET_KEYS.bundle, SECRET_KEYS.caCert, SECRET_KEYS.caKey];
+  const required = [
+    SECRET_KEYS.cert,
+    SECRET_KEYS.key,
+    SECRET_KEYS.bundle,
+    SECRET_KEYS.caCert,
+    SECRET_KEYS.caKey,
+  ];
   const missing = required.filter((k) => !d[k]);
   if (missing.length > 0) return `missing keys: ${missing.join(', ')}`;
   try {
     const cert = forge.pki.certificateFromPem(d[SECRET_KEYS.cert] as string);
     const signing = forge.pki.certificateFromPem(d[SECRET_KEYS.caCert] as string);
     if (!isCA(signing)) return `${SECRET_KEYS.caCert} is not a CA certificate`;
-    if (!keyMatches(d[SECRET_KEYS.caCert] as string, d[SECRET_KEYS.caKey] as string)) return `${SECRET_KEYS.caKey} does not match ${SECRET_KEYS.caCert}`;
-    if (!keyMatches(d[SECRET_KEYS.cert] as string, d[SECRET_KEYS.key] as string)) return `${SECRET_KEYS.key} does not match ${SECRET_KEYS.cert}`;
-    const bundle = splitPem(d[SECRET_KEYS.bundle] as string).map((p) => forge.pki.certificateFromPem(p));
+    if (!keyMatches(d[SECRET_KEYS.caCert] as string, d[SECRET_KEYS.caKey] as string))
+      return `${SECRET_KEYS.caKey} does not match ${SECRET_KEYS.caCert}`;
+    if (!keyMatches(d[SECRET_KEYS.cert] as string, d[SECRET_KEYS.key] as string))
+      return `${SECRET_KEYS.key} does not match ${SECRET_KEYS.cert}`;
+    const bundle = splitPem(d[SECRET_KEYS.bundle] as string).map((p) =>
+      forge.pki.certificateFromPem(p),
+    );
     const nextPem = d[SECRET_KEYS.nextCert];
-    const next = nextPem && d[SECRET_KEYS.nextKey] ? forge.pki.certificateFromPem(nextPem) : undefined;
+    const next =
+      nextPem && d[SECRET_KEYS.nextKey] ? forge.pki.certificateFromPem(nextPem) : undefined;
     return { cert, signing, bundle, ...(next ? { next } : {}) };
   } catch (err) {
     return `unreadable certificate or key: ${(err as Error).message}`;
@@ -127,35 +151,49 @@ export function assess(secret: CertSecret | undefined, policy: RotationPolicy, n
   const p = parse(secret);
   if (typeof p === 'string') return { action: 'create', reason: p };
   const inBundle = new Set(p.bundle.map(fingerprint));
-  if (!inBundle.has(fingerprint(p.signing))) return { action: 'create', reason: 'the signing CA is not in ca.crt' };
-  if (now >= p.signing.validity.notAfter.getTime()) return { action: 'create', reason: 'the signing CA has expired' };
+  if (!inBundle.has(fingerprint(p.signing)))
+    return { action: 'create', reason: 'the signing CA is not in ca.crt' };
+  if (now >= p.signing.validity.notAfter.getTime())
+    return { action: 'create', reason: 'the signing CA has expired' };
   if (p.next) {
-    if (!inBundle.has(fingerprint(p.next))) return { action: 'create', reason: 'the next CA is not in ca.crt' };
+    if (!inBundle.has(fingerprint(p.next)))
+      return { action: 'create', reason: 'the next CA is not in ca.crt' };
     const since = Date.parse(secret.annotations[NEXT_CA_SINCE_ANNOTATION] ?? '');
     if (!Number.isFinite(since) || now - since >= policy.promotionDelayMs) {
-      return { action: 'promote-ca', reason: 'the next CA has been in the caBundle long enough to sign' };
+      return {
+        action: 'promote-ca',
+        reason: 'the next CA has been in the caBundle long enough to sign',
+      };
     }
   } else if (nearExpiry(p.signing, now)) {
     return { action: 'add-next-ca', reason: 'the CA has less than a third of its lifetime left' };
   }
   const reissue = servingProblem(p, policy, now);
   if (reissue) return { action: 'reissue', reason: reissue };
-  if (p.bundle.some((c) => now >= c.validity.notAfter.getTime())) return { action: 'prune-bundle', reason: 'ca.crt holds an expired CA' };
+  if (p.bundle.some((c) => now >= c.validity.notAfter.getTime()))
+    return { action: 'prune-bundle', reason: 'ca.crt holds an expired CA' };
   return { action: 'none' };
 }
 
 function servingProblem(p: Parsed, policy: RotationPolicy, now: number): string | undefined {
-  if (!signedBy(p.cert, p.signing)) return 'the serving certificate is not signed by the signing CA';
+  if (!signedBy(p.cert, p.signing))
+    return 'the serving certificate is not signed by the signing CA';
   const have = sans(p.cert);
   const missing = policy.names.filter((n) => !have.has(n));
   if (missing.length > 0) return `the serving certificate lacks names: ${missing.join(', ')}`;
-  if (nearExpiry(p.cert, now)) return 'the serving certificate has less than a third of its lifetime left';
-  if (p.cert.validity.notAfter.getTime() > p.signing.validity.notAfter.getTime()) return 'the serving certificate outlives its CA';
+  if (nearExpiry(p.cert, now))
+    return 'the serving certificate has less than a third of its lifetime left';
+  if (p.cert.validity.notAfter.getTime() > p.signing.validity.notAfter.getTime())
+    return 'the serving certificate outlives its CA';
   return undefined;
 }
 
 /** Side-effect-free: why this Secret needs new certificates or a rotation step, or undefined. */
-export function needsRegeneration(secret: CertSecret | undefined, policy: RotationPolicy, now = Date.now()): string | undefined {
+export function needsRegeneration(
+  secret: CertSecret | undefined,
+  policy: RotationPolicy,
+  now = Date.now(),
+): string | undefined {
   const step = assess(secret, policy, now);
   return step.action === 'none' ? undefined : step.reason;
 }
@@ -166,7 +204,10 @@ const ca = (validityMs: number, now: number): KeyPairPem =>
 function serving(signer: KeyPairPem, policy: RotationPolicy, now: number): KeyPairPem {
   // Never outlive the CA: an API server would reject the chain once the CA expires.
   const caEnd = forge.pki.certificateFromPem(signer.certPem).validity.notAfter.getTime();
-  return generateServingCert(signer, policy.names, { now: new Date(now), validityMs: Math.min(policy.certValidityMs, caEnd - now) });
+  return generateServingCert(signer, policy.names, {
+    now: new Date(now),
+    validityMs: Math.min(policy.certValidityMs, caEnd - now),
+  });
 }
 
 function liveBundle(pems: readonly string[], now: number): string {
@@ -183,7 +224,12 @@ function liveBundle(pems: readonly string[], now: number): string {
 }
 
 /** The Secret after `step` (keys generated here). */
-export function advance(secret: CertSecret | undefined, step: Step, policy: RotationPolicy, now: number): CertSecret {
+export function advance(
+  secret: CertSecret | undefined,
+  step: Step,
+  policy: RotationPolicy,
+  now: number,
+): CertSecret {
   const d = { ...(secret?.data ?? {}) };
   const annotations = { ...(secret?.annotations ?? {}) };
   const bundle = splitPem(d[SECRET_KEYS.bundle] ?? '');
@@ -192,7 +238,10 @@ export function advance(secret: CertSecret | undefined, step: Step, policy: Rota
     d[SECRET_KEYS.cert] = s.certPem;
     d[SECRET_KEYS.key] = s.keyPem;
   };
-  const signing = (): KeyPairPem => ({ certPem: d[SECRET_KEYS.caCert] as string, keyPem: d[SECRET_KEYS.caKey] as string });
+  const signing = (): KeyPairPem => ({
+    certPem: d[SECRET_KEYS.caCert] as string,
+    keyPem: d[SECRET_KEYS.caKey] as string,
+  });
   switch (step.action) {
     case 'none':
       return { data: d, annotations };

@@ -16,10 +16,16 @@ import { discoveryOptions } from './agent.js';
 import type { CliIO } from './io.js';
 import { runUntilSignal } from './signals.js';
 
-async function agentHttp(config: AgentConfig, metrics: AgentMetrics, ready: () => string): Promise<FastifyInstance | undefined> {
+async function agentHttp(
+  config: AgentConfig,
+  metrics: AgentMetrics,
+  ready: () => string,
+): Promise<FastifyInstance | undefined> {
   if (!config.metricsEnabled) return undefined;
   const app = Fastify({ logger: false });
-  app.get('/metrics', async (_r, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  app.get('/metrics', async (_r, reply) =>
+    reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+  );
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_r, reply) => {
     const reason = ready();
@@ -29,35 +35,58 @@ async function agentHttp(config: AgentConfig, metrics: AgentMetrics, ready: () =
   return app;
 }
 
-async function kubeFor(a: AgentConfig, file: string | undefined, env: Env, logger: Logger): Promise<KubeClient | undefined> {
+async function kubeFor(
+  a: AgentConfig,
+  file: string | undefined,
+  env: Env,
+  logger: Logger,
+): Promise<KubeClient | undefined> {
   if (!a.nodeLabels && !a.podEvents) return undefined;
   try {
     return await loadKubeClient(file, env);
   } catch (err) {
-    logger.warn({ reason: (err as Error).message }, 'no Kubernetes API: node labels and pod events are off');
+    logger.warn(
+      { reason: (err as Error).message },
+      'no Kubernetes API: node labels and pod events are off',
+    );
     return undefined;
   }
 }
 
 /** Runs the agent until SIGTERM/SIGINT; with `uninstall`, removes our CNI entry and binary and returns. */
-export async function runAgent(config: Readonly<Config>, io: CliIO, uninstall: boolean): Promise<void> {
+export async function runAgent(
+  config: Readonly<Config>,
+  io: CliIO,
+  uninstall: boolean,
+): Promise<void> {
   const logger = createLogger(config.logLevel);
   const a = config.agent;
   const metrics = new AgentMetrics();
   const discoverNow = (): ReturnType<typeof discover> => discover(discoveryOptions(a));
   if (uninstall) {
     new NodeAgent({ config: a, logger, metrics, discover: discoverNow }).uninstallCni();
-    io.out(`removed erdma-smcr from the CNI configuration in ${join(a.hostRoot, a.cniConfDir)} and its binary\n`);
+    io.out(
+      `removed erdma-smcr from the CNI configuration in ${join(a.hostRoot, a.cniConfDir)} and its binary\n`,
+    );
     return;
   }
   logger.info({ config: a }, 'effective agent configuration');
   const client = await kubeFor(a, config.cluster.kubeconfig, io.env, logger);
-  const agent = new NodeAgent({ config: a, logger, metrics, discover: discoverNow, ...(client ? { client } : {}) });
+  const agent = new NodeAgent({
+    config: a,
+    logger,
+    metrics,
+    discover: discoverNow,
+    ...(client ? { client } : {}),
+  });
   // One kubelet registration per resource; a configuration the node's devices contradict stops here.
   const plugins = a.devicePlugin
     ? servedResources(a, discoverNow).map((r) => {
         const log = logger.child({ resource: r.name });
-        if (r.discover().length === 0) log.info('no device on this node is selected for this resource: serving it with none until one appears');
+        if (r.discover().length === 0)
+          log.info(
+            'no device on this node is selected for this resource: serving it with none until one appears',
+          );
         return new ErdmaDevicePlugin({
           kubeletDir: a.kubeletDir,
           resourceName: r.name,
@@ -75,7 +104,10 @@ export async function runAgent(config: Readonly<Config>, io: CliIO, uninstall: b
   for (const p of plugins) await p.start();
   await agent.start();
   const http = await agentHttp(a, metrics, () => agent.readiness());
-  if (http) io.out(`erdma-smcr agent: metrics and probes on http://${a.metricsHost}:${(http.server.address() as AddressInfo).port}\n`);
+  if (http)
+    io.out(
+      `erdma-smcr agent: metrics and probes on http://${a.metricsHost}:${(http.server.address() as AddressInfo).port}\n`,
+    );
   await runUntilSignal(logger, 'stopping the agent', async () => {
     await agent.close();
     for (const p of plugins) await p.stop();

@@ -34,7 +34,12 @@ export interface CheckReport {
   readonly results: readonly CheckResult[];
   /** Inputs that could not be read or parsed (the exit code is then 2, after every other file was checked). */
   readonly errors: readonly InputError[];
-  readonly summary: { readonly objects: number; readonly allowed: number; readonly denied: number; readonly errors: number };
+  readonly summary: {
+    readonly objects: number;
+    readonly allowed: number;
+    readonly denied: number;
+    readonly errors: number;
+  };
 }
 
 export interface ProfileChoice {
@@ -42,10 +47,19 @@ export interface ProfileChoice {
   readonly nodesFile?: string;
 }
 
-function describe(obj: Record<string, unknown>): { apiVersion: string; kind: string; namespace: string; name: string } {
+function describe(obj: Record<string, unknown>): {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+} {
   const md = isObject(obj.metadata) ? obj.metadata : {};
   const name =
-    typeof md.name === 'string' ? md.name : typeof md.generateName === 'string' ? `${md.generateName}*` : '(unnamed)';
+    typeof md.name === 'string'
+      ? md.name
+      : typeof md.generateName === 'string'
+        ? `${md.generateName}*`
+        : '(unnamed)';
   return {
     apiVersion: typeof obj.apiVersion === 'string' ? obj.apiVersion : '',
     kind: typeof obj.kind === 'string' ? obj.kind : '(no kind)',
@@ -55,10 +69,16 @@ function describe(obj: Record<string, unknown>): { apiVersion: string; kind: str
 }
 
 /** Splits ClusterProfile documents out of the inputs. More than one is an input error. */
-export function splitProfiles(inputs: readonly SourcedObject[]): { objects: SourcedObject[]; profile?: SourcedObject } {
+export function splitProfiles(inputs: readonly SourcedObject[]): {
+  objects: SourcedObject[];
+  profile?: SourcedObject;
+} {
   const profiles = inputs.filter((i) => i.object.kind === PROFILE_KIND);
   if (profiles.length > 1) {
-    throw new AppError('USAGE', `more than one ClusterProfile among the inputs: ${profiles.map((p) => p.source).join(', ')}`);
+    throw new AppError(
+      'USAGE',
+      `more than one ClusterProfile among the inputs: ${profiles.map((p) => p.source).join(', ')}`,
+    );
   }
   return { objects: inputs.filter((i) => i.object.kind !== PROFILE_KIND), profile: profiles[0] };
 }
@@ -76,8 +96,13 @@ export function resolveView(choice: ProfileChoice, inline?: SourcedObject): Clus
 function strayAnnotation(v: unknown, path: string, depth = 0): string | undefined {
   if (depth > 12 || v === null || typeof v !== 'object') return undefined;
   for (const [k, child] of Object.entries(v)) {
-    if (k === 'annotations' && isObject(child) && SMCR_ANNOTATION in child) return `${path}.annotations`;
-    const found = strayAnnotation(child, Array.isArray(v) ? `${path}[${k}]` : `${path}.${k}`, depth + 1);
+    if (k === 'annotations' && isObject(child) && SMCR_ANNOTATION in child)
+      return `${path}.annotations`;
+    const found = strayAnnotation(
+      child,
+      Array.isArray(v) ? `${path}[${k}]` : `${path}.${k}`,
+      depth + 1,
+    );
     if (found) return found;
   }
   return undefined;
@@ -87,19 +112,43 @@ function strayWarning(object: Record<string, unknown>): string[] {
   if (locatePod(object)) return [];
   const at = strayAnnotation(object, '');
   return at
-    ? [`${SMCR_ANNOTATION} is set at ${at.slice(1)}, where erdma-smcr cannot tell whether a pod template sits: not checked`]
+    ? [
+        `${SMCR_ANNOTATION} is set at ${at.slice(1)}, where erdma-smcr cannot tell whether a pod template sits: not checked`,
+      ]
     : [];
 }
 
 /** One object's result; its patch is kept only when the output shows patches. */
-function checkOne({ source, object }: SourcedObject, view: ClusterView, config: PolicyConfig, keepPatch: boolean): CheckResult {
+function checkOne(
+  { source, object }: SourcedObject,
+  view: ClusterView,
+  config: PolicyConfig,
+  keepPatch: boolean,
+): CheckResult {
   const r = evaluate(object, view, config);
   const warnings = [...r.warnings, ...strayWarning(object)];
-  return { source, ...describe(object), annotated: !r.untouched, allowed: r.allowed, denials: r.denials, warnings, patch: keepPatch ? r.patch : [] };
+  return {
+    source,
+    ...describe(object),
+    annotated: !r.untouched,
+    allowed: r.allowed,
+    denials: r.denials,
+    warnings,
+    patch: keepPatch ? r.patch : [],
+  };
 }
 
-function report(results: CheckResult[], errors: readonly InputError[], objects: number, denied: number): CheckReport {
-  return { results, errors, summary: { objects, allowed: objects - denied, denied, errors: errors.length } };
+function report(
+  results: CheckResult[],
+  errors: readonly InputError[],
+  objects: number,
+  denied: number,
+): CheckReport {
+  return {
+    results,
+    errors,
+    summary: { objects, allowed: objects - denied, denied, errors: errors.length },
+  };
 }
 
 /** A text that may hold a ClusterProfile document (files without one are not parsed for it). */
@@ -125,7 +174,13 @@ export function checkPaths(
   const profiles: SourcedObject[] = [];
   if (!choice.profileFile) {
     const seen: InputError[] = []; // reported by the main pass below
-    visitInputs(files, readStdin, (objs) => profiles.push(...objs.filter((o) => o.object.kind === PROFILE_KIND)), seen, MAY_HOLD_PROFILE);
+    visitInputs(
+      files,
+      readStdin,
+      (objs) => profiles.push(...objs.filter((o) => o.object.kind === PROFILE_KIND)),
+      seen,
+      MAY_HOLD_PROFILE,
+    );
   }
   const { profile } = splitProfiles(profiles);
   const view = resolveView(choice, profile);
@@ -150,7 +205,12 @@ export function checkPaths(
   return report(results, errors, objects, denied);
 }
 
-export function runCheck(objects: readonly SourcedObject[], view: ClusterView, config: PolicyConfig, errors: readonly InputError[] = []): CheckReport {
+export function runCheck(
+  objects: readonly SourcedObject[],
+  view: ClusterView,
+  config: PolicyConfig,
+  errors: readonly InputError[] = [],
+): CheckReport {
   const results = objects.map((o) => checkOne(o, view, config, true));
   return report(results, errors, results.length, results.filter((r) => !r.allowed).length);
 }

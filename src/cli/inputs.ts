@@ -105,7 +105,9 @@ export function parseManifests(text: string, name: string): SourcedObject[] {
 function parseError(name: string, err: unknown): InputError {
   const message = (err as Error).message;
   // The parser names the line (`file:LINE:COL: ...`); the entry's source carries it too.
-  const line = message.startsWith(`${name}:`) ? /^\d+/.exec(message.slice(name.length + 1))?.[0] : undefined;
+  const line = message.startsWith(`${name}:`)
+    ? /^\d+/.exec(message.slice(name.length + 1))?.[0]
+    : undefined;
   return { source: line ? `${name}:${line}` : name, code: 'INPUT_PARSE', message };
 }
 

@@ -11,7 +11,9 @@ import { certsCommand, reviewCommand, serveCommand } from './webhook.js';
 import { agentCommand, devicesCommand, statusCommand } from './agent.js';
 
 function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
   return pkg.version;
 }
 
@@ -20,7 +22,11 @@ interface GlobalOpts {
   logLevel?: string;
 }
 
-export function configFrom(globals: GlobalOpts, io: CliIO, flags: Record<string, unknown> = {}): Readonly<Config> {
+export function configFrom(
+  globals: GlobalOpts,
+  io: CliIO,
+  flags: Record<string, unknown> = {},
+): Readonly<Config> {
   return loadConfig({
     ...(globals.config ? { file: globals.config } : {}),
     env: io.env,
@@ -37,7 +43,10 @@ interface CheckOpts {
 }
 
 /** Many small writes gathered into a few large ones (each `process.stdout.write` is a system call). */
-function coalesced(write: (text: string) => void, limit = 64 << 10): { write: (text: string) => void; flush: () => void } {
+function coalesced(
+  write: (text: string) => void,
+  limit = 64 << 10,
+): { write: (text: string) => void; flush: () => void } {
   let parts: string[] = [];
   let size = 0;
   const flush = (): void => {
@@ -58,25 +67,49 @@ function coalesced(write: (text: string) => void, limit = 64 << 10): { write: (t
 function checkCommand(program: Command, io: CliIO, setCode: (c: number) => void): void {
   program
     .command('check')
-    .description('check manifests against the SMC-R admission policy, offline (exit 0 allowed, 1 denied, 2 input error)')
+    .description(
+      'check manifests against the SMC-R admission policy, offline (exit 0 allowed, 1 denied, 2 input error)',
+    )
     .argument('[paths...]', 'files, directories (recursive) or - for stdin', ['.'])
     .option('--profile <file>', 'cluster profile (YAML): driverMode, ipFamilies, nodes')
     .option('--nodes <file>', 'NodeList (kubectl get nodes -o yaml) for node checks')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS).default('text'))
+    .addOption(
+      new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS).default('text'),
+    )
     .option('--show-patch', 'print the JSON Patch the webhook would apply to each pod')
     .option('--no-color', 'never colour the text output')
     .action((paths: string[], opts: CheckOpts) => {
-      const config = configFrom(program.opts<GlobalOpts>(), io, { 'cluster.profile': opts.profile, 'cluster.nodes': opts.nodes });
-      const choice = { ...(config.cluster.profile ? { profileFile: config.cluster.profile } : {}), ...(config.cluster.nodes ? { nodesFile: config.cluster.nodes } : {}) };
+      const config = configFrom(program.opts<GlobalOpts>(), io, {
+        'cluster.profile': opts.profile,
+        'cluster.nodes': opts.nodes,
+      });
+      const choice = {
+        ...(config.cluster.profile ? { profileFile: config.cluster.profile } : {}),
+        ...(config.cluster.nodes ? { nodesFile: config.cluster.nodes } : {}),
+      };
       // Patches are kept only where they are shown: memory stays flat in the size of the tree.
       const keepPatch = opts.output === 'json' || opts.showPatch === true;
-      const text = { color: opts.color !== false && io.stdoutIsTTY && io.env.NO_COLOR === undefined, showPatch: opts.showPatch === true };
+      const text = {
+        color: opts.color !== false && io.stdoutIsTTY && io.env.NO_COLOR === undefined,
+        showPatch: opts.showPatch === true,
+      };
       // Every format is written as results arrive; no result is kept.
       const out = coalesced(io.out);
-      const writer = reportWriter(opts.output, out.write, { text, version: packageVersion(), now: new Date() });
+      const writer = reportWriter(opts.output, out.write, {
+        text,
+        version: packageVersion(),
+        now: new Date(),
+      });
       let report;
       try {
-        report = checkPaths(paths, () => io.stdin(), choice, config.policy, keepPatch, (r) => writer.result(r));
+        report = checkPaths(
+          paths,
+          () => io.stdin(),
+          choice,
+          config.policy,
+          keepPatch,
+          (r) => writer.result(r),
+        );
         writer.end(report);
       } finally {
         out.flush();
@@ -99,7 +132,8 @@ export function buildProgram(io: CliIO, setCode: (c: number) => void): Command {
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
   checkCommand(program, io, setCode);
-  const configFor = (flags: Record<string, unknown>): Readonly<Config> => configFrom(program.opts<GlobalOpts>(), io, flags);
+  const configFor = (flags: Record<string, unknown>): Readonly<Config> =>
+    configFrom(program.opts<GlobalOpts>(), io, flags);
   serveCommand(program, io, configFor, setCode);
   reviewCommand(program, io, configFor, setCode);
   certsCommand(program, io, setCode);

@@ -39,11 +39,17 @@ const newGroup = (): Group => ({ offsets: [], lengths: [], outcomes: [] });
 const emptySummary = (): Summary => ({ pass: 0, fail: 0, warn: 0, error: 0, skip: 0 });
 
 export function policyReportWriter(out: (text: string) => void, now: Date): ReportWriter {
-  const timestamp = { seconds: Math.floor(now.getTime() / 1000), nanos: (now.getTime() % 1000) * 1_000_000 };
+  const timestamp = {
+    seconds: Math.floor(now.getTime() / 1000),
+    nanos: (now.getTime() % 1000) * 1_000_000,
+  };
   const groups = new Map<string, Group>();
   const spool = new Spool();
   const record = (g: Group, entry: Record<string, unknown> & { result: Outcome }): void => {
-    const text = nested({ policy: POLICY, source: POLICY, category: 'SMC-R', timestamp, ...entry }, 8);
+    const text = nested(
+      { policy: POLICY, source: POLICY, category: 'SMC-R', timestamp, ...entry },
+      8,
+    );
     const at = spool.append(text);
     g.offsets.push(at);
     g.lengths.push(spool.size - at);
@@ -56,16 +62,50 @@ export function policyReportWriter(out: (text: string) => void, now: Date): Repo
   };
   return {
     result(r) {
-      const common = { scored: true, resources: [reference(r)], properties: { manifest: r.source } };
-      if (r.annotated && r.allowed) add(r.namespace, { rule: 'admission', result: 'pass', message: `${title(r)} would be admitted`, ...common });
-      for (const d of r.denials) add(r.namespace, { rule: d.rule, result: 'fail', severity: 'high', message: `${d.path}: ${d.message}`, ...common });
-      for (const w of r.warnings) add(r.namespace, { rule: 'policy-warning', result: 'warn', severity: 'low', message: w, ...common });
+      const common = {
+        scored: true,
+        resources: [reference(r)],
+        properties: { manifest: r.source },
+      };
+      if (r.annotated && r.allowed)
+        add(r.namespace, {
+          rule: 'admission',
+          result: 'pass',
+          message: `${title(r)} would be admitted`,
+          ...common,
+        });
+      for (const d of r.denials)
+        add(r.namespace, {
+          rule: d.rule,
+          result: 'fail',
+          severity: 'high',
+          message: `${d.path}: ${d.message}`,
+          ...common,
+        });
+      for (const w of r.warnings)
+        add(r.namespace, {
+          rule: 'policy-warning',
+          result: 'warn',
+          severity: 'low',
+          message: w,
+          ...common,
+        });
     },
     end(report) {
-      const reports: [ReportKind, string, Group][] = [...groups].map(([namespace, g]) => ['PolicyReport', namespace, g]);
+      const reports: [ReportKind, string, Group][] = [...groups].map(([namespace, g]) => [
+        'PolicyReport',
+        namespace,
+        g,
+      ]);
       if (report.errors.length > 0) {
         const g = newGroup();
-        for (const e of report.errors) record(g, { rule: 'input', result: 'error', message: e.message, properties: { manifest: e.source, code: e.code } });
+        for (const e of report.errors)
+          record(g, {
+            rule: 'input',
+            result: 'error',
+            message: e.message,
+            properties: { manifest: e.source, code: e.code },
+          });
         reports.push(['ClusterPolicyReport', '', g]);
       }
       out('{\n  "apiVersion": "v1",\n  "kind": "List",\n  "items": [');
@@ -74,7 +114,16 @@ export function policyReportWriter(out: (text: string) => void, now: Date): Repo
         for (let from = 0, n = 1; from < g.offsets.length; from += MAX_RESULTS_PER_REPORT, n += 1) {
           out(first ? '' : ',');
           first = false;
-          writeReport(out, spool, kind, namespace, n, g, from, Math.min(g.offsets.length, from + MAX_RESULTS_PER_REPORT));
+          writeReport(
+            out,
+            spool,
+            kind,
+            namespace,
+            n,
+            g,
+            from,
+            Math.min(g.offsets.length, from + MAX_RESULTS_PER_REPORT),
+          );
         }
       }
       out(`${first ? '' : '\n  '}]\n}\n`);
@@ -96,12 +145,27 @@ function reference(r: CheckResult): Record<string, string> {
 type ReportKind = 'PolicyReport' | 'ClusterPolicyReport';
 
 /** The `n`th report of a group: results [from, to), copied from the spool as they were written. */
-function writeReport(out: (text: string) => void, spool: Spool, kind: ReportKind, namespace: string, n: number, g: Group, from: number, to: number): void {
+function writeReport(
+  out: (text: string) => void,
+  spool: Spool,
+  kind: ReportKind,
+  namespace: string,
+  n: number,
+  g: Group,
+  from: number,
+  to: number,
+): void {
   const base = kind === 'PolicyReport' && !namespace ? NAME_NO_NAMESPACE : NAME;
   const summary = emptySummary();
   for (let k = from; k < to; k++) summary[g.outcomes[k]!] += 1;
-  const metadata = { name: n === 1 ? base : `${base}-${n}`, ...(namespace ? { namespace } : {}), labels: LABELS };
-  out(`\n    {\n      "apiVersion": ${JSON.stringify(POLICY_REPORT_API_VERSION)},\n      "kind": "${kind}",\n      "metadata": ${nested(metadata, 6)},\n      "summary": ${nested(summary, 6)},\n      "results": [`);
+  const metadata = {
+    name: n === 1 ? base : `${base}-${n}`,
+    ...(namespace ? { namespace } : {}),
+    labels: LABELS,
+  };
+  out(
+    `\n    {\n      "apiVersion": ${JSON.stringify(POLICY_REPORT_API_VERSION)},\n      "kind": "${kind}",\n      "metadata": ${nested(metadata, 6)},\n      "summary": ${nested(summary, 6)},\n      "results": [`,
+  );
   for (let k = from; k < to; k++) {
     out(k === from ? '\n        ' : ',\n        ');
     spool.copy(out, g.offsets[k]!, g.lengths[k]!);

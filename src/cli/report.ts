@@ -10,7 +10,14 @@ import { Spool } from './spool.js';
 export const OUTPUT_FORMATS = ['text', 'json', 'junit', 'sarif', 'policyreport'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
-const ANSI = { red: '\x1b[31m', green: '\x1b[32m', yellow: '\x1b[33m', dim: '\x1b[2m', bold: '\x1b[1m', reset: '\x1b[0m' };
+const ANSI = {
+  red: '\x1b[31m',
+  green: '\x1b[32m',
+  yellow: '\x1b[33m',
+  dim: '\x1b[2m',
+  bold: '\x1b[1m',
+  reset: '\x1b[0m',
+};
 
 function paint(color: boolean, code: keyof typeof ANSI, text: string): string {
   return color ? `${ANSI[code]}${text}${ANSI.reset}` : text;
@@ -46,23 +53,30 @@ export function formatTextResult(r: CheckResult, opts: TextOptions): string {
 /** The input errors and the summary line that end the text output. */
 export function formatTextFooter(report: ReportTail, opts: TextOptions): string {
   const c = opts.color;
-  const lines = report.errors.map((e) => `${paint(c, 'red', 'ERROR')} ${paint(c, 'dim', e.source)}  ${e.message}`);
+  const lines = report.errors.map(
+    (e) => `${paint(c, 'red', 'ERROR')} ${paint(c, 'dim', e.source)}  ${e.message}`,
+  );
   const s = report.summary;
   const errors = s.errors > 0 ? `, ${s.errors} input error(s)` : '';
   const summary = `${s.objects} object(s) checked: ${s.allowed} allowed, ${s.denied} denied${errors}`;
-  lines.push('', s.denied > 0 || s.errors > 0 ? paint(c, 'red', summary) : paint(c, 'green', summary));
+  lines.push(
+    '',
+    s.denied > 0 || s.errors > 0 ? paint(c, 'red', summary) : paint(c, 'green', summary),
+  );
   return `${lines.join('\n')}\n`;
 }
 
 function xml(text: string): string {
-  return text
-    // XML 1.0 forbids most control characters even when escaped.
-    // eslint-disable-next-line no-control-regex
-    .replace(/[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD]/g, '')
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;');
+  return (
+    text
+      // XML 1.0 forbids most control characters even when escaped.
+      // eslint-disable-next-line no-control-regex
+      .replace(/[^\x09\x0A\x0D\x20-\uD7FF\uE000-\uFFFD]/g, '')
+      .replace(/&/g, '&amp;')
+      .replace(/</g, '&lt;')
+      .replace(/>/g, '&gt;')
+      .replace(/"/g, '&quot;')
+  );
 }
 
 function fileOf(source: string): string {
@@ -70,13 +84,20 @@ function fileOf(source: string): string {
 }
 
 function testcase(r: CheckResult): string {
-  const parts = [`    <testcase classname="${xml(fileOf(r.source))}" name="${xml(`${title(r)} (${r.source})`)}">`];
+  const parts = [
+    `    <testcase classname="${xml(fileOf(r.source))}" name="${xml(`${title(r)} (${r.source})`)}">`,
+  ];
   if (!r.allowed) {
     const first = r.denials[0];
     const body = r.denials.map((d) => `[${d.rule}] ${d.message} (at ${d.path})`).join('\n');
-    parts.push(`      <failure type="${xml(first?.rule ?? 'denied')}" message="${xml(first?.message ?? 'denied')}">${xml(body)}</failure>`);
+    parts.push(
+      `      <failure type="${xml(first?.rule ?? 'denied')}" message="${xml(first?.message ?? 'denied')}">${xml(body)}</failure>`,
+    );
   }
-  if (r.warnings.length > 0) parts.push(`      <system-out>${xml(r.warnings.map((w) => `warning: ${w}`).join('\n'))}</system-out>`);
+  if (r.warnings.length > 0)
+    parts.push(
+      `      <system-out>${xml(r.warnings.map((w) => `warning: ${w}`).join('\n'))}</system-out>`,
+    );
   parts.push('    </testcase>');
   return parts.join('\n');
 }
@@ -124,7 +145,9 @@ function junitWriter(out: (text: string) => void): ReportWriter {
         byFile.set(fileOf(e.source), list);
       }
       const s = report.summary;
-      out(`<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="erdma-smcr check" tests="${s.objects + s.errors}" failures="${s.denied}" errors="${s.errors}">\n`);
+      out(
+        `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="erdma-smcr check" tests="${s.objects + s.errors}" failures="${s.denied}" errors="${s.errors}">\n`,
+      );
       spool.copy(out);
       for (const [f, errs] of byFile) out(`${suite(f, errs, 0, errs.length)}\n`);
       out('</testsuites>\n');
@@ -174,13 +197,18 @@ function jsonWriter(write: (text: string) => void): ReportWriter {
       count += 1;
     },
     end(report) {
-      out(`${count === 0 ? ']' : '\n  ]'},\n  "errors": ${nested(report.errors, 2)},\n  "summary": ${nested(report.summary, 2)}\n}\n`);
+      out(
+        `${count === 0 ? ']' : '\n  ]'},\n  "errors": ${nested(report.errors, 2)},\n  "summary": ${nested(report.summary, 2)}\n}\n`,
+      );
     },
   };
 }
 
 function textWriter(out: (text: string) => void, opts: TextOptions): ReportWriter {
-  return { result: (r) => out(formatTextResult(r, opts)), end: (report) => out(formatTextFooter(report, opts)) };
+  return {
+    result: (r) => out(formatTextResult(r, opts)),
+    end: (report) => out(formatTextFooter(report, opts)),
+  };
 }
 
 /**
@@ -203,7 +231,11 @@ export interface WriterOptions {
   readonly now: Date;
 }
 
-export function reportWriter(format: OutputFormat, out: (text: string) => void, opts: WriterOptions): ReportWriter {
+export function reportWriter(
+  format: OutputFormat,
+  out: (text: string) => void,
+  opts: WriterOptions,
+): ReportWriter {
   switch (format) {
     case 'text':
       return textWriter(out, opts.text);

@@ -22,7 +22,12 @@ function location(source: string): Location {
   const file = m ? (m[1] ?? source) : source;
   // A relative URI reference: path separators stay, anything else unsafe is percent-encoded.
   const uri = file.split('/').map(encodeURIComponent).join('/');
-  return { physicalLocation: { artifactLocation: { uri }, ...(m ? { region: { startLine: Math.max(1, Number(m[2])) } } : {}) } };
+  return {
+    physicalLocation: {
+      artifactLocation: { uri },
+      ...(m ? { region: { startLine: Math.max(1, Number(m[2])) } } : {}),
+    },
+  };
 }
 
 function ruleText(id: string): string {
@@ -32,7 +37,10 @@ function ruleText(id: string): string {
 }
 
 export function sarifWriter(write: (text: string) => void, version: string): ReportWriter {
-  const out = headed(write, `{\n  "$schema": ${JSON.stringify(SCHEMA)},\n  "version": "2.1.0",\n  "runs": [\n    {\n      "results": [`);
+  const out = headed(
+    write,
+    `{\n  "$schema": ${JSON.stringify(SCHEMA)},\n  "version": "2.1.0",\n  "runs": [\n    {\n      "results": [`,
+  );
   const ruleIds = new Set<string>();
   let count = 0;
   const emit = (result: Record<string, unknown>): void => {
@@ -44,19 +52,42 @@ export function sarifWriter(write: (text: string) => void, version: string): Rep
     result(r) {
       const where = [location(r.source)];
       const what = title(r);
-      for (const d of r.denials) emit({ ruleId: d.rule, level: 'error', message: { text: `${what}: ${d.path}: ${d.message}` }, locations: where });
-      for (const w of r.warnings) emit({ ruleId: WARNING_RULE, level: 'warning', message: { text: `${what}: ${w}` }, locations: where });
+      for (const d of r.denials)
+        emit({
+          ruleId: d.rule,
+          level: 'error',
+          message: { text: `${what}: ${d.path}: ${d.message}` },
+          locations: where,
+        });
+      for (const w of r.warnings)
+        emit({
+          ruleId: WARNING_RULE,
+          level: 'warning',
+          message: { text: `${what}: ${w}` },
+          locations: where,
+        });
     },
     end(report) {
       for (const e of report.errors) emit(inputResult(e));
-      const rules = [...ruleIds].sort().map((id) => ({ id, shortDescription: { text: ruleText(id) }, helpUri: `${INFO_URI}/blob/main/docs/troubleshooting.md` }));
+      const rules = [...ruleIds].sort().map((id) => ({
+        id,
+        shortDescription: { text: ruleText(id) },
+        helpUri: `${INFO_URI}/blob/main/docs/troubleshooting.md`,
+      }));
       const tool = { driver: { name: 'erdma-smcr', version, informationUri: INFO_URI, rules } };
       const invocations = [{ executionSuccessful: report.errors.length === 0 }];
-      out(`${count === 0 ? ']' : '\n      ]'},\n      "tool": ${nested(tool, 6)},\n      "invocations": ${nested(invocations, 6)}\n    }\n  ]\n}\n`);
+      out(
+        `${count === 0 ? ']' : '\n      ]'},\n      "tool": ${nested(tool, 6)},\n      "invocations": ${nested(invocations, 6)}\n    }\n  ]\n}\n`,
+      );
     },
   };
 }
 
 function inputResult(e: InputError): Record<string, unknown> {
-  return { ruleId: INPUT_RULE, level: 'error', message: { text: e.message }, locations: [location(e.source)] };
+  return {
+    ruleId: INPUT_RULE,
+    level: 'error',
+    message: { text: e.message },
+    locations: [location(e.source)],
+  };
 }

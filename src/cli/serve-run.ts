@@ -24,7 +24,12 @@ function baseProfile(config: Readonly<Config>): Profile {
 }
 
 /** The policy's cluster view: offline (profile files) or live (informers). */
-async function viewSource(config: Readonly<Config>, kc: () => Promise<KubeClient>, logger: Logger, metrics: WebhookMetrics): Promise<ClusterViewSource> {
+async function viewSource(
+  config: Readonly<Config>,
+  kc: () => Promise<KubeClient>,
+  logger: Logger,
+  metrics: WebhookMetrics,
+): Promise<ClusterViewSource> {
   if (config.cluster.source === 'offline') return offlineView(config);
   const { LiveViewSource } = await import('../cluster/live.js');
   const live = new LiveViewSource({
@@ -36,7 +41,8 @@ async function viewSource(config: Readonly<Config>, kc: () => Promise<KubeClient
     onStale: (stale) => metrics.viewStale.set(stale ? 1 : 0),
   });
   // Not ready until synced (readiness says so); serving meanwhile warns instead of guessing nodes.
-  if (!(await live.start(5_000))) logger.warn('cluster view not synced yet; /readyz stays 503 until it is');
+  if (!(await live.start(5_000)))
+    logger.warn('cluster view not synced yet; /readyz stays 503 until it is');
   return live;
 }
 
@@ -58,20 +64,43 @@ interface Certificates {
 
 function fileCertificates(config: Readonly<Config>, logger: Logger): Certificates {
   const w = config.webhook;
-  const certs = w.generateCerts ? ensureLocalCerts({ dir: w.certDir, service: w.serviceName, namespace: w.namespace, extraNames: w.extraNames }) : undefined;
-  if (certs?.generated) logger.info({ dir: w.certDir }, 'generated a development CA and serving certificate');
+  const certs = w.generateCerts
+    ? ensureLocalCerts({
+        dir: w.certDir,
+        service: w.serviceName,
+        namespace: w.namespace,
+        extraNames: w.extraNames,
+      })
+    : undefined;
+  if (certs?.generated)
+    logger.info({ dir: w.certDir }, 'generated a development CA and serving certificate');
   const paths = certs?.paths ?? certPaths(w.certDir);
-  return { start: { keyPath: paths.key, certPath: paths.cert }, caPath: shown(paths.caCert), attach: () => {}, close: async () => {} };
+  return {
+    start: { keyPath: paths.key, certPath: paths.cert },
+    caPath: shown(paths.caCert),
+    attach: () => {},
+    close: async () => {},
+  };
 }
 
-async function secretCertificates(config: Readonly<Config>, kc: KubeClient, logger: Logger, metrics: WebhookMetrics): Promise<Certificates> {
+async function secretCertificates(
+  config: Readonly<Config>,
+  kc: KubeClient,
+  logger: Logger,
+  metrics: WebhookMetrics,
+): Promise<Certificates> {
   const w = config.webhook;
-  const { KubeSecretStore, SecretCertManager, WebhookConfigTarget } = await import('../certs/bootstrap.js');
+  const { KubeSecretStore, SecretCertManager, WebhookConfigTarget } =
+    await import('../certs/bootstrap.js');
   let server: RunningServer | undefined;
   let pending: { key: string; cert: string } | undefined;
   const targets = [
-    ...(w.mutatingWebhookConfiguration ? [new WebhookConfigTarget(kc, 'mutating', w.mutatingWebhookConfiguration)] : []),
-    ...(w.validatingWebhookConfiguration ? [new WebhookConfigTarget(kc, 'validating', w.validatingWebhookConfiguration)] : []),
+    ...(w.mutatingWebhookConfiguration
+      ? [new WebhookConfigTarget(kc, 'mutating', w.mutatingWebhookConfiguration)]
+      : []),
+    ...(w.validatingWebhookConfiguration
+      ? [new WebhookConfigTarget(kc, 'validating', w.validatingWebhookConfiguration)]
+      : []),
   ];
   const manager = new SecretCertManager({
     client: kc,
@@ -83,7 +112,8 @@ async function secretCertificates(config: Readonly<Config>, kc: KubeClient, logg
     logger,
     checkIntervalMs: w.certCheckIntervalSeconds * 1000,
     onStep: (step) => metrics.certSteps.inc({ step }),
-    onServing: (key, cert) => (server ? server.applyCertificate(key, cert) : (pending = { key, cert })),
+    onServing: (key, cert) =>
+      server ? server.applyCertificate(key, cert) : (pending = { key, cert }),
   });
   const pair = await manager.start();
   return {
@@ -104,16 +134,25 @@ function shown(path: string): string {
 }
 
 /** The sample review shipped with the package (docs/admission), wherever it is installed. */
-const SAMPLE_REVIEW = fileURLToPath(new URL('../../docs/admission/pod-create-smcr.json', import.meta.url));
+const SAMPLE_REVIEW = fileURLToPath(
+  new URL('../../docs/admission/pod-create-smcr.json', import.meta.url),
+);
 
-function banner(config: Readonly<Config>, port: number, metricsPort: number | undefined, caPath: string): string {
+function banner(
+  config: Readonly<Config>,
+  port: number,
+  metricsPort: number | undefined,
+  caPath: string,
+): string {
   // Bound to every interface: say so, and call it on loopback in the example.
   const all = config.webhook.host === '0.0.0.0';
   const host = all ? '127.0.0.1' : config.webhook.host;
   const svc = `${config.webhook.serviceName}.${config.webhook.namespace}.svc`;
   return [
     `erdma-smcr webhook listening on https://${config.webhook.host}:${port}${all ? ' (every interface)' : ''} (/mutate, /validate; HTTP/2 and HTTP/1.1)`,
-    metricsPort !== undefined ? `metrics and probes on http://${config.webhook.metricsHost}:${metricsPort}/metrics, /healthz, /readyz` : '',
+    metricsPort !== undefined
+      ? `metrics and probes on http://${config.webhook.metricsHost}:${metricsPort}/metrics, /healthz, /readyz`
+      : '',
     '',
     'Send it a pod the way the API server does:',
     `  curl --cacert ${caPath} --resolve ${svc}:${port}:${host} -H 'Content-Type: application/json' \\`,
@@ -131,8 +170,14 @@ export async function runServe(config: Readonly<Config>, io: CliIO): Promise<voi
   logger.info({ config }, 'effective configuration');
   const metrics = new WebhookMetrics();
   let kc: Promise<KubeClient> | undefined;
-  const kube = (): Promise<KubeClient> => (kc ??= import('../cluster/client.js').then((m) => m.loadKubeClient(config.cluster.kubeconfig, io.env)));
-  const certs = config.webhook.certSource === 'secret' ? await secretCertificates(config, await kube(), logger, metrics) : fileCertificates(config, logger);
+  const kube = (): Promise<KubeClient> =>
+    (kc ??= import('../cluster/client.js').then((m) =>
+      m.loadKubeClient(config.cluster.kubeconfig, io.env),
+    ));
+  const certs =
+    config.webhook.certSource === 'secret'
+      ? await secretCertificates(config, await kube(), logger, metrics)
+      : fileCertificates(config, logger);
   const views = await viewSource(config, kube, logger, metrics);
   const server = await startServer({ config, views, logger, metrics, ...certs.start });
   certs.attach(server);

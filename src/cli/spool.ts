@@ -26,10 +26,13 @@ export class Spool {
     const at = this.size;
     if (this.fd === undefined && at + length > this.memoryLimit) this.spill();
     if (this.fd !== undefined) {
-      if (writeSync(this.fd, text, at, 'utf8') !== length) throw new Error('short write to the spool file');
+      if (writeSync(this.fd, text, at, 'utf8') !== length)
+        throw new Error('short write to the spool file');
     } else {
       if (at + length > this.mem.length) {
-        const grown = Buffer.alloc(Math.min(this.memoryLimit, Math.max(this.mem.length * 2, at + length)));
+        const grown = Buffer.alloc(
+          Math.min(this.memoryLimit, Math.max(this.mem.length * 2, at + length)),
+        );
         this.mem.copy(grown, 0, 0, at);
         this.mem = grown;
       }
@@ -47,7 +50,7 @@ export class Spool {
     }
     const decoder = new StringDecoder('utf8'); // a character may straddle two chunks
     const buf = (this.readBuf ??= Buffer.alloc(CHUNK));
-    for (let done = 0; done < length; ) {
+    for (let done = 0; done < length;) {
       const n = readSync(this.fd, buf, 0, Math.min(buf.length, length - done), from + done);
       if (n === 0) throw new Error(`spool file ended at ${from + done} of ${from + length}`);
       out(decoder.write(buf.subarray(0, n)));

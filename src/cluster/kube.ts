@@ -125,7 +125,7 @@ export class WatchedSet<T extends KubeObject, S = T> {
     while (current()) {
       let version = await this.list();
       // Resumes each watch the server ends from the last version seen; a 410 Gone lists again.
-      for (let gone = false; !gone && current(); ) {
+      for (let gone = false; !gone && current();) {
         const watched = await this.watchOnce(version);
         version = watched.version;
         gone = watched.gone;
@@ -166,7 +166,7 @@ export class WatchedSet<T extends KubeObject, S = T> {
     const items = new Map<string, S>();
     let version = '';
     let token: string | undefined;
-    for (let more = true; more; ) {
+    for (let more = true; more;) {
       const page = await this.page(limit, token);
       if (this.closed) return '';
       if (!page) {
@@ -193,12 +193,26 @@ export class WatchedSet<T extends KubeObject, S = T> {
   private async watchOnce(version: string): Promise<{ version: string; gone: boolean }> {
     let last = version;
     let gone = false;
-    const { timeout, grace } = this.opts.watchSeconds ?? { timeout: WATCH_SECONDS, grace: WATCH_GRACE_SECONDS };
-    const query = { ...this.selectors(), resourceVersion: version, allowWatchBookmarks: true, timeoutSeconds: timeout + Math.floor(Math.random() * timeout) };
+    const { timeout, grace } = this.opts.watchSeconds ?? {
+      timeout: WATCH_SECONDS,
+      grace: WATCH_GRACE_SECONDS,
+    };
+    const query = {
+      ...this.selectors(),
+      resourceVersion: version,
+      allowWatchBookmarks: true,
+      timeoutSeconds: timeout + Math.floor(Math.random() * timeout),
+    };
     this.current = await this.client.watch(this.opts.path, query, (e) => {
       const code = (e.object as { code?: number }).code;
       if (e.type === 'ERROR') {
-        if (code !== 410) throw new ApiError(Number(code ?? 0), JSON.stringify(e.object), 'GET', `${this.opts.path}?watch=1`);
+        if (code !== 410)
+          throw new ApiError(
+            Number(code ?? 0),
+            JSON.stringify(e.object),
+            'GET',
+            `${this.opts.path}?watch=1`,
+          );
         gone = true;
         return;
       }
@@ -251,7 +265,10 @@ export class WatchedSet<T extends KubeObject, S = T> {
     if (this.closed) return;
     this.broke = true;
     this.opts.onStale?.(true);
-    this.opts.logger.warn({ path: this.opts.path, reason: apiReason(err), retryInMs: this.delay }, 'watch broken; serving the last good state');
+    this.opts.logger.warn(
+      { path: this.opts.path, reason: apiReason(err), retryInMs: this.delay },
+      'watch broken; serving the last good state',
+    );
     this.current?.abort();
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {

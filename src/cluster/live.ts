@@ -132,7 +132,10 @@ export class LiveViewSource implements ClusterViewSource {
       return parseProfile(parseYamlFirst(text, source), source);
     } catch (err) {
       // A bad edit must not take the cluster settings away: keep what we had.
-      this.opts.logger.error({ reason: (err as Error).message }, 'cluster profile ConfigMap is invalid; keeping the previous profile');
+      this.opts.logger.error(
+        { reason: (err as Error).message },
+        'cluster profile ConfigMap is invalid; keeping the previous profile',
+      );
       return this.profile;
     }
   }
@@ -141,7 +144,10 @@ export class LiveViewSource implements ClusterViewSource {
   private rebuild(): void {
     this.profile = this.profileFromConfigMap();
     // Nodes are known only once listed; before that node checks only warn.
-    this.view = viewFromProfile({ ...this.profile, nodes: undefined }, this.nodes.synced ? this.index : undefined);
+    this.view = viewFromProfile(
+      { ...this.profile, nodes: undefined },
+      this.nodes.synced ? this.index : undefined,
+    );
   }
 
   async close(): Promise<void> {

@@ -36,7 +36,9 @@ export type Profile = z.infer<typeof profileSchema>;
 export const DEFAULT_PROFILE: Profile = { driverMode: 'default', ipFamilies: ['IPv4'] };
 
 function nodesOf(value: unknown): NodeFacts[] {
-  const list = Array.isArray(value) ? value : ((value as { items?: unknown[] } | undefined)?.items ?? []);
+  const list = Array.isArray(value)
+    ? value
+    : ((value as { items?: unknown[] } | undefined)?.items ?? []);
   return list.map((n: unknown) => nodeFacts(n)).filter((n): n is NodeFacts => n !== undefined);
 }
 
@@ -44,7 +46,10 @@ function nodesOf(value: unknown): NodeFacts[] {
 export function parseProfile(doc: unknown, source: string): Profile {
   const r = profileSchema.safeParse(doc ?? {});
   if (!r.success) {
-    throw new AppError('PROFILE_INVALID', `${source}: invalid cluster profile:\n${z.prettifyError(r.error)}`);
+    throw new AppError(
+      'PROFILE_INVALID',
+      `${source}: invalid cluster profile:\n${z.prettifyError(r.error)}`,
+    );
   }
   return r.data;
 }
@@ -54,7 +59,10 @@ function readYamlFile(file: string): unknown {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new AppError('INPUT_UNREADABLE', `cannot read ${file}: ${(err as NodeJS.ErrnoException).message}`);
+    throw new AppError(
+      'INPUT_UNREADABLE',
+      `cannot read ${file}: ${(err as NodeJS.ErrnoException).message}`,
+    );
   }
   return parseYamlFirst(text, file);
 }
@@ -66,7 +74,8 @@ export function loadProfileFile(file: string): Profile {
 /** Reads a NodeList, a single Node, or a list of Nodes from a file. */
 export function loadNodesFile(file: string): NodeFacts[] {
   const doc = readYamlFile(file);
-  const nodes = Array.isArray(doc) || (doc as { items?: unknown })?.items ? nodesOf(doc) : nodesOf([doc]);
+  const nodes =
+    Array.isArray(doc) || (doc as { items?: unknown })?.items ? nodesOf(doc) : nodesOf([doc]);
   if (nodes.length === 0) throw new AppError('PROFILE_INVALID', `${file}: no Node objects found`);
   return nodes;
 }
@@ -75,13 +84,20 @@ export function loadNodesFile(file: string): NodeFacts[] {
  * Builds the view from a profile and, optionally, a separate node list or node set (which wins;
  * a live view passes the set its watch keeps up to date).
  */
-export function viewFromProfile(profile: Profile, extraNodes?: readonly NodeFacts[] | NodeSet): ClusterView {
+export function viewFromProfile(
+  profile: Profile,
+  extraNodes?: readonly NodeFacts[] | NodeSet,
+): ClusterView {
   const list = extraNodes ?? (profile.nodes !== undefined ? nodesOf(profile.nodes) : undefined);
-  const nodes: NodeSet | undefined = Array.isArray(list) ? new NodeIndex(list) : (list as NodeSet | undefined);
+  const nodes: NodeSet | undefined = Array.isArray(list)
+    ? new NodeIndex(list)
+    : (list as NodeSet | undefined);
   return Object.freeze({
     ...(profile.driverMode ? { driverMode: profile.driverMode } : {}),
     ...(profile.ipFamilies ? { ipFamilies: profile.ipFamilies } : {}),
-    ...(profile.rdmaNonHostNetwork !== undefined ? { rdmaNonHostNetwork: profile.rdmaNonHostNetwork } : {}),
+    ...(profile.rdmaNonHostNetwork !== undefined
+      ? { rdmaNonHostNetwork: profile.rdmaNonHostNetwork }
+      : {}),
     nodesKnown: nodes !== undefined,
     nodes: nodes ?? EMPTY,
   });

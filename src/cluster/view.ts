@@ -41,22 +41,29 @@ export class StringPool {
 const SAME = { get: (s: string): string => s };
 
 /** Reads a Node object (as the API server or `kubectl get node -o yaml` gives it). */
-export function nodeFacts(node: unknown, pool: Pick<StringPool, 'get'> = SAME): NodeFacts | undefined {
-  if (!isObject(node) || !isObject(node.metadata) || typeof node.metadata.name !== 'string') return undefined;
+export function nodeFacts(
+  node: unknown,
+  pool: Pick<StringPool, 'get'> = SAME,
+): NodeFacts | undefined {
+  if (!isObject(node) || !isObject(node.metadata) || typeof node.metadata.name !== 'string')
+    return undefined;
   const info = isObject(node.status) && isObject(node.status.nodeInfo) ? node.status.nodeInfo : {};
   const labels = stringMap(node.metadata.labels) as Record<string, string>;
   for (const k in labels) labels[k] = pool.get(labels[k]!);
   return {
     name: pool.get(node.metadata.name),
     labels,
-    ...(typeof info.kernelVersion === 'string' ? { kernelVersion: pool.get(info.kernelVersion) } : {}),
+    ...(typeof info.kernelVersion === 'string'
+      ? { kernelVersion: pool.get(info.kernelVersion) }
+      : {}),
     ...(typeof info.osImage === 'string' ? { osImage: pool.get(info.osImage) } : {}),
   };
 }
 
 /** Whether two facts say the same (a node's status update changes none of them). */
 export function sameFacts(a: NodeFacts, b: NodeFacts): boolean {
-  if (a.name !== b.name || a.kernelVersion !== b.kernelVersion || a.osImage !== b.osImage) return false;
+  if (a.name !== b.name || a.kernelVersion !== b.kernelVersion || a.osImage !== b.osImage)
+    return false;
   let n = 0;
   for (const k in a.labels) {
     if (!Object.hasOwn(b.labels, k) || a.labels[k] !== b.labels[k]) return false;

@@ -7,7 +7,9 @@ import { deepFreeze } from '../freeze.js';
 import { parseYamlFirst } from '../yaml.js';
 
 /** Environment variables we read, each mapped to a dotted config path. */
-export const ENV_VARS: Readonly<Record<string, { path: string; type: 'string' | 'number' | 'boolean' }>> = {
+export const ENV_VARS: Readonly<
+  Record<string, { path: string; type: 'string' | 'number' | 'boolean' }>
+> = {
   ERDMA_SMCR_LOG_LEVEL: { path: 'logLevel', type: 'string' },
   ERDMA_SMCR_CONFIG_PROFILE: { path: 'cluster.profile', type: 'string' },
   ERDMA_SMCR_NODES: { path: 'cluster.nodes', type: 'string' },
@@ -48,8 +50,12 @@ function deepMerge(base: Tree, over: Tree): Tree {
   for (const [key, value] of Object.entries(over)) {
     const prev = out[key];
     const bothObjects =
-      typeof value === 'object' && value !== null && !Array.isArray(value) &&
-      typeof prev === 'object' && prev !== null && !Array.isArray(prev);
+      typeof value === 'object' &&
+      value !== null &&
+      !Array.isArray(value) &&
+      typeof prev === 'object' &&
+      prev !== null &&
+      !Array.isArray(prev);
     out[key] = bothObjects ? deepMerge(prev as Tree, value as Tree) : value;
   }
   return out;
@@ -59,7 +65,8 @@ function coerce(name: string, raw: string, type: 'string' | 'number' | 'boolean'
   if (type === 'string') return raw;
   if (type === 'number') {
     const n = Number(raw);
-    if (raw.trim() === '' || !Number.isFinite(n)) throw new AppError('CONFIG_INVALID', `${name}=${raw} is not a number`);
+    if (raw.trim() === '' || !Number.isFinite(n))
+      throw new AppError('CONFIG_INVALID', `${name}=${raw} is not a number`);
     return n;
   }
   if (/^(1|true|yes)$/i.test(raw)) return true;
@@ -81,7 +88,10 @@ function fromFile(file: string): Tree {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new AppError('CONFIG_INVALID', `cannot read config file ${file}: ${(err as Error).message}`);
+    throw new AppError(
+      'CONFIG_INVALID',
+      `cannot read config file ${file}: ${(err as Error).message}`,
+    );
   }
   const doc = parseYamlFirst(text, file);
   if (doc === null || doc === undefined) return {};
@@ -111,7 +121,10 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
   tree = deepMerge(tree, flagTree);
   const parsed = configSchema.safeParse(tree);
   if (!parsed.success) {
-    throw new AppError('CONFIG_INVALID', `invalid configuration:\n${z.prettifyError(parsed.error)}`);
+    throw new AppError(
+      'CONFIG_INVALID',
+      `invalid configuration:\n${z.prettifyError(parsed.error)}`,
+    );
   }
   return deepFreeze(parsed.data);
 }

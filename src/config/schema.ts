@@ -60,8 +60,16 @@ export const webhookSchema = z
     validatingWebhookConfiguration: z.string().default('erdma-smcr'),
     /** Extra DNS names or IPs in the serving certificate. */
     extraNames: z.array(z.string().min(1)).default([]),
-    caValiditySeconds: z.number().int().min(10).default(3 * 365 * 24 * 3600),
-    certValiditySeconds: z.number().int().min(5).default(90 * 24 * 3600),
+    caValiditySeconds: z
+      .number()
+      .int()
+      .min(10)
+      .default(3 * 365 * 24 * 3600),
+    certValiditySeconds: z
+      .number()
+      .int()
+      .min(5)
+      .default(90 * 24 * 3600),
     /** How long a new CA is in the caBundle before it signs (API servers pick up the bundle meanwhile). */
     caPromotionDelaySeconds: z.number().min(0).default(600),
     /** How often expiry and the caBundle are re-checked (drift is repaired then). */
@@ -69,7 +77,11 @@ export const webhookSchema = z
     serviceName: z.string().default('erdma-smcr-webhook'),
     namespace: z.string().default('erdma-smcr'),
     /** Request body limit in bytes: at least 7 MiB, because an UPDATE carries two 3 MiB objects. */
-    bodyLimit: z.number().int().min(1024).default(8 * 1024 * 1024),
+    bodyLimit: z
+      .number()
+      .int()
+      .min(1024)
+      .default(8 * 1024 * 1024),
     shutdownGraceMs: z.number().int().min(0).default(25_000),
     /**
      * On SIGTERM, keep accepting and serving this long while /readyz fails, before the graceful
@@ -88,7 +100,11 @@ export const webhookSchema = z
     requestTimeoutMs: z.number().int().min(100).default(30_000),
     idleTimeoutMs: z.number().int().min(100).default(65_000),
     /** Bytes that unfinished request bodies may hold in total; past it the oldest is dropped. */
-    pendingBodyBytes: z.number().int().min(1024).default(16 * 1024 * 1024),
+    pendingBodyBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .default(16 * 1024 * 1024),
     /**
      * Open connections; past it the oldest connection that never got a full response is closed,
      * else the one idle the longest (never one with a request in flight).
@@ -124,21 +140,35 @@ const selectorSchema = z
     /** Kernel drivers (sysfs device/driver), e.g. erdma, mlx5_core. */
     drivers: z.array(z.string().min(1)).min(1).optional(),
     /** PCI vendor IDs (sysfs device/vendor), e.g. 0x1ded (Alibaba), 0x15b3 (Mellanox). */
-    vendors: z.array(z.string().regex(/^0x[0-9a-fA-F]{4}$/, 'a PCI vendor ID like 0x15b3')).min(1).optional(),
+    vendors: z
+      .array(z.string().regex(/^0x[0-9a-fA-F]{4}$/, 'a PCI vendor ID like 0x15b3'))
+      .min(1)
+      .optional(),
     /** PCI device IDs (sysfs device/device). */
-    deviceIds: z.array(z.string().regex(/^0x[0-9a-fA-F]{4}$/, 'a PCI device ID like 0x101e')).min(1).optional(),
+    deviceIds: z
+      .array(z.string().regex(/^0x[0-9a-fA-F]{4}$/, 'a PCI device ID like 0x101e'))
+      .min(1)
+      .optional(),
     /** Regular expression on the RDMA device name (erdma_0, mlx5_1, ...). */
     rdmaDevice: z.string().min(1).refine(isRegExp, 'a valid regular expression').optional(),
     /** Regular expression on the device's network interface name. */
     netdev: z.string().min(1).refine(isRegExp, 'a valid regular expression').optional(),
   })
   .strict()
-  .refine((s) => Object.values(s).some((v) => v !== undefined), 'a selector needs at least one field');
+  .refine(
+    (s) => Object.values(s).some((v) => v !== undefined),
+    'a selector needs at least one field',
+  );
 
 const resourceSchema = z
   .object({
     /** Extended resource name, e.g. aliyun/erdma or rdma/hca. */
-    name: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'an extended resource name like rdma/hca'),
+    name: z
+      .string()
+      .regex(
+        /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/,
+        'an extended resource name like rdma/hca',
+      ),
     selector: selectorSchema,
     /** exclusive: slots per device, a pod gets the devices behind its IDs; shared: `slots` identical IDs, each gets every selected device. */
     mode: z.enum(['exclusive', 'shared']).default('exclusive'),
@@ -147,7 +177,10 @@ const resourceSchema = z
     /** exclusive only: numa (the devices behind the IDs, NUMA-aligned) or all (every device). */
     allocation: z.enum(['numa', 'all']).default('numa'),
     /** Socket in the kubelet's device-plugins directory (default derived from the name). */
-    socketName: z.string().regex(/^[A-Za-z0-9._-]+\.sock$/).optional(),
+    socketName: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]+\.sock$/)
+      .optional(),
     /**
      * true: on a node where the selector matches nothing, the resource is served with no devices
      * (capacity 0, until one appears) instead of refusing to start: one DaemonSet for mixed nodes.
@@ -175,7 +208,10 @@ export const agentSchema = z
     hostRoot: z.string().default('/'),
     kubeletDir: z.string().default('/var/lib/kubelet'),
     resourceName: z.string().default(ERDMA_RESOURCE),
-    socketName: z.string().regex(/^[A-Za-z0-9._-]+\.sock$/).default('erdma-smcr.sock'),
+    socketName: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]+\.sock$/)
+      .default('erdma-smcr.sock'),
     /** Pods that may share one device: each device is advertised this many times. */
     slotsPerDevice: z.number().int().min(1).max(1024).default(64),
     /** numa: a pod gets the device(s) behind its IDs, NUMA-aligned; all: every pod gets every device. */
@@ -249,7 +285,9 @@ export const agentSchema = z
 
 export const configSchema = z
   .object({
-    logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+    logLevel: z
+      .enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
+      .default('info'),
     policy: policySchema.prefault({}),
     webhook: webhookSchema.prefault({}),
     cluster: clusterSchema.prefault({}),

@@ -10,7 +10,10 @@ export type NodeStatus =
   | { readonly state: 'unknown'; readonly reason: string };
 
 /** Driver mode of a node: its agent label, else the cluster's. */
-export function nodeDriverMode(node: NodeFacts, clusterMode: DriverMode | undefined): string | undefined {
+export function nodeDriverMode(
+  node: NodeFacts,
+  clusterMode: DriverMode | undefined,
+): string | undefined {
   return node.labels[NODE_LABELS.driverMode] ?? clusterMode;
 }
 
@@ -33,7 +36,10 @@ function computeStatus(node: NodeFacts, clusterMode: DriverMode | undefined): No
   const capable = node.labels[NODE_LABELS.capable];
   if (capable === 'false') {
     const why = node.labels[NODE_LABELS.reason];
-    return { state: 'bad', reason: `node agent reports it cannot run SMC-R${why ? ` (${why})` : ''}` };
+    return {
+      state: 'bad',
+      reason: `node agent reports it cannot run SMC-R${why ? ` (${why})` : ''}`,
+    };
   }
   if (capable === 'true') return { state: 'ok' };
   if (node.kernelVersion === undefined || node.kernelVersion === '') {

@@ -1,7 +1,12 @@
 // Entry point of the policy: one object in, a verdict (and for a Pod the mutated object and
 // its JSON Patch) out. Pure: no I/O, no clock, no state but a bounded memo of settings strings.
 // Shared by webhook, CLI and tests.
-import { OWN_PREFIX, SETTINGS_ANNOTATION, SMCR_ANNOTATION, TUNING_ANNOTATIONS } from '../constants.js';
+import {
+  OWN_PREFIX,
+  SETTINGS_ANNOTATION,
+  SMCR_ANNOTATION,
+  TUNING_ANNOTATIONS,
+} from '../constants.js';
 import type { PolicyConfig } from '../config/schema.js';
 import { isObject, keyPath, locatePod, stringMap } from './locate.js';
 import { injectNodeAffinity, injectResource, setSettings, stripSettings } from './mutate.js';
@@ -32,16 +37,32 @@ function verdictOf(denials: Denial[], warnings: string[], smcr: boolean): Policy
 }
 
 /** An allowed verdict with the patch from `original` to its copy `mutated` (the original when it changed nothing). */
-function withPatch(warnings: readonly string[], smcr: boolean, original: JsonObject, mutated: JsonObject): PolicyResult {
+function withPatch(
+  warnings: readonly string[],
+  smcr: boolean,
+  original: JsonObject,
+  mutated: JsonObject,
+): PolicyResult {
   const patch = patchOfCopy(original, mutated);
-  return { allowed: true, denials: [], warnings, smcr, untouched: false, patch, mutated: patch.length > 0 ? mutated : original };
+  return {
+    allowed: true,
+    denials: [],
+    warnings,
+    smcr,
+    untouched: false,
+    patch,
+    mutated: patch.length > 0 ? mutated : original,
+  };
 }
 
 /** Warns when the annotation sits on a workload's own metadata, where it does nothing. */
 function misplacedAnnotation(obj: JsonObject, loc: PodLocation): string[] {
   if (loc.isPod || !isObject(obj.metadata)) return [];
   const own = stringMap(obj.metadata.annotations);
-  if (own[SMCR_ANNOTATION] === undefined || stringMap(loc.metadata.annotations)[SMCR_ANNOTATION] !== undefined) {
+  if (
+    own[SMCR_ANNOTATION] === undefined ||
+    stringMap(loc.metadata.annotations)[SMCR_ANNOTATION] !== undefined
+  ) {
     return [];
   }
   return [
@@ -102,7 +123,9 @@ function nonStringAnnotations(loc: PodLocation): Denial[] {
   const raw = loc.metadata.annotations;
   if (!isObject(raw) || Object.values(raw).every((v) => typeof v === 'string')) return [];
   return Object.entries(raw)
-    .filter(([k, v]) => typeof v !== 'string' && (k === SMCR_ANNOTATION || k.startsWith(OWN_PREFIX)))
+    .filter(
+      ([k, v]) => typeof v !== 'string' && (k === SMCR_ANNOTATION || k.startsWith(OWN_PREFIX)),
+    )
     .map(([k, v]) => ({
       rule: 'annotation-value',
       path: keyPath(`${loc.prefix}metadata.annotations`, k),
@@ -113,7 +136,13 @@ function nonStringAnnotations(loc: PodLocation): Denial[] {
     }));
 }
 
-function evaluateOff(obj: JsonObject, loc: PodLocation, warnings: string[], mutate: boolean, rdma: RdmaOutcome): PolicyResult {
+function evaluateOff(
+  obj: JsonObject,
+  loc: PodLocation,
+  warnings: string[],
+  mutate: boolean,
+  rdma: RdmaOutcome,
+): PolicyResult {
   const annotations = stringMap(loc.metadata.annotations);
   if (Object.values(TUNING_ANNOTATIONS).some((k) => annotations[k] !== undefined)) {
     warnings.push('SMC-R is off for this pod: its smcr.erdma.io tuning annotations have no effect');
@@ -136,11 +165,18 @@ function mutatePod(obj: JsonObject, ctx: RuleContext, settings: string): JsonObj
 }
 
 /** A pod without the SMC-R annotation: untouched, unless it uses RDMA or misplaced the annotation. */
-function withoutAnnotation(loc: PodLocation, misplaced: string[], view: ClusterView, config: PolicyConfig): PolicyResult {
+function withoutAnnotation(
+  loc: PodLocation,
+  misplaced: string[],
+  view: ClusterView,
+  config: PolicyConfig,
+): PolicyResult {
   if (misplaced.length === 0 && !mayUseRdma(loc, config)) return UNTOUCHED;
   const rdma = rdmaRules(loc, view, config);
   const warnings = [...misplaced, ...rdma.warnings];
-  return warnings.length > 0 || rdma.denials.length > 0 ? verdictOf(rdma.denials, warnings, false) : UNTOUCHED;
+  return warnings.length > 0 || rdma.denials.length > 0
+    ? verdictOf(rdma.denials, warnings, false)
+    : UNTOUCHED;
 }
 
 /**
@@ -148,7 +184,12 @@ function withoutAnnotation(loc: PodLocation, misplaced: string[], view: ClusterV
  * Objects of other kinds are allowed untouched, and so are pods without the SMC-R annotation,
  * unless they ask for an RDMA device (then the RDMA rules of rdma.ts apply).
  */
-export function evaluate(obj: unknown, view: ClusterView, config: PolicyConfig, options: EvaluateOptions = {}): PolicyResult {
+export function evaluate(
+  obj: unknown,
+  view: ClusterView,
+  config: PolicyConfig,
+  options: EvaluateOptions = {},
+): PolicyResult {
   if (!isObject(obj)) return UNTOUCHED;
   const loc = locatePod(obj);
   if (!loc) return UNTOUCHED;
@@ -166,16 +207,29 @@ export function evaluate(obj: unknown, view: ClusterView, config: PolicyConfig, 
   const path = keyPath(`${loc.prefix}metadata.annotations`, SMCR_ANNOTATION);
   if (on === undefined) {
     return verdictOf(
-      [{ rule: 'annotation-value', path, message: `${SMCR_ANNOTATION} must be "true" or "false", got "${clip(raw, 64)}".` }],
+      [
+        {
+          rule: 'annotation-value',
+          path,
+          message: `${SMCR_ANNOTATION} must be "true" or "false", got "${clip(raw, 64)}".`,
+        },
+      ],
       misplaced,
       false,
     );
   }
   const warnings = [...misplaced];
-  if (!isCanonicalBool(raw)) warnings.push(`${SMCR_ANNOTATION}: "${raw}" is read as "${String(on)}"; write "${String(on)}"`);
+  if (!isCanonicalBool(raw))
+    warnings.push(`${SMCR_ANNOTATION}: "${raw}" is read as "${String(on)}"; write "${String(on)}"`);
   if (!on) return evaluateOff(obj, loc, warnings, mutate, rdmaRules(loc, view, config));
 
-  const ctx: RuleContext = { loc, view, config, annotations, tuning: resolveTuning(annotations, config) };
+  const ctx: RuleContext = {
+    loc,
+    view,
+    config,
+    annotations,
+    tuning: resolveTuning(annotations, config),
+  };
   const denials: Denial[] = [];
   for (const rule of RULES) {
     const out = rule(ctx);

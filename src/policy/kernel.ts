@@ -58,7 +58,10 @@ function osReason(osImage: string | undefined, v: KernelVersion): string {
 }
 
 /** Whether a node with this kernel (and OS image, when known) can run SMC-R pods, and why not. */
-export function kernelEligibility(kernelVersion: string | undefined, osImage?: string): Eligibility {
+export function kernelEligibility(
+  kernelVersion: string | undefined,
+  osImage?: string,
+): Eligibility {
   if (kernelVersion === undefined || kernelVersion === '') {
     return { ok: false, reason: 'kernel version unknown' };
   }
@@ -67,11 +70,16 @@ export function kernelEligibility(kernelVersion: string | undefined, osImage?: s
   const os = osReason(osImage, v);
   if (os !== '') return { ok: false, reason: os };
   if (v.base[0] !== 5 || v.base[1] !== 10) {
-    return { ok: false, reason: `kernel ${kernelVersion} is not a 5.10 Alibaba Cloud Linux 3 kernel (no net.smc.tcp2smc)` };
+    return {
+      ok: false,
+      reason: `kernel ${kernelVersion} is not a 5.10 Alibaba Cloud Linux 3 kernel (no net.smc.tcp2smc)`,
+    };
   }
   const older =
     compareParts(v.base, MIN_KERNEL.base) < 0 ||
-    (compareParts(v.base, MIN_KERNEL.base) === 0 && compareParts(v.release, MIN_KERNEL.release) < 0);
-  if (older) return { ok: false, reason: `kernel ${kernelVersion} is older than ${MIN_KERNEL_TEXT}` };
+    (compareParts(v.base, MIN_KERNEL.base) === 0 &&
+      compareParts(v.release, MIN_KERNEL.release) < 0);
+  if (older)
+    return { ok: false, reason: `kernel ${kernelVersion} is older than ${MIN_KERNEL_TEXT}` };
   return { ok: true, reason: '' };
 }

@@ -28,7 +28,12 @@ function childArray(parent: JsonObject, key: string): unknown[] {
 }
 
 /** Adds the eRDMA resource (requests = limits = 1) when no container asks for one. */
-export function injectResource(pod: JsonObject, loc: PodLocation, config: PolicyConfig, annotations: Readonly<Record<string, string>>): void {
+export function injectResource(
+  pod: JsonObject,
+  loc: PodLocation,
+  config: PolicyConfig,
+  annotations: Readonly<Record<string, string>>,
+): void {
   const r = config.resourceName;
   if (resourceUses(loc, r).some((u) => (deviceCount(u.limit) ?? 0) > 0)) return;
   const containers = childArray(child(pod, 'spec'), 'containers');
@@ -36,7 +41,8 @@ export function injectResource(pod: JsonObject, loc: PodLocation, config: Policy
   let first = true;
   containers.forEach((c, i) => {
     if (!isObject(c)) return;
-    const wanted = named !== undefined ? c.name === named : config.resourceContainer === 'all' || first;
+    const wanted =
+      named !== undefined ? c.name === named : config.resourceContainer === 'all' || first;
     first = false;
     if (!wanted) return;
     const copy = { ...c };
@@ -48,15 +54,27 @@ export function injectResource(pod: JsonObject, loc: PodLocation, config: Policy
 }
 
 const OWN_EXPRESSION = { key: NODE_LABELS.capable, operator: 'In', values: ['true'] };
-const ownExpression = (): JsonObject => ({ key: OWN_EXPRESSION.key, operator: 'In', values: ['true'] });
+const ownExpression = (): JsonObject => ({
+  key: OWN_EXPRESSION.key,
+  operator: 'In',
+  values: ['true'],
+});
 /** A pod's affinity when it had none, the usual case: one frozen object every copy shares. */
 const OWN_AFFINITY = sharedConstant({
-  nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [ownExpression()] }] } },
+  nodeAffinity: {
+    requiredDuringSchedulingIgnoredDuringExecution: {
+      nodeSelectorTerms: [{ matchExpressions: [ownExpression()] }],
+    },
+  },
 });
 
 function hasOwnExpression(term: JsonObject): boolean {
   return arrayOf(term.matchExpressions).some(
-    (e) => isObject(e) && e.key === OWN_EXPRESSION.key && e.operator === 'In' && arrayOf(e.values).includes('true'),
+    (e) =>
+      isObject(e) &&
+      e.key === OWN_EXPRESSION.key &&
+      e.operator === 'In' &&
+      arrayOf(e.values).includes('true'),
   );
 }
 
@@ -70,7 +88,10 @@ export function injectNodeAffinity(pod: JsonObject): void {
     spec.affinity = OWN_AFFINITY;
     return;
   }
-  const required = child(child(child(spec, 'affinity'), 'nodeAffinity'), 'requiredDuringSchedulingIgnoredDuringExecution');
+  const required = child(
+    child(child(spec, 'affinity'), 'nodeAffinity'),
+    'requiredDuringSchedulingIgnoredDuringExecution',
+  );
   const terms = childArray(required, 'nodeSelectorTerms');
   if (terms.length === 0) {
     terms.push({ matchExpressions: [ownExpression()] });
@@ -78,7 +99,8 @@ export function injectNodeAffinity(pod: JsonObject): void {
   }
   terms.forEach((term, i) => {
     if (!isObject(term) || hasOwnExpression(term)) return;
-    const isEmpty = arrayOf(term.matchExpressions).length === 0 && arrayOf(term.matchFields).length === 0;
+    const isEmpty =
+      arrayOf(term.matchExpressions).length === 0 && arrayOf(term.matchFields).length === 0;
     if (isEmpty) return;
     const copy = { ...term };
     terms[i] = copy;

@@ -20,7 +20,9 @@ function isContainer(v: unknown): v is Container {
 
 /** RFC 6901: "~" becomes "~0" and "/" becomes "~1". */
 function escapeToken(key: string): string {
-  return key.includes('~') || key.includes('/') ? key.replace(/~/g, '~0').replace(/\//g, '~1') : key;
+  return key.includes('~') || key.includes('/')
+    ? key.replace(/~/g, '~0').replace(/\//g, '~1')
+    : key;
 }
 
 function keysOf(v: Container): string[] {
@@ -35,7 +37,13 @@ function has(v: Container, key: string): boolean {
 }
 
 /** The operations for one key of `before`, in compare()'s way; true when the key is gone. */
-function walkKey(before: Container, after: Container, key: string, ops: Operation[], path: string): boolean {
+function walkKey(
+  before: Container,
+  after: Container,
+  key: string,
+  ops: Operation[],
+  path: string,
+): boolean {
   const oldVal = (before as Record<string, unknown>)[key];
   const newVal = (after as Record<string, unknown>)[key];
   // Shared, as most keys are. A value from JSON is never one of Object.prototype's, so an equal
@@ -45,7 +53,12 @@ function walkKey(before: Container, after: Container, key: string, ops: Operatio
   if (has(after, key) && !(newVal === undefined && oldVal !== undefined && !afterIsArray)) {
     if (oldVal === newVal) return false;
     const at = `${path}/${escapeToken(key)}`;
-    if (isContainer(oldVal) && isContainer(newVal) && Array.isArray(oldVal) === Array.isArray(newVal)) walk(oldVal, newVal, ops, at);
+    if (
+      isContainer(oldVal) &&
+      isContainer(newVal) &&
+      Array.isArray(oldVal) === Array.isArray(newVal)
+    )
+      walk(oldVal, newVal, ops, at);
     else ops.push({ op: 'replace', path: at, value: newVal });
     return false;
   }
@@ -68,7 +81,8 @@ function walk(before: Container, after: Container, ops: Operation[], path: strin
   if (!removed && newKeys.length === oldKeys.length) return;
   const a = after as Record<string, unknown>;
   for (const key of newKeys) {
-    if (!has(before, key) && a[key] !== undefined) ops.push({ op: 'add', path: `${path}/${escapeToken(key)}`, value: a[key] });
+    if (!has(before, key) && a[key] !== undefined)
+      ops.push({ op: 'add', path: `${path}/${escapeToken(key)}`, value: a[key] });
   }
 }
 
@@ -101,7 +115,8 @@ export function sharedConstant<T extends object>(value: T): T {
 }
 
 function valueJson(value: unknown): string {
-  if (typeof value === 'object' && value !== null) return constantJson.get(value) ?? JSON.stringify(value);
+  if (typeof value === 'object' && value !== null)
+    return constantJson.get(value) ?? JSON.stringify(value);
   if (typeof value !== 'string') return JSON.stringify(value);
   let json = stringJson.get(value);
   if (json === undefined) {
@@ -134,8 +149,14 @@ export function patchJson(ops: readonly Operation[]): string {
  * many bytes that is. All-ASCII JSON (one byte per character, the usual case) is encoded by btoa,
  * which needs no Buffer; anything else goes through a UTF-8 Buffer (btoa would take it as Latin-1).
  */
-export function encodePatch(ops: readonly Operation[]): { readonly base64: string; readonly bytes: number } {
+export function encodePatch(ops: readonly Operation[]): {
+  readonly base64: string;
+  readonly bytes: number;
+} {
   const json = patchJson(ops);
   const bytes = Buffer.byteLength(json);
-  return { base64: bytes === json.length ? btoa(json) : Buffer.from(json).toString('base64'), bytes };
+  return {
+    base64: bytes === json.length ? btoa(json) : Buffer.from(json).toString('base64'),
+    bytes,
+  };
 }

@@ -13,15 +13,31 @@ export interface RdmaOutcome {
 }
 
 /** Containers (by name) that get at least one device of any of the resources. */
-function containersWithDevices(loc: PodLocation, resources: readonly string[]): { index: number; field: 'containers' | 'initContainers'; name: string; resource: string }[] {
-  const out: { index: number; field: 'containers' | 'initContainers'; name: string; resource: string }[] = [];
+function containersWithDevices(
+  loc: PodLocation,
+  resources: readonly string[],
+): { index: number; field: 'containers' | 'initContainers'; name: string; resource: string }[] {
+  const out: {
+    index: number;
+    field: 'containers' | 'initContainers';
+    name: string;
+    resource: string;
+  }[] = [];
   for (const field of ['initContainers', 'containers'] as const) {
     arrayOf(loc.spec[field]).forEach((c, index) => {
       if (!isObject(c) || !isObject(c.resources)) return;
       const limits = isObject(c.resources.limits) ? c.resources.limits : {};
       const requests = isObject(c.resources.requests) ? c.resources.requests : {};
-      const resource = resources.find((r) => (deviceCount(limits[r]) ?? deviceCount(requests[r]) ?? 0) > 0);
-      if (resource) out.push({ index, field, name: typeof c.name === 'string' ? c.name : `#${index}`, resource });
+      const resource = resources.find(
+        (r) => (deviceCount(limits[r]) ?? deviceCount(requests[r]) ?? 0) > 0,
+      );
+      if (resource)
+        out.push({
+          index,
+          field,
+          name: typeof c.name === 'string' ? c.name : `#${index}`,
+          resource,
+        });
     });
   }
   return out;
@@ -41,7 +57,14 @@ const resourceLists = new WeakMap<PolicyConfig, readonly string[]>();
 /** aliyun/erdma and the configured RDMA resources (computed once per configuration). */
 function rdmaResourcesOf(config: PolicyConfig): readonly string[] {
   let list = resourceLists.get(config);
-  if (!list) resourceLists.set(config, (list = [config.resourceName, ...config.rdmaResources.filter((r) => r !== config.resourceName)]));
+  if (!list)
+    resourceLists.set(
+      config,
+      (list = [
+        config.resourceName,
+        ...config.rdmaResources.filter((r) => r !== config.resourceName),
+      ]),
+    );
   return list;
 }
 
@@ -62,7 +85,8 @@ export function mayUseRdma(loc: PodLocation, config: PolicyConfig): boolean {
     if (!Array.isArray(list)) continue;
     for (const c of list) {
       if (!isObject(c) || !isObject(c.resources)) continue;
-      if (mentions(c.resources.limits, resources) || mentions(c.resources.requests, resources)) return true;
+      if (mentions(c.resources.limits, resources) || mentions(c.resources.requests, resources))
+        return true;
     }
   }
   return false;
@@ -78,7 +102,9 @@ export function rdmaRules(loc: PodLocation, view: ClusterView, config: PolicyCon
   if (unlocked.length === users.length) {
     const names = unlocked.map((u) => `${u.name} (${u.resource})`).join(', ');
     // Short: the API server cuts warnings at 120 characters, so the names come last.
-    out.warnings.push(`RDMA without IPC_LOCK: memory registration fails at the default memlock limit; add capability IPC_LOCK to ${names}`);
+    out.warnings.push(
+      `RDMA without IPC_LOCK: memory registration fails at the default memlock limit; add capability IPC_LOCK to ${names}`,
+    );
   }
   const hca = users.find((u) => u.resource === config.hcaResource);
   if (hca && loc.spec.hostNetwork !== true && view.rdmaNonHostNetwork === false) {

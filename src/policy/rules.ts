@@ -6,7 +6,13 @@ import { MIN_KERNEL_TEXT } from './kernel.js';
 import { wholeQuantity } from './quantity.js';
 import { clip } from '../text.js';
 import { arrayOf, isObject, keyPath } from './locate.js';
-import { Budget, placement, placementTooLarge, PLACEMENT_LIMITS, type Placement } from './scheduling.js';
+import {
+  Budget,
+  placement,
+  placementTooLarge,
+  PLACEMENT_LIMITS,
+  type Placement,
+} from './scheduling.js';
 import type { ResolvedTuning } from './settings.js';
 import type { ClusterView, Denial, DriverMode, NodeFacts, PodLocation } from './types.js';
 
@@ -61,7 +67,10 @@ export const driverMode: Rule = (ctx) => {
   );
 };
 
-function describeNodes(list: readonly { node: NodeFacts; reason: string }[], total: number): string {
+function describeNodes(
+  list: readonly { node: NodeFacts; reason: string }[],
+  total: number,
+): string {
   const shown = list.slice(0, 5).map(({ node, reason }) => `${node.name} (${reason})`);
   const more = total > 5 ? `, and ${total - 5} more` : '';
   return shown.join(', ') + more;
@@ -89,8 +98,19 @@ interface Candidates {
   readonly overBudget: boolean;
 }
 
-function candidates(nodes: Iterable<NodeFacts>, where: Placement, mode: DriverMode | undefined, budget: Budget): Candidates {
-  const out = { ok: false, count: 0, bad: [] as { node: NodeFacts; reason: string }[], badCount: 0, overBudget: false };
+function candidates(
+  nodes: Iterable<NodeFacts>,
+  where: Placement,
+  mode: DriverMode | undefined,
+  budget: Budget,
+): Candidates {
+  const out = {
+    ok: false,
+    count: 0,
+    bad: [] as { node: NodeFacts; reason: string }[],
+    badCount: 0,
+    overBudget: false,
+  };
   for (const node of nodes) {
     if (budget.spent) return { ...out, overBudget: true };
     if (!where.matches(node, budget)) continue;
@@ -134,7 +154,9 @@ export const nodeEligibility: Rule = (ctx) => {
   const where = placement(loc.spec, loc.prefix);
   const budget = new Budget();
   if (usableMatch(view, where, budget)) return none();
-  const found = budget.spent ? undefined : candidates(nodesFor(view, where), where, view.driverMode, budget);
+  const found = budget.spent
+    ? undefined
+    : candidates(nodesFor(view, where), where, view.driverMode, budget);
   if (!found || found.overBudget) {
     return deny(
       'object-size',
@@ -150,7 +172,9 @@ export const nodeEligibility: Rule = (ctx) => {
       : warn('the cluster view has no nodes; node checks were skipped');
   }
   if (found.badCount < found.count) {
-    return warn('no node this pod may run on is known to support SMC-R; some nodes report no kernel version');
+    return warn(
+      'no node this pod may run on is known to support SMC-R; some nodes report no kernel version',
+    );
   }
   const subject = where.pinned
     ? `this pod may only run on nodes that cannot run SMC-R (${where.pinnedBy.join(', ')})`
@@ -177,7 +201,8 @@ export const ipFamily: Rule = (ctx) => {
       `the cluster is IPv6-only, and SMC-R carries IPv4 only. Remove the ${SMCR_ANNOTATION} annotation.`,
     );
   }
-  if (fams.includes('IPv6')) out.warnings.push('dual-stack cluster: IPv6 connections of this pod stay on TCP');
+  if (fams.includes('IPv6'))
+    out.warnings.push('dual-stack cluster: IPv6 connections of this pod stay on TCP');
   const dns = isObject(ctx.loc.spec.dnsConfig) ? ctx.loc.spec.dnsConfig : {};
   const v6dns = arrayOf(dns.nameservers).filter(isIPv6);
   const v6alias = arrayOf(ctx.loc.spec.hostAliases).filter((a) => isObject(a) && isIPv6(a.ip));
@@ -235,8 +260,15 @@ const MAX_COUNT = BigInt(Number.MAX_SAFE_INTEGER);
 function checkUse(use: ResourceUse, r: string): Denial | undefined {
   const req = use.request === undefined ? undefined : deviceCount(use.request);
   const lim = use.limit === undefined ? undefined : deviceCount(use.limit);
-  if ((use.request !== undefined && req === undefined) || (use.limit !== undefined && lim === undefined)) {
-    return { rule: 'erdma-resource', path: keyPath(`${use.path}.limits`, r), message: `${r} must be a whole number of devices.` };
+  if (
+    (use.request !== undefined && req === undefined) ||
+    (use.limit !== undefined && lim === undefined)
+  ) {
+    return {
+      rule: 'erdma-resource',
+      path: keyPath(`${use.path}.limits`, r),
+      message: `${r} must be a whole number of devices.`,
+    };
   }
   if (use.limit === undefined) {
     return {
@@ -297,5 +329,13 @@ export const containerChoice: Rule = (ctx) => {
 };
 
 /** Every rule run for a pod that asks for SMC-R, in the order their verdicts are reported. */
-export const RULES: readonly Rule[] = [objectSize, hostNetwork, driverMode, nodeEligibility, ipFamily, erdmaResource, tuning, containerChoice];
-
+export const RULES: readonly Rule[] = [
+  objectSize,
+  hostNetwork,
+  driverMode,
+  nodeEligibility,
+  ipFamily,
+  erdmaResource,
+  tuning,
+  containerChoice,
+];

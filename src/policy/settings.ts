@@ -25,16 +25,56 @@ const BUF_MAX = 1_073_741_823;
 const SMCR_BUF_CAP = 524_288;
 
 export const KNOBS: readonly Knob[] = [
-  { field: 'wmem', annotation: TUNING_ANNOTATIONS.wmem, sysctl: 'net.smc.wmem', min: BUF_MIN, max: BUF_MAX, unit: 'bytes', softMax: SMCR_BUF_CAP },
-  { field: 'rmem', annotation: TUNING_ANNOTATIONS.rmem, sysctl: 'net.smc.rmem', min: BUF_MIN, max: BUF_MAX, unit: 'bytes', softMax: SMCR_BUF_CAP },
-  { field: 'autocorkingSize', annotation: TUNING_ANNOTATIONS.autocorkingSize, sysctl: 'net.smc.autocorking_size', min: 0, max: 4_294_967_295, unit: 'bytes (0 turns auto-corking off)' },
-  { field: 'bufType', annotation: TUNING_ANNOTATIONS.bufType, sysctl: 'net.smc.smcr_buf_type', min: 0, max: 2, unit: '(0 physically contiguous, 1 virtually contiguous, 2 mixed)' },
+  {
+    field: 'wmem',
+    annotation: TUNING_ANNOTATIONS.wmem,
+    sysctl: 'net.smc.wmem',
+    min: BUF_MIN,
+    max: BUF_MAX,
+    unit: 'bytes',
+    softMax: SMCR_BUF_CAP,
+  },
+  {
+    field: 'rmem',
+    annotation: TUNING_ANNOTATIONS.rmem,
+    sysctl: 'net.smc.rmem',
+    min: BUF_MIN,
+    max: BUF_MAX,
+    unit: 'bytes',
+    softMax: SMCR_BUF_CAP,
+  },
+  {
+    field: 'autocorkingSize',
+    annotation: TUNING_ANNOTATIONS.autocorkingSize,
+    sysctl: 'net.smc.autocorking_size',
+    min: 0,
+    max: 4_294_967_295,
+    unit: 'bytes (0 turns auto-corking off)',
+  },
+  {
+    field: 'bufType',
+    annotation: TUNING_ANNOTATIONS.bufType,
+    sysctl: 'net.smc.smcr_buf_type',
+    min: 0,
+    max: 2,
+    unit: '(0 physically contiguous, 1 virtually contiguous, 2 mixed)',
+  },
   // proc_dointvec_jiffies: seconds times HZ (up to 1000) must fit an int.
-  { field: 'testlinkTime', annotation: TUNING_ANNOTATIONS.testlinkTime, sysctl: 'net.smc.smcr_testlink_time', min: 0, max: 2_147_483, unit: 'seconds (0 turns TEST_LINK off)' },
+  {
+    field: 'testlinkTime',
+    annotation: TUNING_ANNOTATIONS.testlinkTime,
+    sysctl: 'net.smc.smcr_testlink_time',
+    min: 0,
+    max: 2_147_483,
+    unit: 'seconds (0 turns TEST_LINK off)',
+  },
 ];
 
 export const TCP2SMC_SYSCTL = 'net.smc.tcp2smc';
-export const DISABLE_IPV6_SYSCTLS = ['net.ipv6.conf.all.disable_ipv6', 'net.ipv6.conf.default.disable_ipv6'];
+export const DISABLE_IPV6_SYSCTLS = [
+  'net.ipv6.conf.all.disable_ipv6',
+  'net.ipv6.conf.default.disable_ipv6',
+];
 
 export interface TuningProblem {
   readonly annotation: string;
@@ -48,13 +88,20 @@ export interface ResolvedTuning {
   readonly warnings: readonly string[];
 }
 
-function checkKnob(knob: Knob, raw: string): { value?: number; problem?: string; warning?: string } {
+function checkKnob(
+  knob: Knob,
+  raw: string,
+): { value?: number; problem?: string; warning?: string } {
   if (!/^\d{1,10}$/.test(raw)) {
-    return { problem: `must be a whole number of ${knob.unit} between ${knob.min} and ${knob.max}, got "${clip(raw, 64)}"` };
+    return {
+      problem: `must be a whole number of ${knob.unit} between ${knob.min} and ${knob.max}, got "${clip(raw, 64)}"`,
+    };
   }
   const value = Number(raw);
   if (value < knob.min || value > knob.max) {
-    return { problem: `${value} is outside ${knob.min}..${knob.max} ${knob.unit} (${knob.sysctl})` };
+    return {
+      problem: `${value} is outside ${knob.min}..${knob.max} ${knob.unit} (${knob.sysctl})`,
+    };
   }
   const warning =
     knob.softMax !== undefined && value > knob.softMax
@@ -64,7 +111,10 @@ function checkKnob(knob: Knob, raw: string): { value?: number; problem?: string;
 }
 
 /** Reads and validates the tuning annotations over the configured defaults. */
-export function resolveTuning(annotations: Readonly<Record<string, string>>, config: PolicyConfig): ResolvedTuning {
+export function resolveTuning(
+  annotations: Readonly<Record<string, string>>,
+  config: PolicyConfig,
+): ResolvedTuning {
   const values: Partial<Record<keyof TuningConfig, number>> = {};
   const problems: TuningProblem[] = [];
   const warnings: string[] = [];
@@ -83,7 +133,10 @@ export function resolveTuning(annotations: Readonly<Record<string, string>>, con
   if (rawKeep !== undefined) {
     const parsed = parseGoBool(rawKeep);
     if (parsed === undefined) {
-      problems.push({ annotation: TUNING_ANNOTATIONS.keepIPv6, message: `must be "true" or "false", got "${clip(rawKeep, 64)}"` });
+      problems.push({
+        annotation: TUNING_ANNOTATIONS.keepIPv6,
+        message: `must be "true" or "false", got "${clip(rawKeep, 64)}"`,
+      });
     } else keepIPv6 = parsed;
   }
   return { values, keepIPv6, problems, warnings };

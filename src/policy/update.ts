@@ -18,7 +18,12 @@ function annotationsOf(obj: JsonObject | undefined): Record<string, string> {
   return stringMap(loc?.metadata.annotations);
 }
 
-function result(denials: Denial[], warnings: string[], smcr: boolean, patch: Operation[] = []): PolicyResult {
+function result(
+  denials: Denial[],
+  warnings: string[],
+  smcr: boolean,
+  patch: Operation[] = [],
+): PolicyResult {
   return { allowed: denials.length === 0, denials, warnings, smcr, untouched: false, patch };
 }
 
@@ -31,7 +36,12 @@ function restoreSettings(pod: JsonObject, oldValue: string | undefined): Operati
   return patchOfCopy(pod, copy);
 }
 
-function podUpdate(pod: JsonObject, old: JsonObject | undefined, config: PolicyConfig, mutate: boolean): PolicyResult {
+function podUpdate(
+  pod: JsonObject,
+  old: JsonObject | undefined,
+  config: PolicyConfig,
+  mutate: boolean,
+): PolicyResult {
   const now = annotationsOf(pod);
   const before = annotationsOf(old);
   const denials: Denial[] = [];
@@ -44,34 +54,71 @@ function podUpdate(pod: JsonObject, old: JsonObject | undefined, config: PolicyC
         path: keyPath('metadata.annotations', SMCR_ANNOTATION),
         message: `${SMCR_ANNOTATION} must be "true" or "false", got "${clip(raw, 64)}".`,
       });
-    } else warnings.push('SMC-R is set up when a pod starts: this annotation change applies only once the pod is recreated');
+    } else
+      warnings.push(
+        'SMC-R is set up when a pod starts: this annotation change applies only once the pod is recreated',
+      );
   }
-  const changedTuning: string[] = Object.values(TUNING_ANNOTATIONS).filter((k) => now[k] !== before[k]);
+  const changedTuning: string[] = Object.values(TUNING_ANNOTATIONS).filter(
+    (k) => now[k] !== before[k],
+  );
   if (changedTuning.length > 0) {
-    const problems = resolveTuning(now, config).problems.filter((p) => changedTuning.includes(p.annotation));
+    const problems = resolveTuning(now, config).problems.filter((p) =>
+      changedTuning.includes(p.annotation),
+    );
     for (const p of problems) {
-      denials.push({ rule: 'tuning', path: keyPath('metadata.annotations', p.annotation), message: `${p.annotation} ${p.message}.` });
+      denials.push({
+        rule: 'tuning',
+        path: keyPath('metadata.annotations', p.annotation),
+        message: `${p.annotation} ${p.message}.`,
+      });
     }
-    if (problems.length === 0) warnings.push('SMC-R tuning is applied when a pod starts: the change applies once the pod is recreated');
+    if (problems.length === 0)
+      warnings.push(
+        'SMC-R tuning is applied when a pod starts: the change applies once the pod is recreated',
+      );
   }
   const smcr = raw !== undefined && parseGoBool(raw) === true;
   const forged = now[SETTINGS_ANNOTATION] !== before[SETTINGS_ANNOTATION];
-  const patch = mutate && forged && denials.length === 0 ? restoreSettings(pod, before[SETTINGS_ANNOTATION]) : [];
+  const patch =
+    mutate && forged && denials.length === 0
+      ? restoreSettings(pod, before[SETTINGS_ANNOTATION])
+      : [];
   return result(denials, warnings, smcr, patch);
 }
 
 const denialKey = (d: Denial): string => `${d.rule}\u0000${d.path}`;
 
-function workloadUpdate(obj: JsonObject, old: JsonObject | undefined, view: ClusterView, config: PolicyConfig): PolicyResult {
+function workloadUpdate(
+  obj: JsonObject,
+  old: JsonObject | undefined,
+  view: ClusterView,
+  config: PolicyConfig,
+): PolicyResult {
   const now = evaluate(obj, view, config, { mutate: false });
   if (now.allowed || !old) return now;
   const before = new Set(evaluate(old, view, config, { mutate: false }).denials.map(denialKey));
   const fresh = now.denials.filter((d) => !before.has(denialKey(d)));
-  const kept = now.denials.filter((d) => before.has(denialKey(d))).map((d) => `already present before this update: [${d.rule}] ${d.path}`);
-  return { ...now, allowed: fresh.length === 0, denials: fresh, warnings: [...now.warnings, ...kept] };
+  const kept = now.denials
+    .filter((d) => before.has(denialKey(d)))
+    .map((d) => `already present before this update: [${d.rule}] ${d.path}`);
+  return {
+    ...now,
+    allowed: fresh.length === 0,
+    denials: fresh,
+    warnings: [...now.warnings, ...kept],
+  };
 }
 
 /** The verdict for an UPDATE of a Pod or a workload. */
-export function updateVerdict(obj: JsonObject, old: JsonObject | undefined, view: ClusterView, config: PolicyConfig, mutate: boolean): PolicyResult {
-  return obj.kind === 'Pod' ? podUpdate(obj, old, config, mutate) : workloadUpdate(obj, old, view, config);
+export function updateVerdict(
+  obj: JsonObject,
+  old: JsonObject | undefined,
+  view: ClusterView,
+  config: PolicyConfig,
+  mutate: boolean,
+): PolicyResult {
+  return obj.kind === 'Pod'
+    ? podUpdate(obj, old, config, mutate)
+    : workloadUpdate(obj, old, view, config);
 }

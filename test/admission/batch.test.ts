@@ -15,7 +15,9 @@ function recorder(events: string[], fail = false): FastifyReply {
   return {
     send(payload: unknown) {
       if (fail) throw new Error(`socket gone for ${String(payload)}`);
-      events.push(payload instanceof Error ? `error ${payload.message}` : `sent ${String(payload)}`);
+      events.push(
+        payload instanceof Error ? `error ${payload.message}` : `sent ${String(payload)}`,
+      );
       return this;
     },
   } as unknown as FastifyReply;
@@ -47,19 +49,36 @@ describe('ReplyBatch', () => {
     expect(events).toEqual([]);
     expect(batch.pending).toBe(3);
     await turn();
-    expect(events).toEqual(['decided r0', 'decided r1', 'decided r2', 'sent r0', 'sent r1', 'sent r2']);
+    expect(events).toEqual([
+      'decided r0',
+      'decided r1',
+      'decided r2',
+      'sent r0',
+      'sent r1',
+      'sent r2',
+    ]);
     expect(batch.pending).toBe(0);
   });
 
-  it('runs every answer\'s after once every reply of the batch is sent, in order', async () => {
+  it("runs every answer's after once every reply of the batch is sent, in order", async () => {
     const events: string[] = [];
     const batch = new ReplyBatch(never);
     await busy(batch);
     for (let i = 0; i < 3; i++) {
-      batch.answer(recorder(events), () => ({ payload: `r${i}`, after: () => events.push(`recorded r${i}`) }));
+      batch.answer(recorder(events), () => ({
+        payload: `r${i}`,
+        after: () => events.push(`recorded r${i}`),
+      }));
     }
     await turn();
-    expect(events).toEqual(['sent r0', 'sent r1', 'sent r2', 'recorded r0', 'recorded r1', 'recorded r2']);
+    expect(events).toEqual([
+      'sent r0',
+      'sent r1',
+      'sent r2',
+      'recorded r0',
+      'recorded r1',
+      'recorded r2',
+    ]);
   });
 
   it('records nothing for a decision that throws, and reports an after that throws without skipping the rest', async () => {
@@ -76,7 +95,10 @@ describe('ReplyBatch', () => {
     batch.answer(recorder(events), () => {
       throw new Error('bad review');
     });
-    batch.answer(recorder(events), () => ({ payload: 'c', after: () => events.push('recorded c') }));
+    batch.answer(recorder(events), () => ({
+      payload: 'c',
+      after: () => events.push('recorded c'),
+    }));
     await turn();
     expect(events).toEqual(['sent a', 'error bad review', 'sent c', 'recorded c']);
     expect(failures.map(String)).toEqual(['Error: log gone']);
@@ -110,7 +132,14 @@ describe('ReplyBatch', () => {
     expect(events).toHaveLength(3);
     expect(batch.pending).toBe(2);
     await turn();
-    expect(events.slice(3)).toEqual(['decided second', 'decided third', 'sent second', 'sent third', 'recorded second', 'recorded third']);
+    expect(events.slice(3)).toEqual([
+      'decided second',
+      'decided third',
+      'sent second',
+      'sent third',
+      'recorded second',
+      'recorded third',
+    ]);
   });
 
   it('batches every review after a turn with several, and answers at once again after a turn with one', async () => {

@@ -5,7 +5,14 @@ import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { smcrReview } from '../helpers/reviews.js';
-import { h2Session, postH1, postH2, SNI, startTestServer, type TestServer } from '../helpers/tls.js';
+import {
+  h2Session,
+  postH1,
+  postH2,
+  SNI,
+  startTestServer,
+  type TestServer,
+} from '../helpers/tls.js';
 
 const HEADERS_MS = 600;
 const REQUEST_MS = 1500;
@@ -32,7 +39,17 @@ afterAll(() => {
 
 function tlsTo(alpn: string, extra: ConnectionOptions = {}): Promise<TLSSocket> {
   return new Promise((resolve, reject) => {
-    const s = tlsConnect({ host: '127.0.0.1', port: t.server.port, ca: t.ca(), servername: SNI, ALPNProtocols: [alpn], ...extra }, () => resolve(s));
+    const s = tlsConnect(
+      {
+        host: '127.0.0.1',
+        port: t.server.port,
+        ca: t.ca(),
+        servername: SNI,
+        ALPNProtocols: [alpn],
+        ...extra,
+      },
+      () => resolve(s),
+    );
     open.add(s);
     s.once('error', reject);
   });
@@ -52,7 +69,10 @@ function closedAfter(s: Socket, within: number): Promise<number> {
   });
 }
 
-function trickle(s: { write: (b: string) => unknown; destroyed?: boolean }, every: number): NodeJS.Timeout {
+function trickle(
+  s: { write: (b: string) => unknown; destroyed?: boolean },
+  every: number,
+): NodeJS.Timeout {
   const timer = setInterval(() => {
     if (s.destroyed) clearInterval(timer);
     else s.write(' ');
@@ -65,7 +85,9 @@ describe('deadlines on HTTP/1.1', () => {
     const s = await tlsTo('http/1.1');
     let got = '';
     s.on('data', (d: Buffer) => (got += d.toString()));
-    s.write(`POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(review)}\r\n\r\n${review}`);
+    s.write(
+      `POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(review)}\r\n\r\n${review}`,
+    );
     const ms = await closedAfter(s, IDLE_MS + 3000);
     expect(got).toMatch(/^HTTP\/1\.1 200/);
     expect(ms).toBeGreaterThanOrEqual(IDLE_MS - 100);
@@ -80,7 +102,9 @@ describe('deadlines on HTTP/1.1', () => {
     const s = await tlsTo('http/1.1');
     let got = '';
     s.on('data', (d: Buffer) => (got += d.toString()));
-    s.write(`POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`);
+    s.write(
+      `POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`,
+    );
     const timer = trickle(s, 100);
     try {
       expect(await closedAfter(s, REQUEST_MS + 3000)).toBeGreaterThanOrEqual(REQUEST_MS - 200);
@@ -106,7 +130,11 @@ describe('deadlines on HTTP/2 and TLS', () => {
   it('resets an HTTP/2 stream whose body trickles in past requestTimeoutMs, and the session serves others', async () => {
     const session = h2Session(t.server.port, t.ca());
     try {
-      const stream = session.request({ ':method': 'POST', ':path': '/mutate', 'content-type': 'application/json' });
+      const stream = session.request({
+        ':method': 'POST',
+        ':path': '/mutate',
+        'content-type': 'application/json',
+      });
       stream.write('{');
       const timer = trickle(stream, 100);
       const started = Date.now();
@@ -136,7 +164,9 @@ describe('memory held by unfinished bodies', () => {
       s.on('error', () => undefined);
       s.once('close', () => (closed[i] = true));
       s.resume();
-      s.write(`POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${BODY_LIMIT - 10}\r\n\r\n${chunk}`);
+      s.write(
+        `POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${BODY_LIMIT - 10}\r\n\r\n${chunk}`,
+      );
       slow.push(s);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -148,7 +178,9 @@ describe('memory held by unfinished bodies', () => {
     const metrics = await t.server.metrics.registry.metrics();
     const pending = Number(/erdma_smcr_admission_pending_body_bytes (\d+)/.exec(metrics)?.[1]);
     expect(pending).toBeLessThanOrEqual(2 * BODY_LIMIT);
-    expect(Number(/erdma_smcr_admission_dropped_bodies_total (\d+)/.exec(metrics)?.[1])).toBeGreaterThanOrEqual(3);
+    expect(
+      Number(/erdma_smcr_admission_dropped_bodies_total (\d+)/.exec(metrics)?.[1]),
+    ).toBeGreaterThanOrEqual(3);
     for (const s of slow) s.destroy();
   });
 });
@@ -159,13 +191,24 @@ describe('open connections', () => {
     try {
       const connect = (): Promise<TLSSocket> =>
         new Promise((ok, fail) => {
-          const s = tlsConnect({ host: '127.0.0.1', port: small.server.port, ca: small.ca(), servername: SNI, ALPNProtocols: ['http/1.1'] }, () => ok(s));
+          const s = tlsConnect(
+            {
+              host: '127.0.0.1',
+              port: small.server.port,
+              ca: small.ca(),
+              servername: SNI,
+              ALPNProtocols: ['http/1.1'],
+            },
+            () => ok(s),
+          );
           open.add(s);
           s.once('error', fail);
         });
       // A client that has had an answer (as the API server has) on a kept-alive connection.
       const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-      expect((await postH1(small.server.port, small.ca(), '/mutate', review, agent)).status).toBe(200);
+      expect((await postH1(small.server.port, small.ca(), '/mutate', review, agent)).status).toBe(
+        200,
+      );
       const silent: TLSSocket[] = [];
       const closed: boolean[] = [];
       for (let i = 0; i < 15; i++) {
@@ -180,7 +223,9 @@ describe('open connections', () => {
       // 1 proven + 15 silent against a cap of 10: the 6 oldest silent ones went, the rest stayed.
       expect(closed.slice(0, 6)).toEqual([true, true, true, true, true, true]);
       expect(closed.slice(6).every((c) => !c)).toBe(true);
-      expect((await postH1(small.server.port, small.ca(), '/mutate', review, agent)).status).toBe(200);
+      expect((await postH1(small.server.port, small.ca(), '/mutate', review, agent)).status).toBe(
+        200,
+      );
       expect((await postH1(small.server.port, small.ca(), '/mutate', review)).status).toBe(200);
       agent.destroy();
     } finally {
@@ -198,7 +243,9 @@ describe('open connections that have all been answered, and HTTP/2 streams', () 
       for (let i = 0; i < 10; i++) {
         const agent = new Agent({ keepAlive: true, maxSockets: 1 });
         agents.push(agent);
-        expect((await postH1(small.server.port, small.ca(), '/mutate', review, agent)).status).toBe(200);
+        expect((await postH1(small.server.port, small.ca(), '/mutate', review, agent)).status).toBe(
+          200,
+        );
       }
       const sockets = agents.map((a) => Object.values(a.freeSockets).flat()[0]!);
       const closed = sockets.map(() => false);
@@ -206,20 +253,33 @@ describe('open connections that have all been answered, and HTTP/2 streams', () 
         s.on('error', () => undefined);
         s.once('close', () => (closed[i] = true));
       });
-      const inFlight = postH1(small.server.port, small.ca(), '/mutate', review, agents[0], async () => {
-        // While agent 0's review is half sent, two more clients arrive, one after the other, and stay.
-        for (let i = 0; i < 2; i++) {
-          const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-          agents.push(agent);
-          expect((await postH1(small.server.port, small.ca(), '/mutate', review, agent)).status).toBe(200);
-        }
-        await new Promise((r) => setTimeout(r, 100));
-      });
+      const inFlight = postH1(
+        small.server.port,
+        small.ca(),
+        '/mutate',
+        review,
+        agents[0],
+        async () => {
+          // While agent 0's review is half sent, two more clients arrive, one after the other, and stay.
+          for (let i = 0; i < 2; i++) {
+            const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+            agents.push(agent);
+            expect(
+              (await postH1(small.server.port, small.ca(), '/mutate', review, agent)).status,
+            ).toBe(200);
+          }
+          await new Promise((r) => setTimeout(r, 100));
+        },
+      );
       expect((await inFlight).status).toBe(200);
       // 12 connections against 10: agent 0's was busy, so agents 1 and 2 (idle the longest) went.
       expect(closed).toEqual([false, true, true, false, false, false, false, false, false, false]);
-      const metrics = await (await fetch(`http://127.0.0.1:${small.server.metricsPort}/metrics`)).text();
-      expect(Number(/erdma_smcr_admission_connections (\d+)/.exec(metrics)?.[1])).toBeLessThanOrEqual(10);
+      const metrics = await (
+        await fetch(`http://127.0.0.1:${small.server.metricsPort}/metrics`)
+      ).text();
+      expect(
+        Number(/erdma_smcr_admission_connections (\d+)/.exec(metrics)?.[1]),
+      ).toBeLessThanOrEqual(10);
     } finally {
       for (const a of agents) a.destroy();
       await small.stop();
@@ -234,7 +294,11 @@ describe('open connections that have all been answered, and HTTP/2 streams', () 
       for (const [s, session] of sessions.entries()) {
         session.on('error', () => undefined);
         for (let i = 0; i < 10; i++) {
-          const stream = session.request({ ':method': 'POST', ':path': '/mutate', 'content-type': 'application/json' });
+          const stream = session.request({
+            ':method': 'POST',
+            ':path': '/mutate',
+            'content-type': 'application/json',
+          });
           stream.on('error', () => undefined);
           stream.once('close', () => (codes[s * 10 + i] = stream.rstCode));
           stream.write('{"a":');
@@ -248,8 +312,12 @@ describe('open connections that have all been answered, and HTTP/2 streams', () 
       const fresh = h2Session(small.server.port, small.ca());
       expect((await postH2(fresh, '/mutate', review)).status).toBe(200);
       fresh.close();
-      const metrics = await (await fetch(`http://127.0.0.1:${small.server.metricsPort}/metrics`)).text();
-      expect(Number(/erdma_smcr_admission_cancelled_streams_total (\d+)/.exec(metrics)?.[1])).toBeGreaterThanOrEqual(11);
+      const metrics = await (
+        await fetch(`http://127.0.0.1:${small.server.metricsPort}/metrics`)
+      ).text();
+      expect(
+        Number(/erdma_smcr_admission_cancelled_streams_total (\d+)/.exec(metrics)?.[1]),
+      ).toBeGreaterThanOrEqual(11);
     } finally {
       for (const s of sessions) s.destroy();
       await small.stop();
@@ -264,10 +332,16 @@ describe('TLS suites', () => {
     ['ECDHE with CBC and SHA-1', 'ECDHE-RSA-AES128-SHA'],
     ['ECDHE with CBC and SHA-384', 'ECDHE-RSA-AES256-SHA384'],
   ])('refuses a TLS 1.2 client that offers only %s', async (_name, cipher) => {
-    await expect(tlsTo('http/1.1', { maxVersion: 'TLSv1.2', ciphers: `${cipher}:@SECLEVEL=0` })).rejects.toThrow();
+    await expect(
+      tlsTo('http/1.1', { maxVersion: 'TLSv1.2', ciphers: `${cipher}:@SECLEVEL=0` }),
+    ).rejects.toThrow();
   });
 
-  it.each([['ECDHE-RSA-AES128-GCM-SHA256'], ['ECDHE-RSA-AES256-GCM-SHA384'], ['ECDHE-RSA-CHACHA20-POLY1305']])('accepts TLS 1.2 with %s', async (cipher) => {
+  it.each([
+    ['ECDHE-RSA-AES128-GCM-SHA256'],
+    ['ECDHE-RSA-AES256-GCM-SHA384'],
+    ['ECDHE-RSA-CHACHA20-POLY1305'],
+  ])('accepts TLS 1.2 with %s', async (cipher) => {
     const s = await tlsTo('http/1.1', { maxVersion: 'TLSv1.2', ciphers: cipher });
     expect(s.getCipher().standardName).toMatch(/^TLS_ECDHE_RSA_WITH_/);
     s.destroy();

@@ -8,7 +8,13 @@ import { MAX_WARNING_LENGTH, MAX_WARNINGS, shapeWarnings } from '../../src/admis
 const warning = fc.oneof(
   fc.string(),
   fc.string({ minLength: MAX_WARNING_LENGTH - 3, maxLength: MAX_WARNING_LENGTH + 3 }),
-  fc.tuple(fc.constantFrom('warning: ', 'Warning:', ' warning:  ', ' ', '\t', ''), fc.string(), fc.constantFrom('', ' ', '\n')).map((p) => p.join('')),
+  fc
+    .tuple(
+      fc.constantFrom('warning: ', 'Warning:', ' warning:  ', ' ', '\t', ''),
+      fc.string(),
+      fc.constantFrom('', ' ', '\n'),
+    )
+    .map((p) => p.join('')),
 );
 
 describe('shapeWarnings', () => {

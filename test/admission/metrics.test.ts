@@ -23,39 +23,65 @@ async function scrape(m: WebhookMetrics): Promise<string> {
 describe('WebhookMetrics: per-review updates', () => {
   it('a scrape shows what applying each review at once shows, whenever it comes', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.array(observation, { maxLength: 40 }), { minLength: 1, maxLength: 4 }), fc.integer({ min: 1, max: 50 }), async (bursts, batch) => {
-        const queued = new WebhookMetrics({ defaultMetrics: false, batch });
-        const immediate = new WebhookMetrics({ defaultMetrics: false, batch: 1 });
-        for (const burst of bursts) {
-          for (const r of burst as ReviewObservation[]) {
-            queued.observeReview(r);
-            immediate.observeReview(r);
-            expect(immediate.pending).toBe(0);
+      fc.asyncProperty(
+        fc.array(fc.array(observation, { maxLength: 40 }), { minLength: 1, maxLength: 4 }),
+        fc.integer({ min: 1, max: 50 }),
+        async (bursts, batch) => {
+          const queued = new WebhookMetrics({ defaultMetrics: false, batch });
+          const immediate = new WebhookMetrics({ defaultMetrics: false, batch: 1 });
+          for (const burst of bursts) {
+            for (const r of burst as ReviewObservation[]) {
+              queued.observeReview(r);
+              immediate.observeReview(r);
+              expect(immediate.pending).toBe(0);
+            }
+            expect(await scrape(queued)).toBe(await scrape(immediate));
+            expect(queued.pending).toBe(0);
           }
-          expect(await scrape(queued)).toBe(await scrape(immediate));
-          expect(queued.pending).toBe(0);
-        }
-      }),
+        },
+      ),
       { numRuns: 100 },
     );
   });
 
   it('counts every review of a burst, and sees the ones after a scrape at the next', async () => {
     const m = new WebhookMetrics({ defaultMetrics: false });
-    const r: ReviewObservation = { endpoint: 'mutate', operation: 'CREATE', kind: 'Pod', verdict: 'denied', dryRun: false, seconds: 0.002, rules: ['host-network', 'host-network'], patchBytes: 0 };
+    const r: ReviewObservation = {
+      endpoint: 'mutate',
+      operation: 'CREATE',
+      kind: 'Pod',
+      verdict: 'denied',
+      dryRun: false,
+      seconds: 0.002,
+      rules: ['host-network', 'host-network'],
+      patchBytes: 0,
+    };
     for (let i = 0; i < 3; i++) m.observeReview(r);
-    expect(await scrape(m)).toMatch(/erdma_smcr_admission_requests_total\{endpoint="mutate",operation="CREATE",kind="Pod",verdict="denied",dry_run="false"\} 3\n/);
+    expect(await scrape(m)).toMatch(
+      /erdma_smcr_admission_requests_total\{endpoint="mutate",operation="CREATE",kind="Pod",verdict="denied",dry_run="false"\} 3\n/,
+    );
     m.observeReview(r);
     m.observeReview(r);
     const text = await scrape(m);
     expect(text).toMatch(/erdma_smcr_admission_requests_total\{[^}]*verdict="denied"[^}]*\} 5\n/);
     expect(text).toMatch(/erdma_smcr_admission_denials_total\{rule="host-network"\} 5\n/); // once per review
-    expect(text).toMatch(/erdma_smcr_admission_duration_seconds_bucket\{le="0.0025",endpoint="mutate"\} 5\n/);
+    expect(text).toMatch(
+      /erdma_smcr_admission_duration_seconds_bucket\{le="0.0025",endpoint="mutate"\} 5\n/,
+    );
   });
 
   it('without scrapes, at most one batch waits: the rest is applied as it comes', async () => {
     const m = new WebhookMetrics({ defaultMetrics: false, batch: 64 });
-    const r: ReviewObservation = { endpoint: 'validate', operation: 'CREATE', kind: 'Pod', verdict: 'allowed', dryRun: true, seconds: 0.0001, rules: [], patchBytes: 0 };
+    const r: ReviewObservation = {
+      endpoint: 'validate',
+      operation: 'CREATE',
+      kind: 'Pod',
+      verdict: 'allowed',
+      dryRun: true,
+      seconds: 0.0001,
+      rules: [],
+      patchBytes: 0,
+    };
     for (let i = 0; i < 1000; i++) {
       m.observeReview(r);
       expect(m.pending).toBeLessThan(64);

@@ -9,15 +9,34 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { JsonObject } from '../../src/policy/types.js';
-import { annotate, fixture, replaceAt, smcrReview, testApp, type FixtureName } from '../helpers/reviews.js';
+import {
+  annotate,
+  fixture,
+  replaceAt,
+  smcrReview,
+  testApp,
+  type FixtureName,
+} from '../helpers/reviews.js';
 
 const GOLDEN = 'test/fixtures/responses/pinned.json';
-const FIXTURES: FixtureName[] = ['deployment-create-dryrun', 'deployment-create', 'pod-create-by-replicaset-controller', 'pod-create-dryrun', 'pod-create', 'pod-update'];
+const FIXTURES: FixtureName[] = [
+  'deployment-create-dryrun',
+  'deployment-create',
+  'pod-create-by-replicaset-controller',
+  'pod-create-dryrun',
+  'pod-create',
+  'pod-update',
+];
 const { app } = testApp();
 afterAll(() => app.close());
 
 async function answer(endpoint: 'mutate' | 'validate', review: unknown): Promise<string> {
-  const res = await app.inject({ method: 'POST', url: `/${endpoint}`, payload: JSON.stringify(review), headers: { 'content-type': 'application/json' } });
+  const res = await app.inject({
+    method: 'POST',
+    url: `/${endpoint}`,
+    payload: JSON.stringify(review),
+    headers: { 'content-type': 'application/json' },
+  });
   return `${res.statusCode} ${res.body}`;
 }
 
@@ -27,11 +46,20 @@ function cases(): Record<string, JsonObject> {
   for (const name of FIXTURES) {
     out[`${name} as captured`] = fixture(name);
     out[`${name} smcr`] = smcrReview(name);
-    out[`${name} smcr tuned`] = smcrReview(name, { 'smcr.erdma.io/sndbuf': '1Mi', 'smcr.erdma.io/rcvbuf': '512Ki' });
-    out[`${name} smcr off`] = annotate(fixture(name), { 'network.alibabacloud.com/erdma-smcr': 'false' });
-    out[`${name} smcr bad value`] = annotate(fixture(name), { 'network.alibabacloud.com/erdma-smcr': 'maybe' });
+    out[`${name} smcr tuned`] = smcrReview(name, {
+      'smcr.erdma.io/sndbuf': '1Mi',
+      'smcr.erdma.io/rcvbuf': '512Ki',
+    });
+    out[`${name} smcr off`] = annotate(fixture(name), {
+      'network.alibabacloud.com/erdma-smcr': 'false',
+    });
+    out[`${name} smcr bad value`] = annotate(fixture(name), {
+      'network.alibabacloud.com/erdma-smcr': 'maybe',
+    });
   }
-  const hostNet = structuredClone(smcrReview('pod-create')) as { request: { object: { spec: Record<string, unknown> } } } & JsonObject;
+  const hostNet = structuredClone(smcrReview('pod-create')) as {
+    request: { object: { spec: Record<string, unknown> } };
+  } & JsonObject;
   hostNet.request.object.spec.hostNetwork = true;
   out['pod-create smcr hostNetwork'] = hostNet;
   return out;
@@ -41,7 +69,9 @@ function cases(): Record<string, JsonObject> {
 function variants(): unknown[] {
   const bases = FIXTURES.map((n) => smcrReview(n));
   return fc.sample(
-    fc.tuple(fc.nat(bases.length - 1), fc.nat(), fc.jsonValue({ maxDepth: 2 })).map(([b, at, value]) => replaceAt(bases[b]!, at, value)),
+    fc
+      .tuple(fc.nat(bases.length - 1), fc.nat(), fc.jsonValue({ maxDepth: 2 }))
+      .map(([b, at, value]) => replaceAt(bases[b]!, at, value)),
     { seed: 20261123, numRuns: 2000 },
   );
 }
@@ -50,10 +80,13 @@ describe('responses pinned byte for byte', () => {
   it('named reviews, both endpoints, and 2,000 seeded variants answer exactly as pinned', async () => {
     const got: Record<string, string> = {};
     for (const [name, review] of Object.entries(cases())) {
-      for (const endpoint of ['mutate', 'validate'] as const) got[`${endpoint} ${name}`] = await answer(endpoint, review);
+      for (const endpoint of ['mutate', 'validate'] as const)
+        got[`${endpoint} ${name}`] = await answer(endpoint, review);
     }
     const hash = createHash('sha256');
-    for (const v of variants()) for (const endpoint of ['mutate', 'validate'] as const) hash.update(`${await answer(endpoint, v)}\n`);
+    for (const v of variants())
+      for (const endpoint of ['mutate', 'validate'] as const)
+        hash.update(`${await answer(endpoint, v)}\n`);
     got['2000 seeded variants (sha256)'] = hash.digest('hex');
     if (process.env.PIN_RESPONSES === '1' || !existsSync(GOLDEN)) {
       writeFileSync(GOLDEN, `${JSON.stringify(got, null, 2)}\n`);

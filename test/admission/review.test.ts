@@ -2,7 +2,11 @@
 // base64 patch: it must give JSON.stringify(encodeReview(response)) byte for byte.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeReview, encodeReviewJson, type AdmissionResponse } from '../../src/admission/review.js';
+import {
+  encodeReview,
+  encodeReviewJson,
+  type AdmissionResponse,
+} from '../../src/admission/review.js';
 
 const text = fc.string({ unit: 'binary', maxLength: 40 });
 
@@ -12,7 +16,10 @@ const responseArb: fc.Arbitrary<AdmissionResponse> = fc
     {
       uid: text,
       allowed: fc.boolean(),
-      status: fc.record({ code: fc.integer({ min: 100, max: 599 }), reason: text, message: text }, { requiredKeys: ['code', 'message'] }),
+      status: fc.record(
+        { code: fc.integer({ min: 100, max: 599 }), reason: text, message: text },
+        { requiredKeys: ['code', 'message'] },
+      ),
       patch: fc.uint8Array({ maxLength: 600 }).map((b) => Buffer.from(b).toString('base64')),
       warnings: fc.array(text, { maxLength: 4 }),
       auditAnnotations: fc.dictionary(text, text, { maxKeys: 4 }),
@@ -42,7 +49,12 @@ describe('encodeReviewJson', () => {
   });
 
   it('keeps unicode, quotes and control characters in uid, messages and annotations valid JSON', () => {
-    const r: AdmissionResponse = { uid: 'a"b\\c\u0000\u2028', allowed: false, status: { code: 403, message: 'x\ny "z" \ud800' }, auditAnnotations: { 'k"': 'v\t' } };
+    const r: AdmissionResponse = {
+      uid: 'a"b\\c\u0000\u2028',
+      allowed: false,
+      status: { code: 403, message: 'x\ny "z" \ud800' },
+      auditAnnotations: { 'k"': 'v\t' },
+    };
     expect(JSON.parse(encodeReviewJson(r))).toEqual(encodeReview(r));
   });
 });

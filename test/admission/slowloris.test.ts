@@ -26,10 +26,25 @@ const timers: NodeJS.Timeout[] = [];
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'slowloris-'));
-  child = spawn(process.execPath, [resolve('bin/erdma-smcr.js'), 'serve', '--port', '0', '--metrics-port', '0', '--cert-dir', join(dir, 'certs'), '--log-level', 'warn'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    cwd: dir,
-  });
+  child = spawn(
+    process.execPath,
+    [
+      resolve('bin/erdma-smcr.js'),
+      'serve',
+      '--port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--cert-dir',
+      join(dir, 'certs'),
+      '--log-level',
+      'warn',
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      cwd: dir,
+    },
+  );
   let out = '';
   port = await new Promise<number>((ok, fail) => {
     const timer = setTimeout(() => fail(new Error(`no banner: ${out}`)), 20_000);
@@ -58,7 +73,8 @@ afterAll(() => {
 /** Resident and peak resident memory of the server process, from /proc. */
 function memory(): { rss: number; peak: number } {
   const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
-  const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
+  const kb = (field: string): number =>
+    Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
   return { rss: kb('VmRSS'), peak: kb('VmHWM') };
 }
 
@@ -75,7 +91,10 @@ async function latencies(n: number): Promise<number[]> {
 
 function connectH1(): Promise<TLSSocket> {
   return new Promise((ok) => {
-    const s = tlsConnect({ host: '127.0.0.1', port, ca, servername: SNI, ALPNProtocols: ['http/1.1'] }, () => ok(s));
+    const s = tlsConnect(
+      { host: '127.0.0.1', port, ca, servername: SNI, ALPNProtocols: ['http/1.1'] },
+      () => ok(s),
+    );
     s.on('error', () => undefined);
     s.resume();
     sockets.push(s);
@@ -88,7 +107,11 @@ async function slowClient(i: number): Promise<void> {
     const session = h2Connect(`https://127.0.0.1:${port}`, { ca, servername: SNI });
     session.on('error', () => undefined);
     sessions.push(session);
-    const stream = session.request({ ':method': 'POST', ':path': '/mutate', 'content-type': 'application/json' });
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': '/mutate',
+      'content-type': 'application/json',
+    });
     stream.on('error', () => undefined);
     stream.write('{"a":"');
     timers.push(setInterval(() => !stream.destroyed && stream.write('x'), 2000));
@@ -99,7 +122,9 @@ async function slowClient(i: number): Promise<void> {
     s.write('POST /mutate HTTP/1.1\r\nHost: x\r\n');
     timers.push(setInterval(() => !s.destroyed && s.write(`X-${i}: y\r\n`), 2000));
   } else {
-    s.write('POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{');
+    s.write(
+      'POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{',
+    );
     timers.push(setInterval(() => !s.destroyed && s.write(' '), 2000));
   }
 }
@@ -108,7 +133,9 @@ async function slowClient(i: number): Promise<void> {
 async function parkBody(): Promise<void> {
   const s = await connectH1();
   const size = 8 * 1024 * 1024;
-  s.write(`POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`);
+  s.write(
+    `POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`,
+  );
   s.write(Buffer.alloc(size - 1024, 0x20));
 }
 
@@ -133,7 +160,8 @@ describe('slowloris against serve', () => {
     expect(median(during)).toBeLessThan(Math.max(3 * median(before), median(before) + 30));
     // The bounds did the work: connections capped by eviction, parked bodies dropped.
     const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-    const value = (name: string): number => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(metrics)?.[1]);
+    const value = (name: string): number =>
+      Number(new RegExp(`^${name} (\\d+)`, 'm').exec(metrics)?.[1]);
     expect(value('erdma_smcr_admission_connections')).toBeLessThanOrEqual(500);
     expect(value('erdma_smcr_admission_evicted_connections_total')).toBeGreaterThan(1400);
     expect(value('erdma_smcr_admission_dropped_bodies_total')).toBeGreaterThan(0);

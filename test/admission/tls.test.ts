@@ -7,7 +7,14 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { ensureLocalCerts } from '../../src/certs/local.js';
 import { SETTINGS_ANNOTATION } from '../../src/constants.js';
 import { applyResponse, smcrReview } from '../helpers/reviews.js';
-import { h2Session, postH1, postH2, SNI, startTestServer, type TestServer } from '../helpers/tls.js';
+import {
+  h2Session,
+  postH1,
+  postH2,
+  SNI,
+  startTestServer,
+  type TestServer,
+} from '../helpers/tls.js';
 
 let t: TestServer;
 beforeAll(async () => {
@@ -45,16 +52,35 @@ describe('webhook over TLS', () => {
 
   it('offers h2 and http/1.1 over ALPN and refuses TLS 1.1', async () => {
     const alpn = await new Promise<string | false>((resolve, reject) => {
-      const s = tlsConnect({ host: '127.0.0.1', port: t.server.port, ca: t.ca(), servername: SNI, ALPNProtocols: ['h2', 'http/1.1'] }, () => {
-        resolve(s.alpnProtocol ?? false);
-        s.end();
-      });
+      const s = tlsConnect(
+        {
+          host: '127.0.0.1',
+          port: t.server.port,
+          ca: t.ca(),
+          servername: SNI,
+          ALPNProtocols: ['h2', 'http/1.1'],
+        },
+        () => {
+          resolve(s.alpnProtocol ?? false);
+          s.end();
+        },
+      );
       s.on('error', reject);
     });
     expect(alpn).toBe('h2');
     await expect(
       new Promise((resolve, reject) => {
-        const s = tlsConnect({ host: '127.0.0.1', port: t.server.port, ca: t.ca(), servername: SNI, minVersion: 'TLSv1', maxVersion: 'TLSv1.1' }, () => resolve(s));
+        const s = tlsConnect(
+          {
+            host: '127.0.0.1',
+            port: t.server.port,
+            ca: t.ca(),
+            servername: SNI,
+            minVersion: 'TLSv1',
+            maxVersion: 'TLSv1.1',
+          },
+          () => resolve(s),
+        );
         s.on('error', reject);
       }),
     ).rejects.toThrow();
@@ -63,7 +89,10 @@ describe('webhook over TLS', () => {
   it('fails verification for a client that expects another name', async () => {
     await expect(
       new Promise((resolve, reject) => {
-        const s = tlsConnect({ host: '127.0.0.1', port: t.server.port, ca: t.ca(), servername: 'other.example.svc' }, () => resolve(s));
+        const s = tlsConnect(
+          { host: '127.0.0.1', port: t.server.port, ca: t.ca(), servername: 'other.example.svc' },
+          () => resolve(s),
+        );
         s.on('error', reject);
       }),
     ).rejects.toThrow(/altnames|Hostname/i);
@@ -84,7 +113,10 @@ describe('webhook over TLS', () => {
     const load = (async () => {
       while (!stop) {
         // Requests on kept-alive connections established under the old certificate.
-        const r = await postH1(t.server.port, oldCa, '/mutate', body, agent).catch(() => ({ status: 0, body: '' }));
+        const r = await postH1(t.server.port, oldCa, '/mutate', body, agent).catch(() => ({
+          status: 0,
+          body: '',
+        }));
         if (r.status !== 200) failures++;
         done++;
       }
@@ -97,7 +129,10 @@ describe('webhook over TLS', () => {
     let reloaded = false;
     for (let i = 0; i < 50 && !reloaded; i++) {
       await new Promise((r) => setTimeout(r, 100));
-      reloaded = await postH1(t.server.port, newCa, '/mutate', body).then(() => true, () => false);
+      reloaded = await postH1(t.server.port, newCa, '/mutate', body).then(
+        () => true,
+        () => false,
+      );
     }
     stop = true;
     await load;
@@ -123,7 +158,10 @@ describe('graceful shutdown', () => {
       await s.stop();
     });
     // Two kept-alive connections: one idle, one carrying a request when close() starts.
-    await Promise.all([postH1(s.server.port, s.ca(), '/mutate', body, agent), postH1(s.server.port, s.ca(), '/mutate', body, agent)]);
+    await Promise.all([
+      postH1(s.server.port, s.ca(), '/mutate', body, agent),
+      postH1(s.server.port, s.ca(), '/mutate', body, agent),
+    ]);
     await postH2(h2, '/mutate', body);
     // Both requests have sent half their body when close() starts, and the rest after.
     let closed: Promise<void> | undefined;
@@ -151,7 +189,8 @@ describe('shutdown delay (webhook.shutdownDelayMs)', () => {
   it('fails /readyz at once but keeps accepting and serving for the delay, then stops accepting', async () => {
     const s = await startTestServer({ 'webhook.shutdownDelayMs': 1500 });
     onTestFinished(() => s.stop());
-    const readyz = async (): Promise<number> => (await fetch(`http://127.0.0.1:${s.server.metricsPort}/readyz`)).status;
+    const readyz = async (): Promise<number> =>
+      (await fetch(`http://127.0.0.1:${s.server.metricsPort}/readyz`)).status;
     expect(await readyz()).toBe(200);
     const closed = s.server.close();
     await new Promise((r) => setTimeout(r, 200));

@@ -3,10 +3,20 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { capability, capabilityLabels, hostFacts, isLabelValue, type HostFacts } from '../../src/agent/capability.js';
+import {
+  capability,
+  capabilityLabels,
+  hostFacts,
+  isLabelValue,
+  type HostFacts,
+} from '../../src/agent/capability.js';
 import { discover } from '../../src/agent/discovery.js';
 
-const good: HostFacts = { kernelRelease: '5.10.134-17.3.al8.x86_64', osImage: 'Alibaba Cloud Linux 3.2104 U11 (OpenAnolis Edition)', smcModule: true };
+const good: HostFacts = {
+  kernelRelease: '5.10.134-17.3.al8.x86_64',
+  osImage: 'Alibaba Cloud Linux 3.2104 U11 (OpenAnolis Edition)',
+  smcModule: true,
+};
 const devices = discover({ hostRoot: 'test/fixtures/sysfs/node-a' });
 const erdma = devices.filter((d) => d.driverMode === 'default');
 
@@ -20,20 +30,35 @@ describe('node capability', () => {
     mkdirSync(join(dir, 'host', 'etc'), { recursive: true });
     writeFileSync(join(dir, 'proc', 'sys', 'kernel', 'osrelease'), '5.10.134-17.3.al8.x86_64\n');
     writeFileSync(join(dir, 'proc', 'sys', 'net', 'smc', 'tcp2smc'), '0\n');
-    writeFileSync(join(dir, 'host', 'etc', 'os-release'), 'NAME="Alibaba Cloud Linux"\nPRETTY_NAME="Alibaba Cloud Linux 3.2104 U11 (OpenAnolis Edition)"\n');
+    writeFileSync(
+      join(dir, 'host', 'etc', 'os-release'),
+      'NAME="Alibaba Cloud Linux"\nPRETTY_NAME="Alibaba Cloud Linux 3.2104 U11 (OpenAnolis Edition)"\n',
+    );
     expect(hostFacts(join(dir, 'proc'), join(dir, 'host'))).toEqual(good);
-    expect(hostFacts(join(dir, 'nothing'), join(dir, 'nothing'))).toEqual({ kernelRelease: '', osImage: '', smcModule: false });
+    expect(hostFacts(join(dir, 'nothing'), join(dir, 'nothing'))).toEqual({
+      kernelRelease: '',
+      osImage: '',
+      smcModule: false,
+    });
   });
 
   it('is capable with the right kernel, the smc module and a healthy default-mode device', () => {
     const c = capability(good, devices);
     expect(c).toMatchObject({ capable: true, driverMode: 'default', reason: '' });
-    expect(capabilityLabels(c)).toEqual({ 'smcr.erdma.io/capable': 'true', 'smcr.erdma.io/driver-mode': 'default', 'smcr.erdma.io/reason': null });
+    expect(capabilityLabels(c)).toEqual({
+      'smcr.erdma.io/capable': 'true',
+      'smcr.erdma.io/driver-mode': 'default',
+      'smcr.erdma.io/reason': null,
+    });
   });
 
   it.each([
     [{ ...good, kernelRelease: '5.10.134-16.3.al8.x86_64' }, devices, 'kernel-too-old'],
-    [{ ...good, kernelRelease: '6.6.88-5.1.alnx4.x86_64', osImage: 'Alibaba Cloud Linux 4' }, devices, 'unsupported-os-or-kernel'],
+    [
+      { ...good, kernelRelease: '6.6.88-5.1.alnx4.x86_64', osImage: 'Alibaba Cloud Linux 4' },
+      devices,
+      'unsupported-os-or-kernel',
+    ],
     [{ ...good, osImage: 'Ubuntu 22.04.4 LTS' }, devices, 'unsupported-os-or-kernel'],
     [{ ...good, smcModule: false }, devices, 'no-smc-module'],
     [good, [], 'no-erdma-device'],

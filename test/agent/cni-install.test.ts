@@ -1,10 +1,26 @@
 // Chaining our plugin into the node's CNI configuration, on temp dirs shaped like real nodes.
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { activeConfFile, CniInstaller, insertPlugin, PLUGIN_TYPE, removePlugin } from '../../src/agent/cni-install.js';
+import {
+  activeConfFile,
+  CniInstaller,
+  insertPlugin,
+  PLUGIN_TYPE,
+  removePlugin,
+} from '../../src/agent/cni-install.js';
 import { until } from '../helpers/wait.js';
 
 const terway = {
@@ -23,7 +39,14 @@ const flannel = {
     { type: 'portmap', capabilities: { portMappings: true } },
   ],
 };
-const bridgeConf = { cniVersion: '1.0.0', name: 'mynet', type: 'bridge', bridge: 'cni0', isGateway: true, ipam: { type: 'host-local', subnet: '10.22.0.0/16' } };
+const bridgeConf = {
+  cniVersion: '1.0.0',
+  name: 'mynet',
+  type: 'bridge',
+  bridge: 'cni0',
+  isGateway: true,
+  ipam: { type: 'host-local', subnet: '10.22.0.0/16' },
+};
 
 const logger = pino({ level: 'silent' });
 
@@ -35,22 +58,37 @@ describe('CNI chaining', () => {
     for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 
-  function node(files: Record<string, string>): { conf: string; bin: string; installer: CniInstaller; problems: string[]; make: () => CniInstaller } {
+  function node(files: Record<string, string>): {
+    conf: string;
+    bin: string;
+    installer: CniInstaller;
+    problems: string[];
+    make: () => CniInstaller;
+  } {
     const root = mkdtempSync(join(tmpdir(), 'cni-node-'));
     dirs.push(root);
     const conf = join(root, 'etc/cni/net.d');
     const bin = join(root, 'opt/cni/bin');
     mkdirSync(conf, { recursive: true });
     mkdirSync(bin, { recursive: true });
-    for (const [name, text] of Object.entries(files)) writeFileSync(join(conf, name), text, { mode: 0o644 });
+    for (const [name, text] of Object.entries(files))
+      writeFileSync(join(conf, name), text, { mode: 0o644 });
     const src = join(root, 'erdma-smcr-image-binary');
     writeFileSync(src, '#!/bin/sh\necho plugin v1\n');
     const problems: string[] = [];
     const marker = join(root, 'var/lib/cni/erdma-smcr/.uninstalled');
     const make = (): CniInstaller => {
       const i = new CniInstaller({
-        confDir: conf, binDir: bin, binarySource: src, pnetIdFile: '/run/erdma-smcr/pnetid', stateDir: '/var/lib/cni/erdma-smcr',
-        logFile: '/var/log/erdma-smcr/cni.log', logger, retryMs: 100, onStatus: (p) => problems.push(p), uninstallMarker: marker,
+        confDir: conf,
+        binDir: bin,
+        binarySource: src,
+        pnetIdFile: '/run/erdma-smcr/pnetid',
+        stateDir: '/var/lib/cni/erdma-smcr',
+        logFile: '/var/log/erdma-smcr/cni.log',
+        logger,
+        retryMs: 100,
+        onStatus: (p) => problems.push(p),
+        uninstallMarker: marker,
       });
       installers.push(i);
       return i;
@@ -59,7 +97,8 @@ describe('CNI chaining', () => {
     return { conf, bin, installer, problems, make };
   }
 
-  const json = (path: string): { plugins: { type: string }[]; [k: string]: unknown } => JSON.parse(readFileSync(path, 'utf8'));
+  const json = (path: string): { plugins: { type: string }[]; [k: string]: unknown } =>
+    JSON.parse(readFileSync(path, 'utf8'));
 
   it('appends our entry to a Terway-like conflist, once, keeping everything else', () => {
     const n = node({ '10-terway.conflist': JSON.stringify(terway) });
@@ -67,8 +106,11 @@ describe('CNI chaining', () => {
     const doc = json(join(n.conf, '10-terway.conflist'));
     expect(doc.plugins.slice(0, 2)).toEqual(terway.plugins);
     expect(doc.plugins[2]).toEqual({
-      type: PLUGIN_TYPE, capabilities: { 'io.kubernetes.cri.pod-annotations': true },
-      pnetIdFile: '/run/erdma-smcr/pnetid', stateDir: '/var/lib/cni/erdma-smcr', logFile: '/var/log/erdma-smcr/cni.log',
+      type: PLUGIN_TYPE,
+      capabilities: { 'io.kubernetes.cri.pod-annotations': true },
+      pnetIdFile: '/run/erdma-smcr/pnetid',
+      stateDir: '/var/lib/cni/erdma-smcr',
+      logFile: '/var/log/erdma-smcr/cni.log',
     });
     expect({ ...doc, plugins: undefined }).toEqual({ ...terway, plugins: undefined });
     const before = readFileSync(join(n.conf, '10-terway.conflist'), 'utf8');
@@ -79,11 +121,22 @@ describe('CNI chaining', () => {
   });
 
   it('edits only the file runtimes load: the first by name', () => {
-    const n = node({ '10-flannel.conflist': JSON.stringify(flannel), '99-loopback.conf': JSON.stringify({ cniVersion: '0.3.1', name: 'lo', type: 'loopback' }) });
+    const n = node({
+      '10-flannel.conflist': JSON.stringify(flannel),
+      '99-loopback.conf': JSON.stringify({ cniVersion: '0.3.1', name: 'lo', type: 'loopback' }),
+    });
     expect(activeConfFile(n.conf)).toBe('10-flannel.conflist');
     n.installer.start();
-    expect(json(join(n.conf, '10-flannel.conflist')).plugins.map((p) => p.type)).toEqual(['flannel', 'portmap', PLUGIN_TYPE]);
-    expect(JSON.parse(readFileSync(join(n.conf, '99-loopback.conf'), 'utf8'))).toEqual({ cniVersion: '0.3.1', name: 'lo', type: 'loopback' });
+    expect(json(join(n.conf, '10-flannel.conflist')).plugins.map((p) => p.type)).toEqual([
+      'flannel',
+      'portmap',
+      PLUGIN_TYPE,
+    ]);
+    expect(JSON.parse(readFileSync(join(n.conf, '99-loopback.conf'), 'utf8'))).toEqual({
+      cniVersion: '0.3.1',
+      name: 'lo',
+      type: 'loopback',
+    });
   });
 
   it('converts a single-plugin .conf into a .conflist', () => {
@@ -100,12 +153,17 @@ describe('CNI chaining', () => {
   it('re-inserts our entry when the primary CNI rewrites its file', async () => {
     const n = node({ '10-flannel.conflist': JSON.stringify(flannel) });
     n.installer.start();
-    writeFileSync(join(n.conf, '10-flannel.conflist'), JSON.stringify({ ...flannel, cniVersion: '1.0.0' }));
+    writeFileSync(
+      join(n.conf, '10-flannel.conflist'),
+      JSON.stringify({ ...flannel, cniVersion: '1.0.0' }),
+    );
     await until('our entry back', () => {
       const d = json(join(n.conf, '10-flannel.conflist'));
       return d.cniVersion === '1.0.0' && d.plugins.at(-1)?.type === PLUGIN_TYPE;
     });
-    expect(json(join(n.conf, '10-flannel.conflist')).plugins.filter((p) => p.type === PLUGIN_TYPE)).toHaveLength(1);
+    expect(
+      json(join(n.conf, '10-flannel.conflist')).plugins.filter((p) => p.type === PLUGIN_TYPE),
+    ).toHaveLength(1);
   });
 
   it('never writes a broken file, reports it, and chains once it is fixed', async () => {
@@ -141,14 +199,18 @@ describe('CNI chaining', () => {
   it("uninstall from another process (the README's exec) is not undone by the agent still running, and a new agent installs again", async () => {
     const n = node({ '10-terway.conflist': JSON.stringify(terway) });
     n.installer.start(); // the running agent, watching the conf dir
-    expect(json(join(n.conf, '10-terway.conflist')).plugins.map((p) => p.type)).toContain(PLUGIN_TYPE);
+    expect(json(join(n.conf, '10-terway.conflist')).plugins.map((p) => p.type)).toContain(
+      PLUGIN_TYPE,
+    );
     n.make().uninstall(); // `kubectl exec ... agent --uninstall`
     await new Promise((r) => setTimeout(r, 600)); // the watcher fired and had its chance to put the entry back
     expect(json(join(n.conf, '10-terway.conflist'))).toEqual(terway);
     expect(existsSync(join(n.bin, 'erdma-smcr'))).toBe(false);
     // A new agent pod (a reinstall, a rolling update) installs and chains again.
     n.make().start();
-    expect(json(join(n.conf, '10-terway.conflist')).plugins.map((p) => p.type)).toContain(PLUGIN_TYPE);
+    expect(json(join(n.conf, '10-terway.conflist')).plugins.map((p) => p.type)).toContain(
+      PLUGIN_TYPE,
+    );
     expect(existsSync(join(n.bin, 'erdma-smcr'))).toBe(true);
   });
 
@@ -167,8 +229,14 @@ describe('CNI chaining', () => {
     expect(once.ok && once.changed).toBe(true);
     const twice = once.ok ? insertPlugin('a.conflist', once.text, { type: PLUGIN_TYPE }) : once;
     expect(twice.ok && !twice.changed).toBe(true);
-    expect(removePlugin('a.conflist', JSON.stringify(terway))).toMatchObject({ ok: true, changed: false });
+    expect(removePlugin('a.conflist', JSON.stringify(terway))).toMatchObject({
+      ok: true,
+      changed: false,
+    });
     expect(insertPlugin('a.conflist', '[]', {})).toMatchObject({ ok: false });
-    expect(insertPlugin('a.conflist', '{"plugins": "x"}', {})).toMatchObject({ ok: false, error: 'a.conflist has no "plugins" list of objects; left untouched' });
+    expect(insertPlugin('a.conflist', '{"plugins": "x"}', {})).toMatchObject({
+      ok: false,
+      error: 'a.conflist has no "plugins" list of objects; left untouched',
+    });
   });
 });

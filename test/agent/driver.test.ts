@@ -3,14 +3,38 @@
 // faked here: the fake modprobe (a shell script) records its arguments and changes the tree the way
 // the kernel would (/sys/module/<name>, erdma's compat_mode parameter). The real smc module load
 // through the same code path runs in the SMC-R VM test.
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  existsSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { decideDriver, defaultModprobe, deviceHolders, driverFacts, reconcileDriver, wantedMode, type DriverFacts, type PreferDriver } from '../../src/agent/driver.js';
+import {
+  decideDriver,
+  defaultModprobe,
+  deviceHolders,
+  driverFacts,
+  reconcileDriver,
+  wantedMode,
+  type DriverFacts,
+  type PreferDriver,
+} from '../../src/agent/driver.js';
 
-const base: DriverFacts = { erdmaLoaded: true, mode: 'default', gpus: 0, smcLoaded: true, peermemLoaded: false };
+const base: DriverFacts = {
+  erdmaLoaded: true,
+  mode: 'default',
+  gpus: 0,
+  smcLoaded: true,
+  peermemLoaded: false,
+};
 const none = (): string[] => [];
 const busy = (): string[] => ['pid 42 (nccl-test) holds /dev/infiniband/uverbs0'];
 
@@ -19,21 +43,94 @@ describe('driver decisions', () => {
     ['all as asked', 'default', {}, none, 'ok', []],
     ['auto without GPUs is default', 'auto', {}, none, 'ok', []],
     ['default asked, smc missing', 'default', { smcLoaded: false }, none, 'change', ['smc']],
-    ['compat running, default asked, idle', 'default', { mode: 'compat' }, none, 'change', ['-r erdma', 'erdma compat_mode=N']],
-    ['compat running, default asked, smc missing too', 'default', { mode: 'compat', smcLoaded: false }, none, 'change', ['-r erdma', 'erdma compat_mode=N', 'smc']],
-    ['default running, compat asked, idle', 'compat', {}, none, 'change', ['-r erdma', 'erdma compat_mode=Y']],
-    ['compat running, default asked, devices in use', 'default', { mode: 'compat' }, busy, 'deferred', []],
-    ['driver not loaded, default asked', 'default', { erdmaLoaded: false, mode: undefined }, none, 'change', ['erdma compat_mode=N']],
-    ['driver not loaded, ofed asked', 'ofed', { erdmaLoaded: false, mode: undefined, smcLoaded: false }, none, 'change', ['erdma']],
-    ['auto with GPUs, ofed running, peermem missing', 'auto', { gpus: 8, mode: 'ofed' }, none, 'change', ['nvidia_peermem']],
-    ['auto with GPUs, ofed running, peermem there', 'auto', { gpus: 8, mode: 'ofed', peermemLoaded: true }, none, 'ok', []],
-    ['auto with GPUs, default running: another build needed', 'auto', { gpus: 8 }, none, 'manual', []],
-    ['ofed running, default asked: another build needed', 'default', { mode: 'ofed' }, none, 'manual', []],
+    [
+      'compat running, default asked, idle',
+      'default',
+      { mode: 'compat' },
+      none,
+      'change',
+      ['-r erdma', 'erdma compat_mode=N'],
+    ],
+    [
+      'compat running, default asked, smc missing too',
+      'default',
+      { mode: 'compat', smcLoaded: false },
+      none,
+      'change',
+      ['-r erdma', 'erdma compat_mode=N', 'smc'],
+    ],
+    [
+      'default running, compat asked, idle',
+      'compat',
+      {},
+      none,
+      'change',
+      ['-r erdma', 'erdma compat_mode=Y'],
+    ],
+    [
+      'compat running, default asked, devices in use',
+      'default',
+      { mode: 'compat' },
+      busy,
+      'deferred',
+      [],
+    ],
+    [
+      'driver not loaded, default asked',
+      'default',
+      { erdmaLoaded: false, mode: undefined },
+      none,
+      'change',
+      ['erdma compat_mode=N'],
+    ],
+    [
+      'driver not loaded, ofed asked',
+      'ofed',
+      { erdmaLoaded: false, mode: undefined, smcLoaded: false },
+      none,
+      'change',
+      ['erdma'],
+    ],
+    [
+      'auto with GPUs, ofed running, peermem missing',
+      'auto',
+      { gpus: 8, mode: 'ofed' },
+      none,
+      'change',
+      ['nvidia_peermem'],
+    ],
+    [
+      'auto with GPUs, ofed running, peermem there',
+      'auto',
+      { gpus: 8, mode: 'ofed', peermemLoaded: true },
+      none,
+      'ok',
+      [],
+    ],
+    [
+      'auto with GPUs, default running: another build needed',
+      'auto',
+      { gpus: 8 },
+      none,
+      'manual',
+      [],
+    ],
+    [
+      'ofed running, default asked: another build needed',
+      'default',
+      { mode: 'ofed' },
+      none,
+      'manual',
+      [],
+    ],
   ])('%s', (_, prefer, facts, holders, status, modprobes) => {
     const d = decideDriver(prefer, { ...base, ...facts } as DriverFacts, holders);
     expect(d.status).toBe(status);
     expect(d.actions.map((a) => a.args.join(' '))).toEqual(modprobes);
-    if (status === 'deferred') expect(d.detail).toMatch(/in use \(pid 42 \(nccl-test\) holds \/dev\/infiniband\/uverbs0\).*retried/);
+    if (status === 'deferred')
+      expect(d.detail).toMatch(
+        /in use \(pid 42 \(nccl-test\) holds \/dev\/infiniband\/uverbs0\).*retried/,
+      );
     if (status === 'manual') expect(d.detail).toMatch(/other build of the driver/);
   });
 
@@ -78,8 +175,16 @@ case "$2" in compat_mode=*) echo "\${2#compat_mode=}" > "$m/$1/parameters/compat
   );
   chmodSync(modprobe, 0o755);
 
-  const calls = (): string[] => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean) : []);
-  const pass = (prefer: PreferDriver) => reconcileDriver({ prefer, hostRoot: host, procRoot: proc, modprobe: [modprobe], logger: pino({ level: 'silent' }) });
+  const calls = (): string[] =>
+    existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean) : [];
+  const pass = (prefer: PreferDriver) =>
+    reconcileDriver({
+      prefer,
+      hostRoot: host,
+      procRoot: proc,
+      modprobe: [modprobe],
+      logger: pino({ level: 'silent' }),
+    });
 
   beforeEach(() => {
     rmSync(host, { recursive: true, force: true });
@@ -93,8 +198,18 @@ case "$2" in compat_mode=*) echo "\${2#compat_mode=}" > "$m/$1/parameters/compat
   });
 
   it('reads the mode, GPUs and modules from the tree', () => {
-    expect(driverFacts(host, proc)).toEqual({ erdmaLoaded: true, mode: 'compat', gpus: 0, smcLoaded: false, peermemLoaded: false });
-    for (const [dev, vendor, cls] of [['0000:00:07.0', '0x10de', '0x030200'], ['0000:00:08.0', '0x10de', '0x040300'], ['0000:00:09.0', '0x1ded', '0x020000']]) {
+    expect(driverFacts(host, proc)).toEqual({
+      erdmaLoaded: true,
+      mode: 'compat',
+      gpus: 0,
+      smcLoaded: false,
+      peermemLoaded: false,
+    });
+    for (const [dev, vendor, cls] of [
+      ['0000:00:07.0', '0x10de', '0x030200'],
+      ['0000:00:08.0', '0x10de', '0x040300'],
+      ['0000:00:09.0', '0x1ded', '0x020000'],
+    ]) {
       mkdirSync(join(host, 'sys/bus/pci/devices', dev!), { recursive: true });
       writeFileSync(join(host, 'sys/bus/pci/devices', dev!, 'vendor'), `${vendor}\n`);
       writeFileSync(join(host, 'sys/bus/pci/devices', dev!, 'class'), `${cls}\n`);
@@ -139,7 +254,10 @@ case "$2" in compat_mode=*) echo "\${2#compat_mode=}" > "$m/$1/parameters/compat
     writeFileSync(join(dir, 'FAIL_erdma'), '');
     const r = await pass('default');
     expect(calls()).toEqual(['erdma compat_mode=N', 'smc']);
-    expect(r.done.map((d) => [d.action.module, d.error === undefined])).toEqual([['erdma', false], ['smc', true]]);
+    expect(r.done.map((d) => [d.action.module, d.error === undefined])).toEqual([
+      ['erdma', false],
+      ['smc', true],
+    ]);
     expect(r.done[0]!.error).toMatch(/Module erdma not found/);
     expect(r.facts).toMatchObject({ erdmaLoaded: false, smcLoaded: true });
   });

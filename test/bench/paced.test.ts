@@ -7,7 +7,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { calibrate, pacedLoad, percentile, plannedGap, stalledRound, timingScript } from '../../bench/paced.js';
+import {
+  calibrate,
+  pacedLoad,
+  percentile,
+  plannedGap,
+  stalledRound,
+  timingScript,
+} from '../../bench/paced.js';
 import { smcrReview } from '../helpers/reviews.js';
 import { startTestServer, type TestServer } from '../helpers/tls.js';
 
@@ -59,7 +66,9 @@ describe('timingScript', () => {
   it('writes the mix for the lateness it is given, and plannedGap reads the mean gap back', () => {
     for (const lateness of [0, 0.45, 0.8]) {
       const script = timingScript(dir, 500, 2, lateness);
-      const gaps = offsets(script).slice(1).map((t, i, a) => t - (i === 0 ? 0 : a[i - 1]!));
+      const gaps = offsets(script)
+        .slice(1)
+        .map((t, i, a) => t - (i === 0 ? 0 : a[i - 1]!));
       expect(gaps.every((g) => g === 1 || g === 2)).toBe(true);
       expect(plannedGap(script) + lateness).toBeCloseTo(2, 2);
     }
@@ -73,8 +82,12 @@ describe('timingScript', () => {
   });
 
   it('names the webhook Service in every line (SNI and Host), so h2load connects with --connect-to only', () => {
-    const lines = readFileSync(timingScript(dir, 100, 1), 'utf8').trim().split('\n');
-    expect(lines.every((l) => l.endsWith('\thttps://erdma-smcr-webhook.erdma-smcr.svc/mutate'))).toBe(true);
+    const lines = readFileSync(timingScript(dir, 100, 1), 'utf8')
+      .trim()
+      .split('\n');
+    expect(
+      lines.every((l) => l.endsWith('\thttps://erdma-smcr-webhook.erdma-smcr.svc/mutate')),
+    ).toBe(true);
   });
 });
 
@@ -102,10 +115,19 @@ describe.skipIf(why !== '')('pacedLoad: h2load against the real webhook over TLS
   it('reads every response time from the log, in ms, and the rate the script reached', async () => {
     const body = join(dir, 'review.json');
     writeFileSync(body, JSON.stringify(smcrReview('pod-create')));
-    const load = await pacedLoad(server.server.port, body, timingScript(dir, 200, 1), join(dir, 'ok.log'));
+    const load = await pacedLoad(
+      server.server.port,
+      body,
+      timingScript(dir, 200, 1),
+      join(dir, 'ok.log'),
+    );
     expect(load.errors).toBe(0);
     expect(load.latencies).toHaveLength(200);
-    expect(load.latencies.every((x, i) => x > 0 && x < 5_000 && (i === 0 || x >= load.latencies[i - 1]!))).toBe(true);
+    expect(
+      load.latencies.every(
+        (x, i) => x > 0 && x < 5_000 && (i === 0 || x >= load.latencies[i - 1]!),
+      ),
+    ).toBe(true);
     // 200/s asked; h2load's timers are late by a fraction of a ms per request, never early by much.
     expect(load.rate).toBeGreaterThan(120);
     expect(load.rate).toBeLessThan(230);
@@ -117,7 +139,12 @@ describe.skipIf(why !== '')('pacedLoad: h2load against the real webhook over TLS
     const lateness = await calibrate(server.server.port, body, dir, 500, 4, 1);
     expect(lateness).toBeGreaterThanOrEqual(0);
     expect(lateness).toBeLessThan(1.5);
-    const load = await pacedLoad(server.server.port, body, timingScript(dir, 500, 1, lateness), join(dir, 'calibrated.log'));
+    const load = await pacedLoad(
+      server.server.port,
+      body,
+      timingScript(dir, 500, 1, lateness),
+      join(dir, 'calibrated.log'),
+    );
     expect(load.errors).toBe(0);
     // Within 10%: the other test files share the machine's two vCPUs with this one.
     expect(load.rate).toBeGreaterThan(450);
@@ -127,7 +154,12 @@ describe.skipIf(why !== '')('pacedLoad: h2load against the real webhook over TLS
   it('counts answers that are not 200 as errors (a body that is not JSON gets a 400)', async () => {
     const body = join(dir, 'bad.json');
     writeFileSync(body, '{"apiVersion": ');
-    const load = await pacedLoad(server.server.port, body, timingScript(dir, 100, 0.2), join(dir, 'bad.log'));
+    const load = await pacedLoad(
+      server.server.port,
+      body,
+      timingScript(dir, 100, 0.2),
+      join(dir, 'bad.log'),
+    );
     expect(load.latencies).toHaveLength(20);
     expect(load.errors).toBe(20);
   });

@@ -29,24 +29,34 @@ function step(secret: CertSecret | undefined, now: number): { secret: CertSecret
 }
 
 const cert = (pem: string): forge.pki.Certificate => forge.pki.certificateFromPem(pem);
-const bundleSubjects = (s: CertSecret): string[] => splitPem(s.data[SECRET_KEYS.bundle] ?? '').map((p) => cert(p).serialNumber);
+const bundleSubjects = (s: CertSecret): string[] =>
+  splitPem(s.data[SECRET_KEYS.bundle] ?? '').map((p) => cert(p).serialNumber);
 const verifies = (caPem: string, leafPem: string): boolean => cert(caPem).verify(cert(leafPem));
 
 describe('certificate Secret rotation', () => {
   const first = step(undefined, T0).secret;
 
   it('creates CA and serving certificate with the right names, usages and backdating', () => {
-    expect(assess(undefined, policy, T0)).toEqual({ action: 'create', reason: 'no certificate Secret yet' });
+    expect(assess(undefined, policy, T0)).toEqual({
+      action: 'create',
+      reason: 'no certificate Secret yet',
+    });
     const leaf = cert(first.data[SECRET_KEYS.cert] as string);
     const ca = cert(first.data[SECRET_KEYS.caCert] as string);
-    const alt = (leaf.getExtension('subjectAltName') as { altNames: { value: string }[] }).altNames.map((a) => a.value);
+    const alt = (
+      leaf.getExtension('subjectAltName') as { altNames: { value: string }[] }
+    ).altNames.map((a) => a.value);
     expect(alt).toEqual(policy.names);
     expect((ca.getExtension('basicConstraints') as { cA: boolean }).cA).toBe(true);
     expect((leaf.getExtension('extKeyUsage') as { serverAuth: boolean }).serverAuth).toBe(true);
     expect(leaf.validity.notBefore.getTime()).toBeLessThan(T0);
-    expect(verifies(first.data[SECRET_KEYS.caCert] as string, first.data[SECRET_KEYS.cert] as string)).toBe(true);
+    expect(
+      verifies(first.data[SECRET_KEYS.caCert] as string, first.data[SECRET_KEYS.cert] as string),
+    ).toBe(true);
     expect(first.data[SECRET_KEYS.bundle]).toBe(first.data[SECRET_KEYS.caCert]);
-    expect(leaf.serialNumber).not.toBe(cert(step(undefined, T0).secret.data[SECRET_KEYS.cert] as string).serialNumber);
+    expect(leaf.serialNumber).not.toBe(
+      cert(step(undefined, T0).secret.data[SECRET_KEYS.cert] as string).serialNumber,
+    );
   });
 
   it('leaves a good Secret alone', () => {
@@ -54,19 +64,43 @@ describe('certificate Secret rotation', () => {
   });
 
   it('names the reason a Secret needs regeneration', () => {
-    const without = (k: string): CertSecret => ({ ...first, data: Object.fromEntries(Object.entries(first.data).filter(([key]) => key !== k)) });
+    const without = (k: string): CertSecret => ({
+      ...first,
+      data: Object.fromEntries(Object.entries(first.data).filter(([key]) => key !== k)),
+    });
     expect(needsRegeneration(without(SECRET_KEYS.key), policy, T0)).toBe('missing keys: tls.key');
-    const notCA = { ...first, data: { ...first.data, [SECRET_KEYS.caCert]: first.data[SECRET_KEYS.cert] as string, [SECRET_KEYS.caKey]: first.data[SECRET_KEYS.key] as string } };
+    const notCA = {
+      ...first,
+      data: {
+        ...first.data,
+        [SECRET_KEYS.caCert]: first.data[SECRET_KEYS.cert] as string,
+        [SECRET_KEYS.caKey]: first.data[SECRET_KEYS.key] as string,
+      },
+    };
     expect(needsRegeneration(notCA, policy, T0)).toBe('ca-signing.crt is not a CA certificate');
-    expect(needsRegeneration(first, { ...policy, names: [...policy.names, 'extra.example'] }, T0)).toBe(
-      'the serving certificate lacks names: extra.example',
+    expect(
+      needsRegeneration(first, { ...policy, names: [...policy.names, 'extra.example'] }, T0),
+    ).toBe('the serving certificate lacks names: extra.example');
+    expect(needsRegeneration(first, policy, T0 + 201 * S)).toBe(
+      'the serving certificate has less than a third of its lifetime left',
     );
-    expect(needsRegeneration(first, policy, T0 + 201 * S)).toBe('the serving certificate has less than a third of its lifetime left');
-    expect(needsRegeneration(first, policy, T0 + 601 * S)).toBe('the CA has less than a third of its lifetime left');
+    expect(needsRegeneration(first, policy, T0 + 601 * S)).toBe(
+      'the CA has less than a third of its lifetime left',
+    );
     const garbage = { ...first, data: { ...first.data, [SECRET_KEYS.cert]: 'not a certificate' } };
     expect(needsRegeneration(garbage, policy, T0)).toMatch(/^unreadable certificate or key/);
-    const otherCa = generateCA('someone-else', { now: new Date(T0), validityMs: policy.caValidityMs });
-    const foreign = { ...first, data: { ...first.data, [SECRET_KEYS.caCert]: otherCa.certPem, [SECRET_KEYS.caKey]: otherCa.keyPem } };
+    const otherCa = generateCA('someone-else', {
+      now: new Date(T0),
+      validityMs: policy.caValidityMs,
+    });
+    const foreign = {
+      ...first,
+      data: {
+        ...first.data,
+        [SECRET_KEYS.caCert]: otherCa.certPem,
+        [SECRET_KEYS.caKey]: otherCa.keyPem,
+      },
+    };
     expect(needsRegeneration(foreign, policy, T0)).toBe('the signing CA is not in ca.crt');
   });
 
@@ -75,7 +109,9 @@ describe('certificate Secret rotation', () => {
     expect(r.action).toBe('reissue');
     expect(r.secret.data[SECRET_KEYS.caCert]).toBe(first.data[SECRET_KEYS.caCert]);
     expect(r.secret.data[SECRET_KEYS.cert]).not.toBe(first.data[SECRET_KEYS.cert]);
-    expect(verifies(first.data[SECRET_KEYS.caCert] as string, r.secret.data[SECRET_KEYS.cert] as string)).toBe(true);
+    expect(
+      verifies(first.data[SECRET_KEYS.caCert] as string, r.secret.data[SECRET_KEYS.cert] as string),
+    ).toBe(true);
   });
 
   it('rotates the CA in two steps: trusted first, signing only after the promotion delay, old CA kept until it expires', () => {

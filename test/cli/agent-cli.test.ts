@@ -1,7 +1,15 @@
 // `erdma-smcr agent` as a process on a temp host tree (no cluster: labels and events report that
 // they need one), and `agent --uninstall`.
 import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -28,10 +36,23 @@ describe('erdma-smcr agent', () => {
 
   it('runs its duties with probes and metrics, reports what it lacks, and stops on SIGTERM', async () => {
     const host = hostTree();
-    const child = spawn(process.execPath, ['bin/erdma-smcr.js', 'agent', '--host-root', host, '--kubelet-dir', join(host, 'kubelet'), '--kubeconfig', join(host, 'none')], {
-      env: { ...process.env, ERDMA_SMCR_AGENT_METRICS_PORT: '0', ERDMA_SMCR_LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        'bin/erdma-smcr.js',
+        'agent',
+        '--host-root',
+        host,
+        '--kubelet-dir',
+        join(host, 'kubelet'),
+        '--kubeconfig',
+        join(host, 'none'),
+      ],
+      {
+        env: { ...process.env, ERDMA_SMCR_AGENT_METRICS_PORT: '0', ERDMA_SMCR_LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     let err = '';
     child.stderr.on('data', (d) => (err += d));
@@ -55,7 +76,11 @@ describe('erdma-smcr agent', () => {
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(metrics).toMatch(/erdma_smcr_agent_cni_chained 1/);
       expect(metrics).toMatch(/erdma_smcr_agent_devices\{healthy="true"\} [1-9]/);
-      expect(JSON.parse(readFileSync(join(host, 'etc/cni/net.d/10-bridge.conflist'), 'utf8')).plugins.at(-1).type).toBe('erdma-smcr');
+      expect(
+        JSON.parse(readFileSync(join(host, 'etc/cni/net.d/10-bridge.conflist'), 'utf8')).plugins.at(
+          -1,
+        ).type,
+      ).toBe('erdma-smcr');
       expect(readdirSync(join(host, 'kubelet/device-plugins'))).toContain('erdma-smcr.sock');
     } finally {
       const code = await new Promise<number | null>((resolve) => {
@@ -69,12 +94,17 @@ describe('erdma-smcr agent', () => {
 
   it('--uninstall removes our entry and binary, nothing else', async () => {
     const host = hostTree();
-    writeFileSync(join(host, 'etc/cni/net.d/10-bridge.conflist'), JSON.stringify({ ...bridge, plugins: [...bridge.plugins, { type: 'erdma-smcr' }] }));
+    writeFileSync(
+      join(host, 'etc/cni/net.d/10-bridge.conflist'),
+      JSON.stringify({ ...bridge, plugins: [...bridge.plugins, { type: 'erdma-smcr' }] }),
+    );
     writeFileSync(join(host, 'opt/cni/bin/erdma-smcr'), 'x');
     writeFileSync(join(host, 'opt/cni/bin/bridge'), 'y');
     const r = await runCli(['agent', '--uninstall', '--host-root', host]);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(readFileSync(join(host, 'etc/cni/net.d/10-bridge.conflist'), 'utf8'))).toEqual(bridge);
+    expect(
+      JSON.parse(readFileSync(join(host, 'etc/cni/net.d/10-bridge.conflist'), 'utf8')),
+    ).toEqual(bridge);
     expect(readdirSync(join(host, 'opt/cni/bin'))).toEqual(['bridge']);
   });
 });

@@ -19,12 +19,32 @@ describe('erdma-smcr certs generate', () => {
 
   it('writes a CA and a serving certificate for the Service names, keys readable by the owner only', async () => {
     const out = join(tmp(), 'certs');
-    const r = await runCli(['certs', 'generate', '--service', 'hook', '--namespace', 'infra', '--out', out, '--name', 'hook.example.com', '--days', '30']);
+    const r = await runCli([
+      'certs',
+      'generate',
+      '--service',
+      'hook',
+      '--namespace',
+      'infra',
+      '--out',
+      out,
+      '--name',
+      'hook.example.com',
+      '--days',
+      '30',
+    ]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('base64 -w0');
-    for (const key of ['ca.key', 'tls.key']) expect(statSync(join(out, key)).mode & 0o777).toBe(0o600);
+    for (const key of ['ca.key', 'tls.key'])
+      expect(statSync(join(out, key)).mode & 0o777).toBe(0o600);
     const info = certInfo(readFileSync(join(out, 'tls.crt'), 'utf8'));
-    expect(info.dnsNames).toEqual(['hook', 'hook.infra', 'hook.infra.svc', 'hook.infra.svc.cluster.local', 'hook.example.com']);
+    expect(info.dnsNames).toEqual([
+      'hook',
+      'hook.infra',
+      'hook.infra.svc',
+      'hook.infra.svc.cluster.local',
+      'hook.example.com',
+    ]);
     expect(info.ipAddresses).toEqual([]);
     const days = (info.notAfter.getTime() - Date.now()) / 86_400_000;
     expect(days).toBeGreaterThan(29.9);
@@ -32,7 +52,16 @@ describe('erdma-smcr certs generate', () => {
     expect(certInfo(readFileSync(join(out, 'ca.crt'), 'utf8')).isCA).toBe(true);
 
     const before = readFileSync(join(out, 'tls.crt'), 'utf8');
-    const again = await runCli(['certs', 'generate', '--service', 'hook', '--namespace', 'infra', '--out', out]);
+    const again = await runCli([
+      'certs',
+      'generate',
+      '--service',
+      'hook',
+      '--namespace',
+      'infra',
+      '--out',
+      out,
+    ]);
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/nothing written/);
     expect(readFileSync(join(out, 'tls.crt'), 'utf8')).toBe(before);
@@ -40,7 +69,18 @@ describe('erdma-smcr certs generate', () => {
 
   it('refuses a bad validity and a missing flag with exit 2', async () => {
     const out = tmp();
-    const bad = await runCli(['certs', 'generate', '--service', 's', '--namespace', 'n', '--out', out, '--days', 'soon']);
+    const bad = await runCli([
+      'certs',
+      'generate',
+      '--service',
+      's',
+      '--namespace',
+      'n',
+      '--out',
+      out,
+      '--days',
+      'soon',
+    ]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--days must be a positive integer, got soon/);
     const missing = await runCli(['certs', 'generate', '--service', 's', '--out', out]);

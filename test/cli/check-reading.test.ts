@@ -14,7 +14,10 @@ import { KUBECTL, kubectlMissing } from '../harness/k8s/control-plane.js';
 import { runCli } from '../helpers/cli.js';
 
 const template = {
-  metadata: { annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' }, labels: { app: 'agent' } },
+  metadata: {
+    annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' },
+    labels: { app: 'agent' },
+  },
   spec: { hostNetwork: true, containers: [{ name: 'app', image: 'busybox' }] },
 };
 const daemonSet = (name: string): object => ({
@@ -42,19 +45,48 @@ beforeAll(() => {
   symlinkSync('../real/ds.yaml', join(tree, 'linked.yaml'));
   write(join(tree, '.k8s/ds.yaml'), daemonSet('in-dot-dir'));
   write(join(tree, '.hidden.yaml'), daemonSet('dot-file'));
-  write(join(tree, 'list.json'), { apiVersion: 'apps/v1', kind: 'DaemonSetList', items: [{ metadata: { name: 'from-list', namespace: 'default' }, spec: (daemonSet('from-list') as { spec: unknown }).spec }] });
+  write(join(tree, 'list.json'), {
+    apiVersion: 'apps/v1',
+    kind: 'DaemonSetList',
+    items: [
+      {
+        metadata: { name: 'from-list', namespace: 'default' },
+        spec: (daemonSet('from-list') as { spec: unknown }).spec,
+      },
+    ],
+  });
   write(join(tree, '.git/ds.yaml'), daemonSet('in-git'));
 
   write(join(hostile, 'a/ds.yaml'), daemonSet('in-a'));
   symlinkSync('..', join(hostile, 'a/loop'));
-  write(join(hostile, 'b/bad.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\n  labels: [unclosed\n');
-  write(join(hostile, 'c/rollout.yaml'), { apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', metadata: { name: 'rollout', namespace: 'default' }, spec: { template } });
-  write(join(hostile, 'c/odd.yaml'), { apiVersion: 'example.com/v1', kind: 'Odd', metadata: { name: 'odd', namespace: 'default' }, spec: { pods: [{ metadata: template.metadata }] } });
+  write(
+    join(hostile, 'b/bad.yaml'),
+    'apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\n  labels: [unclosed\n',
+  );
+  write(join(hostile, 'c/rollout.yaml'), {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Rollout',
+    metadata: { name: 'rollout', namespace: 'default' },
+    spec: { template },
+  });
+  write(join(hostile, 'c/odd.yaml'), {
+    apiVersion: 'example.com/v1',
+    kind: 'Odd',
+    metadata: { name: 'odd', namespace: 'default' },
+    spec: { pods: [{ metadata: template.metadata }] },
+  });
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 interface JsonReport {
-  results: { source: string; kind: string; name: string; allowed: boolean; denials: { rule: string }[]; warnings: string[] }[];
+  results: {
+    source: string;
+    kind: string;
+    name: string;
+    allowed: boolean;
+    denials: { rule: string }[];
+    warnings: string[];
+  }[];
   errors: { source: string; code: string; message: string }[];
   summary: { objects: number; denied: number; errors: number };
 }
@@ -67,18 +99,32 @@ describe('check reads what kubectl reads', () => {
   it('follows symlinked files, reads dot-files and dot-directories, types List items, skips .git', async () => {
     const r = await check(tree);
     const report = JSON.parse(r.stdout) as JsonReport;
-    expect(report.results.map((x) => `${x.kind}/${x.name}`).sort()).toEqual(['DaemonSet/dot-file', 'DaemonSet/from-list', 'DaemonSet/in-dot-dir', 'DaemonSet/linked']);
-    expect(report.results.every((x) => !x.allowed && x.denials.some((d) => d.rule === 'host-network'))).toBe(true);
+    expect(report.results.map((x) => `${x.kind}/${x.name}`).sort()).toEqual([
+      'DaemonSet/dot-file',
+      'DaemonSet/from-list',
+      'DaemonSet/in-dot-dir',
+      'DaemonSet/linked',
+    ]);
+    expect(
+      report.results.every((x) => !x.allowed && x.denials.some((d) => d.rule === 'host-network')),
+    ).toBe(true);
     expect(r.code).toBe(1);
   });
 
-  it.skipIf(kubectlMissing() !== '')("finds the same objects as Debian's kubectl -R in that tree", async () => {
-    const k = spawnSync(KUBECTL, ['annotate', '--local', '-R', '-f', tree, 'x=y', '-o', 'name'], { encoding: 'utf8' });
-    const kubectlNames = k.stdout.trim().split('\n').filter(Boolean).sort();
-    const ours = (JSON.parse((await check(tree)).stdout) as JsonReport).results.map((x) => `daemonset.apps/${x.name}`).sort();
-    // kubectl reads .git too; skipping it is our one documented difference.
-    expect(kubectlNames.filter((n) => n !== 'daemonset.apps/in-git')).toEqual(ours);
-  });
+  it.skipIf(kubectlMissing() !== '')(
+    "finds the same objects as Debian's kubectl -R in that tree",
+    async () => {
+      const k = spawnSync(KUBECTL, ['annotate', '--local', '-R', '-f', tree, 'x=y', '-o', 'name'], {
+        encoding: 'utf8',
+      });
+      const kubectlNames = k.stdout.trim().split('\n').filter(Boolean).sort();
+      const ours = (JSON.parse((await check(tree)).stdout) as JsonReport).results
+        .map((x) => `daemonset.apps/${x.name}`)
+        .sort();
+      // kubectl reads .git too; skipping it is our one documented difference.
+      expect(kubectlNames.filter((n) => n !== 'daemonset.apps/in-git')).toEqual(ours);
+    },
+  );
 });
 
 describe('check on a tree kubectl cannot fully read', () => {
@@ -86,8 +132,18 @@ describe('check on a tree kubectl cannot fully read', () => {
     const r = await check(hostile);
     expect(r.code).toBe(2);
     const report = JSON.parse(r.stdout) as JsonReport;
-    expect(report.results.map((x) => `${x.kind}/${x.name}`).sort()).toEqual(['DaemonSet/in-a', 'Odd/odd', 'Rollout/rollout']);
-    expect(report.errors).toEqual([{ source: expect.stringMatching(/b\/bad\.yaml:\d+$/), code: 'INPUT_PARSE', message: expect.stringMatching(/invalid YAML/) }]);
+    expect(report.results.map((x) => `${x.kind}/${x.name}`).sort()).toEqual([
+      'DaemonSet/in-a',
+      'Odd/odd',
+      'Rollout/rollout',
+    ]);
+    expect(report.errors).toEqual([
+      {
+        source: expect.stringMatching(/b\/bad\.yaml:\d+$/),
+        code: 'INPUT_PARSE',
+        message: expect.stringMatching(/invalid YAML/),
+      },
+    ]);
     expect(report.summary).toMatchObject({ objects: 3, errors: 1 });
   });
 
@@ -97,48 +153,89 @@ describe('check on a tree kubectl cannot fully read', () => {
     expect(rollout.allowed).toBe(false);
     expect(rollout.denials.map((d) => d.rule)).toContain('host-network');
     const odd = report.results.find((x) => x.kind === 'Odd')!;
-    expect(odd.warnings.join()).toMatch(/set at spec\.pods\[0\]\.metadata\.annotations.*not checked/);
+    expect(odd.warnings.join()).toMatch(
+      /set at spec\.pods\[0\]\.metadata\.annotations.*not checked/,
+    );
   });
 
   it.each([
-    ['text', /ERROR .*bad\.yaml:\d+ .*invalid YAML[\s\S]*3 object\(s\) checked: 1 allowed, 2 denied, 1 input error\(s\)/],
-    ['junit', /<testsuite name="[^"]*bad\.yaml" tests="1" failures="0" errors="1"[\s\S]*<error type="INPUT_PARSE"/],
-    ['policyreport', /"kind": "ClusterPolicyReport"[\s\S]*"result": "error"[\s\S]*"manifest": "[^"]*bad\.yaml:\d+"/],
+    [
+      'text',
+      /ERROR .*bad\.yaml:\d+ .*invalid YAML[\s\S]*3 object\(s\) checked: 1 allowed, 2 denied, 1 input error\(s\)/,
+    ],
+    [
+      'junit',
+      /<testsuite name="[^"]*bad\.yaml" tests="1" failures="0" errors="1"[\s\S]*<error type="INPUT_PARSE"/,
+    ],
+    [
+      'policyreport',
+      /"kind": "ClusterPolicyReport"[\s\S]*"result": "error"[\s\S]*"manifest": "[^"]*bad\.yaml:\d+"/,
+    ],
   ])('reports the bad file in the %s output too', async (format, pattern) => {
     const r = await check(hostile, format);
     expect(r.code).toBe(2);
     expect(r.stdout).toMatch(pattern);
   });
 
-  it.each(['json', 'sarif', 'policyreport'])('writes %s result by result, as one well-formed document', async (format) => {
-    const r = await check(hostile, format);
-    expect(r.stdout).toBe(`${JSON.stringify(JSON.parse(r.stdout), null, 2)}\n`);
-  });
+  it.each(['json', 'sarif', 'policyreport'])(
+    'writes %s result by result, as one well-formed document',
+    async (format) => {
+      const r = await check(hostile, format);
+      expect(r.stdout).toBe(`${JSON.stringify(JSON.parse(r.stdout), null, 2)}\n`);
+    },
+  );
 
-  it.each(['json', 'sarif', 'junit', 'policyreport'])('writes no half %s document when the run fails before its first result', async (format) => {
-    const r = await runCli(['check', '-o', format, '--profile', join(root, 'no-such-profile.yaml'), hostile]);
-    expect(r.code).toBe(2);
-    expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(/no-such-profile\.yaml/);
-  });
+  it.each(['json', 'sarif', 'junit', 'policyreport'])(
+    'writes no half %s document when the run fails before its first result',
+    async (format) => {
+      const r = await runCli([
+        'check',
+        '-o',
+        format,
+        '--profile',
+        join(root, 'no-such-profile.yaml'),
+        hostile,
+      ]);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(/no-such-profile\.yaml/);
+    },
+  );
 
   it('reads a repeated key as kubectl does: the last value wins', async () => {
     const dir = join(root, 'dup');
-    write(join(dir, 'pod.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: dup\n  annotations:\n    network.alibabacloud.com/erdma-smcr: "true"\nspec:\n  hostNetwork: false\n  hostNetwork: true\n  containers: [{name: a, image: b}]\n');
+    write(
+      join(dir, 'pod.yaml'),
+      'apiVersion: v1\nkind: Pod\nmetadata:\n  name: dup\n  annotations:\n    network.alibabacloud.com/erdma-smcr: "true"\nspec:\n  hostNetwork: false\n  hostNetwork: true\n  containers: [{name: a, image: b}]\n',
+    );
     const r = await check(dir);
     const report = JSON.parse(r.stdout) as JsonReport;
     expect(report.errors).toEqual([]);
     expect(report.results[0]?.denials.map((d) => d.rule)).toContain('host-network');
     if (kubectlMissing() === '') {
-      const k = spawnSync(KUBECTL, ['annotate', '--local', '-f', join(dir, 'pod.yaml'), 'x=y', '-o', 'json'], { encoding: 'utf8' });
-      expect((JSON.parse(k.stdout) as { spec: { hostNetwork: boolean } }).spec.hostNetwork).toBe(true);
+      const k = spawnSync(
+        KUBECTL,
+        ['annotate', '--local', '-f', join(dir, 'pod.yaml'), 'x=y', '-o', 'json'],
+        { encoding: 'utf8' },
+      );
+      expect((JSON.parse(k.stdout) as { spec: { hostNetwork: boolean } }).spec.hostNetwork).toBe(
+        true,
+      );
     }
   });
 });
 
 describe('SARIF output', () => {
   /** The published SARIF 2.1.0 schema (rtm.5, JSON Schema draft-04), as Microsoft ships it with its SARIF test matchers. */
-  const schema = JSON.parse(readFileSync(join(dirname(createRequire(import.meta.url).resolve('@microsoft/jest-sarif/package.json')), 'lib/schemas/sarif-2.1.0-rtm.5.json'), 'utf8')) as object;
+  const schema = JSON.parse(
+    readFileSync(
+      join(
+        dirname(createRequire(import.meta.url).resolve('@microsoft/jest-sarif/package.json')),
+        'lib/schemas/sarif-2.1.0-rtm.5.json',
+      ),
+      'utf8',
+    ),
+  ) as object;
   // unicodeRegExp off: the schema's language pattern is valid only without the u flag. CommonJS default, as ajv-formats below.
   const ajv = new Ajv04.default({ allErrors: true, strict: false, unicodeRegExp: false });
   formats.default(ajv);
@@ -147,29 +244,63 @@ describe('SARIF output', () => {
   it('is a valid SARIF 2.1.0 log with each denial, warning and bad file on its manifest line', async () => {
     const r = await check(hostile, 'sarif');
     expect(r.code).toBe(2);
-    const log = JSON.parse(r.stdout) as { runs: { results: { ruleId: string; level: string; locations: { physicalLocation: { artifactLocation: { uri: string }; region?: { startLine: number } } }[] }[]; invocations: { executionSuccessful: boolean }[]; tool: { driver: { rules: { id: string }[] } } }[] };
+    const log = JSON.parse(r.stdout) as {
+      runs: {
+        results: {
+          ruleId: string;
+          level: string;
+          locations: {
+            physicalLocation: { artifactLocation: { uri: string }; region?: { startLine: number } };
+          }[];
+        }[];
+        invocations: { executionSuccessful: boolean }[];
+        tool: { driver: { rules: { id: string }[] } };
+      }[];
+    };
     expect(validate(log), JSON.stringify(validate.errors)).toBe(true);
     const run = log.runs[0]!;
     const byRule = (id: string) => run.results.filter((x) => x.ruleId === id);
-    expect(byRule('host-network').map((x) => x.locations[0]!.physicalLocation.artifactLocation.uri).sort()).toEqual([join(hostile, 'a/ds.yaml'), join(hostile, 'c/rollout.yaml')].sort());
-    expect(byRule('host-network').every((x) => x.level === 'error' && (x.locations[0]!.physicalLocation.region?.startLine ?? 0) >= 1)).toBe(true);
+    expect(
+      byRule('host-network')
+        .map((x) => x.locations[0]!.physicalLocation.artifactLocation.uri)
+        .sort(),
+    ).toEqual([join(hostile, 'a/ds.yaml'), join(hostile, 'c/rollout.yaml')].sort());
+    expect(
+      byRule('host-network').every(
+        (x) =>
+          x.level === 'error' && (x.locations[0]!.physicalLocation.region?.startLine ?? 0) >= 1,
+      ),
+    ).toBe(true);
     expect(byRule('input-error')).toHaveLength(1);
-    expect(byRule('input-error')[0]!.locations[0]!.physicalLocation.region?.startLine).toBeGreaterThan(1);
+    expect(
+      byRule('input-error')[0]!.locations[0]!.physicalLocation.region?.startLine,
+    ).toBeGreaterThan(1);
     expect(byRule('policy-warning')[0]!.level).toBe('warning');
     expect(run.invocations[0]!.executionSuccessful).toBe(false);
-    expect(run.tool.driver.rules.map((x) => x.id)).toEqual(expect.arrayContaining(['host-network', 'input-error', 'policy-warning']));
+    expect(run.tool.driver.rules.map((x) => x.id)).toEqual(
+      expect.arrayContaining(['host-network', 'input-error', 'policy-warning']),
+    );
   });
 
   it('a clean tree gives a valid log with no results', async () => {
     const clean = join(root, 'clean');
-    write(join(clean, 'cm.yaml'), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' }, data: { a: 'b' } });
+    write(join(clean, 'cm.yaml'), {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'x' },
+      data: { a: 'b' },
+    });
     const r = await check(clean, 'sarif');
     expect(r.code).toBe(0);
     const log = JSON.parse(r.stdout) as { runs: { results: unknown[] }[] };
     expect(validate(log), JSON.stringify(validate.errors)).toBe(true);
     expect(log.runs[0]!.results).toEqual([]);
     // The validator does refuse what the schema refuses (a level SARIF does not define).
-    expect(validate({ ...log, runs: [{ ...log.runs[0], results: [{ message: { text: 'x' }, level: 'fatal' }] }] })).toBe(false);
+    expect(
+      validate({
+        ...log,
+        runs: [{ ...log.runs[0], results: [{ message: { text: 'x' }, level: 'fatal' }] }],
+      }),
+    ).toBe(false);
   });
 });
-

@@ -70,7 +70,13 @@ describe('erdma-smcr check', () => {
       namespace: 'ns',
       name: 'p-yes',
       allowed: false,
-      denials: [{ rule: 'annotation-value', message: expect.any(String), path: 'metadata.annotations[network.alibabacloud.com/erdma-smcr]' }],
+      denials: [
+        {
+          rule: 'annotation-value',
+          message: expect.any(String),
+          path: 'metadata.annotations[network.alibabacloud.com/erdma-smcr]',
+        },
+      ],
       warnings: [],
       patch: [],
     });
@@ -89,17 +95,34 @@ describe('erdma-smcr check', () => {
     const r = await runCli(['check', '--output', 'junit', f]);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>/);
-    expect(r.stdout).toMatch(/<testsuites name="erdma-smcr check" tests="2" failures="1" errors="0">/);
+    expect(r.stdout).toMatch(
+      /<testsuites name="erdma-smcr check" tests="2" failures="1" errors="0">/,
+    );
     expect(r.stdout.match(/<failure /g)).toHaveLength(1);
     expect(r.stdout).toContain('type="annotation-value"');
     expect(r.stdout).toContain('&quot;true&quot; or &quot;false&quot;');
   });
 
   it('reads stdin for "-", multi-document YAML, and kind: List', async () => {
-    const list = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [JSON.parse(JSON.stringify({ kind: 'Pod', metadata: { name: 'x', annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' } }, spec: { hostNetwork: true } }))] });
+    const list = JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [
+        JSON.parse(
+          JSON.stringify({
+            kind: 'Pod',
+            metadata: { name: 'x', annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' } },
+            spec: { hostNetwork: true },
+          }),
+        ),
+      ],
+    });
     const r = await runCli(['check', '-o', 'json', '-'], { stdin: `${POD('true')}---\n${list}\n` });
     const report = JSON.parse(r.stdout);
-    expect(report.results.map((x: { source: string }) => x.source)).toEqual(['<stdin>:1', '<stdin>:13#items[0]']);
+    expect(report.results.map((x: { source: string }) => x.source)).toEqual([
+      '<stdin>:1',
+      '<stdin>:13#items[0]',
+    ]);
     expect(report.results[1].denials[0].rule).toBe('host-network');
     expect(r.code).toBe(1);
   });
@@ -127,16 +150,21 @@ describe('erdma-smcr check', () => {
 
   it('uses --profile and --nodes for node checks', async () => {
     const profile = file('p/profile.yaml', 'driverMode: default\nipFamilies: [IPv4]\n');
-    const nodes = file('p/nodes.yaml', `apiVersion: v1
+    const nodes = file(
+      'p/nodes.yaml',
+      `apiVersion: v1
 kind: NodeList
 items:
   - metadata: {name: n1}
     status: {nodeInfo: {kernelVersion: 5.10.134-16.al8.x86_64, osImage: Alibaba Cloud Linux 3.2104 U8}}
-`);
+`,
+    );
     const f = file('p/pinned.yaml', POD('true', '  nodeName: n1\n'));
     const withNodes = await runCli(['check', '--profile', profile, '--nodes', nodes, f]);
     expect(withNodes.code).toBe(1);
-    expect(withNodes.stdout).toMatch(/node-eligibility.*n1 \(kernel 5\.10\.134-16\.al8\.x86_64 is older/);
+    expect(withNodes.stdout).toMatch(
+      /node-eligibility.*n1 \(kernel 5\.10\.134-16\.al8\.x86_64 is older/,
+    );
     const without = await runCli(['check', '--profile', profile, f]);
     expect(without.code).toBe(0);
     expect(without.stdout).toMatch(/node list unknown/);
@@ -161,7 +189,9 @@ items:
   it('colours text only on a TTY and honours NO_COLOR', async () => {
     const f = file('c.yaml', POD('true'));
     expect((await runCli(['check', f], { tty: true })).stdout).toContain('\x1b[32mPASS');
-    expect((await runCli(['check', f], { tty: true, env: { NO_COLOR: '1' } })).stdout).not.toContain('\x1b[');
+    expect(
+      (await runCli(['check', f], { tty: true, env: { NO_COLOR: '1' } })).stdout,
+    ).not.toContain('\x1b[');
     expect((await runCli(['check', f])).stdout).not.toContain('\x1b[');
   });
 
@@ -169,7 +199,11 @@ items:
     const run = promisify(execFile);
     const ok = await run(process.execPath, ['bin/erdma-smcr.js', 'check', 'examples/valid']);
     expect(ok.stdout).toMatch(/0 denied/);
-    await expect(run(process.execPath, ['bin/erdma-smcr.js', 'check', 'examples/invalid'])).rejects.toMatchObject({ code: 1 });
-    await expect(run(process.execPath, ['bin/erdma-smcr.js', 'check', '/nonexistent'])).rejects.toMatchObject({ code: 2 });
+    await expect(
+      run(process.execPath, ['bin/erdma-smcr.js', 'check', 'examples/invalid']),
+    ).rejects.toMatchObject({ code: 1 });
+    await expect(
+      run(process.execPath, ['bin/erdma-smcr.js', 'check', '/nonexistent']),
+    ).rejects.toMatchObject({ code: 2 });
   });
 });

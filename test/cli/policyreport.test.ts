@@ -9,7 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_RESULTS_PER_REPORT } from '../../src/cli/policyreport.js';
-import { binariesPresent, startControlPlane, type ControlPlane } from '../harness/k8s/control-plane.js';
+import {
+  binariesPresent,
+  startControlPlane,
+  type ControlPlane,
+} from '../harness/k8s/control-plane.js';
 import { runCli } from '../helpers/cli.js';
 
 const ANNOTATION = 'network.alibabacloud.com/erdma-smcr';
@@ -38,7 +42,11 @@ interface List {
   items: Report[];
 }
 
-const pod = (name: string, namespace: string | undefined, spec: Record<string, unknown> = {}): object => ({
+const pod = (
+  name: string,
+  namespace: string | undefined,
+  spec: Record<string, unknown> = {},
+): object => ({
   apiVersion: 'v1',
   kind: 'Pod',
   metadata: { name, ...(namespace ? { namespace } : {}), annotations: { [ANNOTATION]: 'true' } },
@@ -55,16 +63,44 @@ beforeAll(() => {
   write('a/denied.json', pod('host', 'default', { hostNetwork: true }));
   write('a/allowed.json', pod('ok', 'team-a'));
   write('a/no-namespace.json', pod('floating', undefined));
-  write('a/plain.json', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', namespace: 'default' }, data: {} });
-  write('a/odd.json', { apiVersion: 'example.com/v1', kind: 'Odd', metadata: { name: 'odd', namespace: 'team-a' }, spec: { pods: [{ metadata: { annotations: { [ANNOTATION]: 'true' } } }] } });
+  write('a/plain.json', {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'cm', namespace: 'default' },
+    data: {},
+  });
+  write('a/odd.json', {
+    apiVersion: 'example.com/v1',
+    kind: 'Odd',
+    metadata: { name: 'odd', namespace: 'team-a' },
+    spec: { pods: [{ metadata: { annotations: { [ANNOTATION]: 'true' } } }] },
+  });
   write('b/bad.yaml', 'kind: Pod\nmetadata: [unclosed\n');
   // A capable node, so that pods carry no "node list unknown" warning (offline, each would).
-  writeFileSync(join(root, 'nodes.json'), JSON.stringify({ apiVersion: 'v1', kind: 'NodeList', items: [{ metadata: { name: 'n1', labels: { 'smcr.erdma.io/capable': 'true' } }, status: { nodeInfo: { kernelVersion: '5.10.134-17.al8.x86_64' } } }] }));
+  writeFileSync(
+    join(root, 'nodes.json'),
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'NodeList',
+      items: [
+        {
+          metadata: { name: 'n1', labels: { 'smcr.erdma.io/capable': 'true' } },
+          status: { nodeInfo: { kernelVersion: '5.10.134-17.al8.x86_64' } },
+        },
+      ],
+    }),
+  );
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-async function policyReport(args: string[], stdin?: string): Promise<{ code: number; list: List; text: string }> {
-  const r = await runCli(['check', '-o', 'policyreport', '--nodes', join(root, 'nodes.json'), ...args], stdin === undefined ? {} : { stdin });
+async function policyReport(
+  args: string[],
+  stdin?: string,
+): Promise<{ code: number; list: List; text: string }> {
+  const r = await runCli(
+    ['check', '-o', 'policyreport', '--nodes', join(root, 'nodes.json'), ...args],
+    stdin === undefined ? {} : { stdin },
+  );
   return { code: r.code, list: JSON.parse(r.stdout) as List, text: r.stdout };
 }
 
@@ -73,7 +109,9 @@ describe('check --output policyreport', () => {
     const { code, list } = await policyReport([root]);
     expect(code).toBe(2);
     expect(list).toMatchObject({ apiVersion: 'v1', kind: 'List' });
-    const byKey = new Map(list.items.map((i) => [`${i.kind} ${i.metadata.namespace ?? '-'}/${i.metadata.name}`, i]));
+    const byKey = new Map(
+      list.items.map((i) => [`${i.kind} ${i.metadata.namespace ?? '-'}/${i.metadata.name}`, i]),
+    );
     expect([...byKey.keys()].sort()).toEqual([
       'ClusterPolicyReport -/erdma-smcr-check',
       'PolicyReport -/erdma-smcr-check-no-namespace',
@@ -82,25 +120,42 @@ describe('check --output policyreport', () => {
     ]);
     const dflt = byKey.get('PolicyReport default/erdma-smcr-check')!;
     // The ConfigMap is not the policy's business: only the denied pod is listed.
-    expect(dflt.results.map((r) => [r.rule, r.result, r.severity, r.resources[0]?.name])).toEqual([['host-network', 'fail', 'high', 'host']]);
+    expect(dflt.results.map((r) => [r.rule, r.result, r.severity, r.resources[0]?.name])).toEqual([
+      ['host-network', 'fail', 'high', 'host'],
+    ]);
     expect(dflt.results[0]!.message).toMatch(/^spec\.hostNetwork: /);
     expect(dflt.results[0]!.properties.manifest).toMatch(/a\/denied\.json:1$/);
     expect(dflt.summary).toEqual({ pass: 0, fail: 1, warn: 0, error: 0, skip: 0 });
     const teamA = byKey.get('PolicyReport team-a/erdma-smcr-check')!;
-    expect(teamA.results.map((r) => `${r.result} ${r.resources[0]?.kind}/${r.resources[0]?.name}`).sort()).toEqual(['pass Pod/ok', 'warn Odd/odd']);
-    expect(teamA.results.find((r) => r.resources[0]?.kind === 'Odd')!.message).toMatch(/cannot tell whether a pod template sits/);
+    expect(
+      teamA.results
+        .map((r) => `${r.result} ${r.resources[0]?.kind}/${r.resources[0]?.name}`)
+        .sort(),
+    ).toEqual(['pass Pod/ok', 'warn Odd/odd']);
+    expect(teamA.results.find((r) => r.resources[0]?.kind === 'Odd')!.message).toMatch(
+      /cannot tell whether a pod template sits/,
+    );
     expect(teamA.summary).toEqual({ pass: 1, fail: 0, warn: 1, error: 0, skip: 0 });
-    expect(byKey.get('PolicyReport -/erdma-smcr-check-no-namespace')!.results.map((r) => r.resources[0])).toEqual([{ apiVersion: 'v1', kind: 'Pod', name: 'floating' }]);
+    expect(
+      byKey.get('PolicyReport -/erdma-smcr-check-no-namespace')!.results.map((r) => r.resources[0]),
+    ).toEqual([{ apiVersion: 'v1', kind: 'Pod', name: 'floating' }]);
     const errors = byKey.get('ClusterPolicyReport -/erdma-smcr-check')!;
     expect(errors.summary.error).toBe(1);
-    expect(errors.results[0]).toMatchObject({ result: 'error', properties: { code: 'INPUT_PARSE', manifest: expect.stringMatching(/b\/bad\.yaml:\d+$/) } });
+    expect(errors.results[0]).toMatchObject({
+      result: 'error',
+      properties: { code: 'INPUT_PARSE', manifest: expect.stringMatching(/b\/bad\.yaml:\d+$/) },
+    });
     // One timestamp for the run, in every result.
-    expect(new Set(list.items.flatMap((i) => i.results.map((r) => r.timestamp.seconds))).size).toBe(1);
+    expect(new Set(list.items.flatMap((i) => i.results.map((r) => r.timestamp.seconds))).size).toBe(
+      1,
+    );
   });
 
   it(`splits a namespace's results every ${MAX_RESULTS_PER_REPORT} into reports a key-value store can hold`, async () => {
     const n = 2 * MAX_RESULTS_PER_REPORT + 8;
-    const docs = Array.from({ length: n }, (_, i) => JSON.stringify(pod(`p${i}`, 'bulk'))).join('\n---\n');
+    const docs = Array.from({ length: n }, (_, i) => JSON.stringify(pod(`p${i}`, 'bulk'))).join(
+      '\n---\n',
+    );
     const { code, list } = await policyReport(['-'], docs);
     expect(code).toBe(0);
     const sum = (i: Report): number => Object.values(i.summary).reduce((a, b) => a + b, 0);
@@ -113,81 +168,140 @@ describe('check --output policyreport', () => {
   });
 
   it('a clean run with nothing to report is an empty List, exit 0', async () => {
-    const { code, list, text } = await policyReport(['-'], JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } }));
+    const { code, list, text } = await policyReport(
+      ['-'],
+      JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } }),
+    );
     expect(code).toBe(0);
     expect(list).toEqual({ apiVersion: 'v1', kind: 'List', items: [] });
     expect(text).toBe(`${JSON.stringify(list, null, 2)}\n`);
   });
 });
 
-describe.skipIf(missing.length > 0)('the PolicyReport API accepts the report (real API server, wgpolicyk8s.io CRDs)', () => {
-  let cp: ControlPlane;
-  beforeAll(async () => {
-    cp = await startControlPlane();
-    const crds = await cp.kubectl(['apply', '-f', 'test/cli/policyreport/crds.yaml']);
-    expect(crds.status, crds.stderr).toBe(0);
-    const est = await cp.kubectl(['wait', '--for', 'condition=Established', '--timeout', '60s', 'crd/policyreports.wgpolicyk8s.io', 'crd/clusterpolicyreports.wgpolicyk8s.io']);
-    expect(est.status, est.stderr).toBe(0);
-    for (const ns of ['team-a', 'bulk']) expect((await cp.kubectl(['create', 'namespace', ns])).status).toBe(0);
-  }, 120_000);
-  afterAll(async () => {
-    await cp?.stop();
-  });
-
-  /** Creates the List; returns what the server then holds for each item, in the List's order. */
-  async function create(list: List, flags: string[] = []): Promise<{ status: number; stderr: string; stored: Report[] }> {
-    const r = await cp.kubectl(['create', ...flags, '-f', '-'], JSON.stringify(list));
-    if (r.status !== 0) return { status: r.status, stderr: r.stderr, stored: [] };
-    const got = await cp.kubectl(['get', 'policyreports,clusterpolicyreports', '-A', '-o', 'json']);
-    const all = (JSON.parse(got.stdout) as List).items;
-    const stored = list.items.map((i) => {
-      const found = all.find((a) => a.kind === i.kind && a.metadata.name === i.metadata.name && (a.metadata.namespace ?? '') === (i.kind === 'ClusterPolicyReport' ? '' : (i.metadata.namespace ?? 'default')));
-      if (!found) throw new Error(`${i.kind} ${i.metadata.namespace ?? ''}/${i.metadata.name} was not stored`);
-      return found;
+describe.skipIf(missing.length > 0)(
+  'the PolicyReport API accepts the report (real API server, wgpolicyk8s.io CRDs)',
+  () => {
+    let cp: ControlPlane;
+    beforeAll(async () => {
+      cp = await startControlPlane();
+      const crds = await cp.kubectl(['apply', '-f', 'test/cli/policyreport/crds.yaml']);
+      expect(crds.status, crds.stderr).toBe(0);
+      const est = await cp.kubectl([
+        'wait',
+        '--for',
+        'condition=Established',
+        '--timeout',
+        '60s',
+        'crd/policyreports.wgpolicyk8s.io',
+        'crd/clusterpolicyreports.wgpolicyk8s.io',
+      ]);
+      expect(est.status, est.stderr).toBe(0);
+      for (const ns of ['team-a', 'bulk'])
+        expect((await cp.kubectl(['create', 'namespace', ns])).status).toBe(0);
+    }, 120_000);
+    afterAll(async () => {
+      await cp?.stop();
     });
-    return { status: 0, stderr: r.stderr, stored };
-  }
 
-  const essence = (i: Report) => ({ kind: i.kind, name: i.metadata.name, namespace: i.metadata.namespace ?? 'default', labels: i.metadata.labels, summary: i.summary, results: i.results });
+    /** Creates the List; returns what the server then holds for each item, in the List's order. */
+    async function create(
+      list: List,
+      flags: string[] = [],
+    ): Promise<{ status: number; stderr: string; stored: Report[] }> {
+      const r = await cp.kubectl(['create', ...flags, '-f', '-'], JSON.stringify(list));
+      if (r.status !== 0) return { status: r.status, stderr: r.stderr, stored: [] };
+      const got = await cp.kubectl([
+        'get',
+        'policyreports,clusterpolicyreports',
+        '-A',
+        '-o',
+        'json',
+      ]);
+      const all = (JSON.parse(got.stdout) as List).items;
+      const stored = list.items.map((i) => {
+        const found = all.find(
+          (a) =>
+            a.kind === i.kind &&
+            a.metadata.name === i.metadata.name &&
+            (a.metadata.namespace ?? '') ===
+              (i.kind === 'ClusterPolicyReport' ? '' : (i.metadata.namespace ?? 'default')),
+        );
+        if (!found)
+          throw new Error(
+            `${i.kind} ${i.metadata.namespace ?? ''}/${i.metadata.name} was not stored`,
+          );
+        return found;
+      });
+      return { status: 0, stderr: r.stderr, stored };
+    }
 
-  it('stores every report exactly as written: no field refused, none pruned', async () => {
-    const { list } = await policyReport([root]);
-    const r = await create(list);
-    expect(r.status, r.stderr).toBe(0);
-    // The report without a namespace lands in the context's (default); the cluster-scoped one has none.
-    const stored = r.stored.map((i) => ({ ...essence(i), namespace: i.metadata.namespace ?? '(cluster)' }));
-    const sent = list.items.map((i) => ({ ...essence(i), namespace: i.kind === 'ClusterPolicyReport' ? '(cluster)' : (i.metadata.namespace ?? 'default') }));
-    expect(stored).toEqual(sent);
-    const got = await cp.kubectl(['get', 'policyreports', '-A', '-o', 'jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {.summary.fail}{"\\n"}{end}']);
-    expect(got.stdout.trim().split('\n').sort()).toEqual(['default/erdma-smcr-check 1', 'default/erdma-smcr-check-no-namespace 0', 'team-a/erdma-smcr-check 0']);
-  });
+    const essence = (i: Report) => ({
+      kind: i.kind,
+      name: i.metadata.name,
+      namespace: i.metadata.namespace ?? 'default',
+      labels: i.metadata.labels,
+      summary: i.summary,
+      results: i.results,
+    });
 
-  it('stores split reports too (each under the size limit)', async () => {
-    const docs = Array.from({ length: MAX_RESULTS_PER_REPORT + 2 }, (_, i) => JSON.stringify(pod(`p${i}`, 'bulk'))).join('\n---\n');
-    const { list } = await policyReport(['-'], docs);
-    const r = await create(list);
-    expect(r.status, r.stderr).toBe(0);
-    expect(r.stored.map((i) => i.results.length)).toEqual([MAX_RESULTS_PER_REPORT, 2]);
-  });
+    it('stores every report exactly as written: no field refused, none pruned', async () => {
+      const { list } = await policyReport([root]);
+      const r = await create(list);
+      expect(r.status, r.stderr).toBe(0);
+      // The report without a namespace lands in the context's (default); the cluster-scoped one has none.
+      const stored = r.stored.map((i) => ({
+        ...essence(i),
+        namespace: i.metadata.namespace ?? '(cluster)',
+      }));
+      const sent = list.items.map((i) => ({
+        ...essence(i),
+        namespace:
+          i.kind === 'ClusterPolicyReport' ? '(cluster)' : (i.metadata.namespace ?? 'default'),
+      }));
+      expect(stored).toEqual(sent);
+      const got = await cp.kubectl([
+        'get',
+        'policyreports',
+        '-A',
+        '-o',
+        'jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {.summary.fail}{"\\n"}{end}',
+      ]);
+      expect(got.stdout.trim().split('\n').sort()).toEqual([
+        'default/erdma-smcr-check 1',
+        'default/erdma-smcr-check-no-namespace 0',
+        'team-a/erdma-smcr-check 0',
+      ]);
+    });
 
-  it('negative controls: the server does refuse an outcome the API lacks, and does prune a field it lacks', async () => {
-    const { list } = await policyReport([join(root, 'a', 'denied.json')]);
-    const bad = structuredClone(list);
-    bad.items[0]!.metadata.name = 'bogus-result';
-    bad.items[0]!.results[0]!.result = 'denied';
-    const refused = await create(bad);
-    expect(refused.status).not.toBe(0);
-    expect(refused.stderr).toMatch(/results(\[0\])?\.result: Unsupported value: "denied"/);
-    const extra = structuredClone(list);
-    extra.items[0]!.metadata.name = 'extra-field';
-    (extra.items[0]!.results[0] as unknown as Record<string, unknown>).verdict = 'x';
-    // kubectl validates against the API's published schema first: an unknown field is refused...
-    const unknown = await create(extra);
-    expect(unknown.status).not.toBe(0);
-    expect(unknown.stderr).toMatch(/unknown field "verdict"/);
-    // ...and past that check, the server prunes it: the comparison above would have seen it missing.
-    const pruned = await create(extra, ['--validate=false']);
-    expect(pruned.status, pruned.stderr).toBe(0);
-    expect(pruned.stored[0]!.results[0]).not.toHaveProperty('verdict');
-  });
-});
+    it('stores split reports too (each under the size limit)', async () => {
+      const docs = Array.from({ length: MAX_RESULTS_PER_REPORT + 2 }, (_, i) =>
+        JSON.stringify(pod(`p${i}`, 'bulk')),
+      ).join('\n---\n');
+      const { list } = await policyReport(['-'], docs);
+      const r = await create(list);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stored.map((i) => i.results.length)).toEqual([MAX_RESULTS_PER_REPORT, 2]);
+    });
+
+    it('negative controls: the server does refuse an outcome the API lacks, and does prune a field it lacks', async () => {
+      const { list } = await policyReport([join(root, 'a', 'denied.json')]);
+      const bad = structuredClone(list);
+      bad.items[0]!.metadata.name = 'bogus-result';
+      bad.items[0]!.results[0]!.result = 'denied';
+      const refused = await create(bad);
+      expect(refused.status).not.toBe(0);
+      expect(refused.stderr).toMatch(/results(\[0\])?\.result: Unsupported value: "denied"/);
+      const extra = structuredClone(list);
+      extra.items[0]!.metadata.name = 'extra-field';
+      (extra.items[0]!.results[0] as unknown as Record<string, unknown>).verdict = 'x';
+      // kubectl validates against the API's published schema first: an unknown field is refused...
+      const unknown = await create(extra);
+      expect(unknown.status).not.toBe(0);
+      expect(unknown.stderr).toMatch(/unknown field "verdict"/);
+      // ...and past that check, the server prunes it: the comparison above would have seen it missing.
+      const pruned = await create(extra, ['--validate=false']);
+      expect(pruned.status, pruned.stderr).toBe(0);
+      expect(pruned.stored[0]!.results[0]).not.toHaveProperty('verdict');
+    });
+  },
+);

@@ -7,7 +7,14 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-const HEAVY = ['@kubernetes/client-node', '@grpc/grpc-js', '@grpc/proto-loader', 'fastify', 'node-forge', 'prom-client'];
+const HEAVY = [
+  '@kubernetes/client-node',
+  '@grpc/grpc-js',
+  '@grpc/proto-loader',
+  'fastify',
+  'node-forge',
+  'prom-client',
+];
 
 /** Module specifiers a TypeScript file imports at load time (not `import type`, not `import()`). */
 function staticImports(source: string): string[] {
@@ -48,17 +55,31 @@ describe('CLI start-up', () => {
   it('loads none of the heavy dependencies that only serve and agent need', () => {
     const { files, packages } = closure('src/cli/main.ts');
     expect(files.size).toBeGreaterThan(10);
-    const heavy = HEAVY.filter((p) => packages.has(p)).map((p) => `${p} (imported by ${packages.get(p)})`);
+    const heavy = HEAVY.filter((p) => packages.has(p)).map(
+      (p) => `${p} (imported by ${packages.get(p)})`,
+    );
     expect(heavy).toEqual([]);
     // The lazily loaded runtimes do carry them: the split is real, not a scanner blind spot.
-    expect([...closure('src/cli/serve-run.ts').packages.keys()]).toEqual(expect.arrayContaining(['fastify', 'node-forge', 'prom-client']));
+    expect([...closure('src/cli/serve-run.ts').packages.keys()]).toEqual(
+      expect.arrayContaining(['fastify', 'node-forge', 'prom-client']),
+    );
     // No long-running process loads @kubernetes/client-node (~80 MB resident) at start: the live
     // view, the Secret-kept certificates and the agent talk through cluster/client.ts, which
     // imports client-node only for a kubeconfig user with an exec plugin or an auth provider.
-    for (const file of ['src/cli/serve-run.ts', 'src/cluster/live.ts', 'src/certs/bootstrap.ts', 'src/cli/agent-run.ts', 'src/cluster/client.ts']) {
+    for (const file of [
+      'src/cli/serve-run.ts',
+      'src/cluster/live.ts',
+      'src/certs/bootstrap.ts',
+      'src/cli/agent-run.ts',
+      'src/cluster/client.ts',
+    ]) {
       expect([...closure(file).packages.keys()], file).not.toContain('@kubernetes/client-node');
     }
-    expect(readFileSync('src/cluster/client.ts', 'utf8')).toContain("await import('@kubernetes/client-node')");
-    expect([...closure('src/cli/agent-run.ts').packages.keys()]).toEqual(expect.arrayContaining(['@grpc/grpc-js', 'fastify']));
+    expect(readFileSync('src/cluster/client.ts', 'utf8')).toContain(
+      "await import('@kubernetes/client-node')",
+    );
+    expect([...closure('src/cli/agent-run.ts').packages.keys()]).toEqual(
+      expect.arrayContaining(['@grpc/grpc-js', 'fastify']),
+    );
   });
 });

@@ -8,7 +8,13 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildBusyboxImage, cniNetns, containerdAvailable, startContainerd, type Containerd } from '../harness/containerd.js';
+import {
+  buildBusyboxImage,
+  cniNetns,
+  containerdAvailable,
+  startContainerd,
+  type Containerd,
+} from '../harness/containerd.js';
 import { CNI_BIN_DIR, cleanupNetns, createNetns, hasDebianCniPlugins } from '../helpers/netns.js';
 
 const why = containerdAvailable() || (hasDebianCniPlugins() ? '' : 'Debian CNI plugins missing');
@@ -17,7 +23,12 @@ const PLUGIN = join(process.cwd(), 'native/build/erdma-smcr');
 const PAUSE = 'erdma-smcr.test/pause:1';
 
 interface Status {
-  status: { id: string; state: string; network: { ip: string }; annotations: Record<string, string> };
+  status: {
+    id: string;
+    state: string;
+    network: { ip: string };
+    annotations: Record<string, string>;
+  };
   info: Record<string, string>;
 }
 
@@ -36,12 +47,22 @@ describe.skipIf(why !== '')('our plugin run by containerd through the CRI', () =
       sandboxImage: PAUSE,
       images: [join(dir, 'pause.tar')],
       cni: {
-        plugins: { bridge: `${CNI_BIN_DIR}/bridge`, 'host-local': `${CNI_BIN_DIR}/host-local`, loopback: `${CNI_BIN_DIR}/loopback`, 'erdma-smcr': PLUGIN },
+        plugins: {
+          bridge: `${CNI_BIN_DIR}/bridge`,
+          'host-local': `${CNI_BIN_DIR}/host-local`,
+          loopback: `${CNI_BIN_DIR}/loopback`,
+          'erdma-smcr': PLUGIN,
+        },
         conflist: {
           cniVersion: '1.0.0',
           name: 'k8s-pod-network',
           plugins: [
-            { type: 'bridge', bridge: 'cni0', isGateway: true, ipam: { type: 'host-local', subnet: '10.77.0.0/24', dataDir: join(dir, 'ipam') } },
+            {
+              type: 'bridge',
+              bridge: 'cni0',
+              isGateway: true,
+              ipam: { type: 'host-local', subnet: '10.77.0.0/24', dataDir: join(dir, 'ipam') },
+            },
             {
               type: 'erdma-smcr',
               capabilities: { 'io.kubernetes.cri.pod-annotations': true },
@@ -58,7 +79,17 @@ describe.skipIf(why !== '')('our plugin run by containerd through the CRI', () =
   afterAll(async () => {
     await ctrd?.stop();
     for (const n of cniNetns()) if (!netnsBefore.has(n)) execFileSync('ip', ['netns', 'del', n]);
-    for (const c of ['cpu', 'cpuacct', 'cpuset', 'memory', 'devices', 'freezer', 'blkio', 'pids', 'systemd']) {
+    for (const c of [
+      'cpu',
+      'cpuacct',
+      'cpuset',
+      'memory',
+      'devices',
+      'freezer',
+      'blkio',
+      'pids',
+      'systemd',
+    ]) {
       try {
         rmdirSync(join('/sys/fs/cgroup', c, cgroupParent));
       } catch {
@@ -69,7 +100,10 @@ describe.skipIf(why !== '')('our plugin run by containerd through the CRI', () =
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const run = (name: string, annotations: Record<string, string>): Promise<{ pod_sandbox_id: string }> =>
+  const run = (
+    name: string,
+    annotations: Record<string, string>,
+  ): Promise<{ pod_sandbox_id: string }> =>
     ctrd.call('RunPodSandbox', {
       config: {
         metadata: { name, uid: `uid-${name}`, namespace: 'apps', attempt: 0 },
@@ -82,19 +116,27 @@ describe.skipIf(why !== '')('our plugin run by containerd through the CRI', () =
 
   const netnsOf = (st: Status): string => {
     const spec = JSON.parse(st.info.info as string).runtimeSpec;
-    return spec.linux.namespaces.find((n: { type: string; path?: string }) => n.type === 'network').path;
+    return spec.linux.namespaces.find((n: { type: string; path?: string }) => n.type === 'network')
+      .path;
   };
   const sysctlIn = (netns: string, key: string): string =>
-    execFileSync('nsenter', [`--net=${netns}`, 'cat', `/proc/sys/${key.replace(/\./g, '/')}`], { encoding: 'utf8' }).trim();
-  const records = (): string[] => (existsSync(join(dir, 'state')) ? readdirSync(join(dir, 'state')) : []);
+    execFileSync('nsenter', [`--net=${netns}`, 'cat', `/proc/sys/${key.replace(/\./g, '/')}`], {
+      encoding: 'utf8',
+    }).trim();
+  const records = (): string[] =>
+    existsSync(join(dir, 'state')) ? readdirSync(join(dir, 'state')) : [];
 
   it('speaks CRI v1alpha2 with containerd', async () => {
-    const v = await ctrd.call<{ runtime_name: string; runtime_api_version: string }>('Version', { version: 'v1alpha2' });
+    const v = await ctrd.call<{ runtime_name: string; runtime_api_version: string }>('Version', {
+      version: 'v1alpha2',
+    });
     expect(v).toMatchObject({ runtime_name: 'containerd', runtime_api_version: 'v1alpha2' });
   });
 
   it('an SMC-R pod sandbox: containerd passes the annotations, our plugin sets up its netns and records it; stopping it runs our DEL', async () => {
-    const { pod_sandbox_id: id } = await run('smcr', { 'network.alibabacloud.com/erdma-smcr': 'true' });
+    const { pod_sandbox_id: id } = await run('smcr', {
+      'network.alibabacloud.com/erdma-smcr': 'true',
+    });
     const st = await ctrd.call<Status>('PodSandboxStatus', { pod_sandbox_id: id, verbose: true });
     expect(st.status.state).toBe('SANDBOX_READY');
     expect(st.status.network.ip).toMatch(/^10\.77\.0\.\d+$/);
@@ -102,11 +144,20 @@ describe.skipIf(why !== '')('our plugin run by containerd through the CRI', () =
     // IPv6 off inside the pod (SMC-R carries IPv4), on in the runtime's own netns.
     expect(sysctlIn(netns, 'net.ipv6.conf.all.disable_ipv6')).toBe('1');
     const record = JSON.parse(readFileSync(join(dir, 'state', `${id}_eth0.json`), 'utf8'));
-    expect(record).toMatchObject({ podNamespace: 'apps', podName: 'smcr', podUid: 'uid-smcr', containerId: id, ifname: 'eth0', netns });
+    expect(record).toMatchObject({
+      podNamespace: 'apps',
+      podName: 'smcr',
+      podUid: 'uid-smcr',
+      containerId: id,
+      ifname: 'eth0',
+      netns,
+    });
     // This kernel has no SMC: the plugin says so and lets networking proceed.
     expect(record.outcome).toBe('partial');
     expect(record.missing).toContain('net.smc.tcp2smc');
-    expect(readFileSync(join(dir, 'cni.log'), 'utf8')).toMatch(/net\.smc\.tcp2smc does not exist on this kernel/);
+    expect(readFileSync(join(dir, 'cni.log'), 'utf8')).toMatch(
+      /net\.smc\.tcp2smc does not exist on this kernel/,
+    );
 
     await ctrd.call('StopPodSandbox', { pod_sandbox_id: id });
     expect(records()).not.toContain(`${id}_eth0.json`);

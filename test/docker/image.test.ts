@@ -13,7 +13,13 @@ const IMAGE = 'localhost/erdma-smcr:test';
 const skip = containerdAvailable();
 
 interface ImageConfig {
-  config: { User?: string; Entrypoint?: string[]; Cmd?: string[]; Env?: string[]; WorkingDir?: string };
+  config: {
+    User?: string;
+    Entrypoint?: string[];
+    Cmd?: string[];
+    Env?: string[];
+    WorkingDir?: string;
+  };
 }
 
 let archive: string;
@@ -24,7 +30,8 @@ let containerd: Containerd | undefined;
 const running: ChildProcess[] = [];
 
 /** Reads a file of the OCI archive without unpacking it all. */
-const fromArchive = (path: string): Buffer => execFileSync('tar', ['-xOf', archive, path], { maxBuffer: 512 << 20 });
+const fromArchive = (path: string): Buffer =>
+  execFileSync('tar', ['-xOf', archive, path], { maxBuffer: 512 << 20 });
 const blob = (digest: string): string => `blobs/sha256/${digest.replace('sha256:', '')}`;
 
 beforeAll(async () => {
@@ -36,22 +43,38 @@ beforeAll(async () => {
     let stderr = '';
     b.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     b.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-20_000)));
-    b.once('exit', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`image build failed (${code}): ${stderr}`))));
+    b.once('exit', (code) =>
+      code === 0 ? resolve(stdout) : reject(new Error(`image build failed (${code}): ${stderr}`)),
+    );
   });
   archive = built.trim().split('\n').pop()!;
-  const index = JSON.parse(fromArchive('index.json').toString()) as { manifests: { digest: string }[] };
-  const manifest = JSON.parse(fromArchive(blob(index.manifests[0]!.digest)).toString()) as { config: { digest: string }; layers: { digest: string; size: number }[] };
+  const index = JSON.parse(fromArchive('index.json').toString()) as {
+    manifests: { digest: string }[];
+  };
+  const manifest = JSON.parse(fromArchive(blob(index.manifests[0]!.digest)).toString()) as {
+    config: { digest: string };
+    layers: { digest: string; size: number }[];
+  };
   config = JSON.parse(fromArchive(blob(manifest.config.digest)).toString()) as ImageConfig;
   // The runtime filesystem, layer by layer (for what it holds, not to run it).
   rootfs = mkdtempSync(join(tmpdir(), 'image-rootfs-'));
   for (const layer of manifest.layers) {
     layerBytes += layer.size;
-    execFileSync('sh', ['-c', `tar -xOf "$0" "$1" | tar -xz -C "$2" --no-same-owner 2>/dev/null || true`, archive, blob(layer.digest), rootfs]);
+    execFileSync('sh', [
+      '-c',
+      `tar -xOf "$0" "$1" | tar -xz -C "$2" --no-same-owner 2>/dev/null || true`,
+      archive,
+      blob(layer.digest),
+      rootfs,
+    ]);
   }
   const ns = createNetns('image');
   containerd = await startContainerd({
     enter: [`--net=${ns.path}`],
-    cni: { conflist: { cniVersion: '1.0.0', name: 'none', plugins: [{ type: 'loopback' }] }, plugins: { loopback: '/usr/lib/cni/loopback' } },
+    cni: {
+      conflist: { cniVersion: '1.0.0', name: 'none', plugins: [{ type: 'loopback' }] },
+      plugins: { loopback: '/usr/lib/cni/loopback' },
+    },
     sandboxImage: IMAGE,
     images: [archive],
   });
@@ -75,7 +98,16 @@ afterAll(async () => {
 
 /** `docker run IMAGE ARGS...`: the image's entrypoint with ARGS, in a new container. */
 function run(id: string, args: readonly string[]): string {
-  return containerd!.ctr(['run', '--rm', '--snapshotter', 'native', IMAGE, id, ...(config.config.Entrypoint ?? []), ...args]);
+  return containerd!.ctr([
+    'run',
+    '--rm',
+    '--snapshotter',
+    'native',
+    IMAGE,
+    id,
+    ...(config.config.Entrypoint ?? []),
+    ...args,
+  ]);
 }
 
 describe.skipIf(skip)('the image built from our Dockerfile', () => {
@@ -83,12 +115,23 @@ describe.skipIf(skip)('the image built from our Dockerfile', () => {
     expect(config.config.User).toBe('65532:65532');
     expect(config.config.Entrypoint).toEqual(['node', '/app/bin/erdma-smcr.js']);
     expect(config.config.Cmd).toEqual(['serve']);
-    const uid = containerd!.ctr(['run', '--rm', '--snapshotter', 'native', IMAGE, 'image-uid', 'node', '-e', 'process.stdout.write(`${process.getuid()}:${process.getgid()}`)']);
+    const uid = containerd!.ctr([
+      'run',
+      '--rm',
+      '--snapshotter',
+      'native',
+      IMAGE,
+      'image-uid',
+      'node',
+      '-e',
+      'process.stdout.write(`${process.getuid()}:${process.getgid()}`)',
+    ]);
     expect(uid).toBe('65532:65532');
   });
 
   it('answers --version with the package version', () => {
-    const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
+    const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string })
+      .version;
     expect(run('image-version', ['--version']).trim()).toBe(version);
   });
 
@@ -96,18 +139,39 @@ describe.skipIf(skip)('the image built from our Dockerfile', () => {
     const plugin = join(rootfs, 'app/native/build/erdma-smcr');
     expect(execFileSync('file', ['-b', plugin], { encoding: 'utf8' })).toMatch(/statically linked/);
     for (const tool of ['gcc', 'cc', 'g++', 'make', 'clang', 'tsc']) {
-      for (const dir of ['usr/bin', 'usr/local/bin']) expect(existsSync(join(rootfs, dir, tool)), `${dir}/${tool}`).toBe(false);
+      for (const dir of ['usr/bin', 'usr/local/bin'])
+        expect(existsSync(join(rootfs, dir, tool)), `${dir}/${tool}`).toBe(false);
     }
-    for (const dev of ['typescript', 'vitest', 'eslint']) expect(existsSync(join(rootfs, 'app/node_modules', dev)), dev).toBe(false);
-    const unpacked = Number(execFileSync('du', ['-sb', rootfs], { encoding: 'utf8' }).split('\t')[0]);
-    console.log(`image ${IMAGE}: ${(layerBytes / 2 ** 20).toFixed(0)} MiB compressed, ${(unpacked / 2 ** 20).toFixed(0)} MiB unpacked`);
+    for (const dev of ['typescript', 'vitest', 'eslint'])
+      expect(existsSync(join(rootfs, 'app/node_modules', dev)), dev).toBe(false);
+    const unpacked = Number(
+      execFileSync('du', ['-sb', rootfs], { encoding: 'utf8' }).split('\t')[0],
+    );
+    console.log(
+      `image ${IMAGE}: ${(layerBytes / 2 ** 20).toFixed(0)} MiB compressed, ${(unpacked / 2 ** 20).toFixed(0)} MiB unpacked`,
+    );
     expect(statSync(plugin).size).toBeGreaterThan(0);
   });
 
   it('serves with its default command and no arguments: generated certificates, a real TLS answer, exit 0 on SIGTERM', async () => {
-    const child = spawn('ctr', ['--address', containerd!.socket, '--namespace', 'k8s.io', 'run', '--rm', '--snapshotter', 'native', IMAGE, 'image-default'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      'ctr',
+      [
+        '--address',
+        containerd!.socket,
+        '--namespace',
+        'k8s.io',
+        'run',
+        '--rm',
+        '--snapshotter',
+        'native',
+        IMAGE,
+        'image-default',
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     running.push(child);
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -133,7 +197,16 @@ describe.skipIf(skip)('the image built from our Dockerfile', () => {
       '  (res) => { let d = ""; res.on("data", (c) => (d += c)); res.on("end", () => process.stdout.write(String(JSON.parse(d).response.allowed))); });',
       'req.end(body);',
     ].join('\n');
-    const answer = containerd!.ctr(['task', 'exec', '--exec-id', 'probe', 'image-default', 'node', '-e', probe]);
+    const answer = containerd!.ctr([
+      'task',
+      'exec',
+      '--exec-id',
+      'probe',
+      'image-default',
+      'node',
+      '-e',
+      probe,
+    ]);
     expect(answer).toBe('true');
     const code = await new Promise<number | null>((resolve) => {
       child.once('exit', resolve);

@@ -20,23 +20,35 @@ function createPod(i) {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: `load-${i}`, annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' } },
-    spec: { automountServiceAccountToken: false, containers: [{ name: 'app', image: 'erdma-smcr.test/app:1' }] },
+    spec: {
+      automountServiceAccountToken: false,
+      containers: [{ name: 'app', image: 'erdma-smcr.test/app:1' }],
+    },
   });
   return new Promise((resolve) => {
-    const req = request(target, { method: 'POST', agent, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, (res) => {
-      let data = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => (data += c));
-      res.on('end', () => {
-        if (res.statusCode !== 201) counts.failed += 1;
-        else if (JSON.parse(data).metadata?.annotations?.['smcr.erdma.io/settings']) counts.mutated += 1;
-        else {
-          counts.missed += 1;
-          counts.missedNames.push(`load-${i}`);
-        }
-        resolve();
-      });
-    });
+    const req = request(
+      target,
+      {
+        method: 'POST',
+        agent,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      },
+      (res) => {
+        let data = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (data += c));
+        res.on('end', () => {
+          if (res.statusCode !== 201) counts.failed += 1;
+          else if (JSON.parse(data).metadata?.annotations?.['smcr.erdma.io/settings'])
+            counts.mutated += 1;
+          else {
+            counts.missed += 1;
+            counts.missedNames.push(`load-${i}`);
+          }
+          resolve();
+        });
+      },
+    );
     req.on('error', () => {
       counts.failed += 1;
       resolve();

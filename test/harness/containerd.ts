@@ -5,7 +5,16 @@
 // the unix socket speaks runtime.v1alpha2 (test/harness/cri/api.proto).
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,7 +23,8 @@ import * as protoLoader from '@grpc/proto-loader';
 
 export function containerdAvailable(): string {
   for (const bin of ['/usr/bin/containerd', '/usr/bin/ctr', '/usr/sbin/runc', '/bin/busybox']) {
-    if (!existsSync(bin) && !existsSync(bin.replace('/usr/sbin/', '/usr/bin/'))) return `${bin} missing (apt-get install containerd runc busybox-static)`;
+    if (!existsSync(bin) && !existsSync(bin.replace('/usr/sbin/', '/usr/bin/')))
+      return `${bin} missing (apt-get install containerd runc busybox-static)`;
   }
   return process.getuid?.() === 0 ? '' : 'needs root';
 }
@@ -32,8 +42,24 @@ export function buildBusyboxImage(name: string, out: string, cmd: readonly strin
     mkdirSync(join(rootfs, 'bin'), { recursive: true });
     for (const d of ['proc', 'sys', 'dev', 'etc', 'tmp']) mkdirSync(join(rootfs, d));
     execFileSync('cp', ['/bin/busybox', join(rootfs, 'bin/busybox')]);
-    for (const applet of ['sh', 'sleep', 'cat', 'ls', 'env', 'ip']) symlinkSync('busybox', join(rootfs, 'bin', applet));
-    const layer = execFileSync('tar', ['--sort=name', '--owner=0', '--group=0', '--numeric-owner', '--mtime=@0', '-C', rootfs, '-cf', '-', '.'], { maxBuffer: 64 << 20 });
+    for (const applet of ['sh', 'sleep', 'cat', 'ls', 'env', 'ip'])
+      symlinkSync('busybox', join(rootfs, 'bin', applet));
+    const layer = execFileSync(
+      'tar',
+      [
+        '--sort=name',
+        '--owner=0',
+        '--group=0',
+        '--numeric-owner',
+        '--mtime=@0',
+        '-C',
+        rootfs,
+        '-cf',
+        '-',
+        '.',
+      ],
+      { maxBuffer: 64 << 20 },
+    );
     const config = Buffer.from(
       JSON.stringify({
         architecture: 'amd64',
@@ -46,13 +72,24 @@ export function buildBusyboxImage(name: string, out: string, cmd: readonly strin
       JSON.stringify({
         schemaVersion: 2,
         mediaType: 'application/vnd.oci.image.manifest.v1+json',
-        config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: `sha256:${sha(config)}`, size: config.length },
-        layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar', digest: `sha256:${sha(layer)}`, size: layer.length }],
+        config: {
+          mediaType: 'application/vnd.oci.image.config.v1+json',
+          digest: `sha256:${sha(config)}`,
+          size: config.length,
+        },
+        layers: [
+          {
+            mediaType: 'application/vnd.oci.image.layer.v1.tar',
+            digest: `sha256:${sha(layer)}`,
+            size: layer.length,
+          },
+        ],
       }),
     );
     const dir = join(work, 'image');
     mkdirSync(join(dir, 'blobs/sha256'), { recursive: true });
-    for (const blob of [layer, config, manifest]) writeFileSync(join(dir, 'blobs/sha256', sha(blob)), blob);
+    for (const blob of [layer, config, manifest])
+      writeFileSync(join(dir, 'blobs/sha256', sha(blob)), blob);
     writeFileSync(join(dir, 'oci-layout'), JSON.stringify({ imageLayoutVersion: '1.0.0' }));
     writeFileSync(
       join(dir, 'index.json'),
@@ -63,7 +100,10 @@ export function buildBusyboxImage(name: string, out: string, cmd: readonly strin
             mediaType: 'application/vnd.oci.image.manifest.v1+json',
             digest: `sha256:${sha(manifest)}`,
             size: manifest.length,
-            annotations: { 'io.containerd.image.name': name, 'org.opencontainers.image.ref.name': name.split(':').pop() },
+            annotations: {
+              'io.containerd.image.name': name,
+              'org.opencontainers.image.ref.name': name.split(':').pop(),
+            },
           },
         ],
       }),
@@ -104,8 +144,17 @@ export interface ContainerdOptions {
 }
 
 function loadCri(): grpc.ServiceClientConstructor {
-  const def = protoLoader.loadSync(fileURLToPath(new URL('cri/api.proto', import.meta.url)), { keepCase: true, longs: Number, defaults: true, enums: String });
-  return (grpc.loadPackageDefinition(def).runtime as { v1alpha2: { RuntimeService: grpc.ServiceClientConstructor } }).v1alpha2.RuntimeService;
+  const def = protoLoader.loadSync(fileURLToPath(new URL('cri/api.proto', import.meta.url)), {
+    keepCase: true,
+    longs: Number,
+    defaults: true,
+    enums: String,
+  });
+  return (
+    grpc.loadPackageDefinition(def).runtime as {
+      v1alpha2: { RuntimeService: grpc.ServiceClientConstructor };
+    }
+  ).v1alpha2.RuntimeService;
 }
 
 /** PIDs of containerd-shim processes whose arguments include `dir` (read from /proc). */
@@ -115,7 +164,8 @@ function shimPids(dir: string): number[] {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      if (argv[0]?.includes('containerd-shim') && argv.some((a) => a.includes(dir))) pids.push(Number(entry));
+      if (argv[0]?.includes('containerd-shim') && argv.some((a) => a.includes(dir)))
+        pids.push(Number(entry));
     } catch {
       // the process ended meanwhile
     }
@@ -162,18 +212,34 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
     ].join('\n'),
   );
   let logs = '';
-  const child: ChildProcess = spawn('nsenter', [...opts.enter, 'containerd', '--config', join(dir, 'config.toml'), '--log-level', 'info'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    'nsenter',
+    [...opts.enter, 'containerd', '--config', join(dir, 'config.toml'), '--log-level', 'info'],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   child.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
   const ctr = (args: readonly string[]): string =>
-    execFileSync('ctr', ['--address', socket, '--namespace', 'k8s.io', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    execFileSync('ctr', ['--address', socket, '--namespace', 'k8s.io', ...args], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   const RuntimeService = loadCri();
-  const cri = new RuntimeService(`unix://${socket}`, grpc.credentials.createInsecure()) as Containerd['cri'];
+  const cri = new RuntimeService(
+    `unix://${socket}`,
+    grpc.credentials.createInsecure(),
+  ) as Containerd['cri'];
   const call = <T>(method: string, req: object, timeoutMs = 60_000): Promise<T> =>
     new Promise((resolve, reject) => {
-      (cri[method] as (r: object, o: object, cb: (e: grpc.ServiceError | null, v: T) => void) => void)(req, { deadline: Date.now() + timeoutMs }, (e, v) =>
+      (
+        cri[method] as (
+          r: object,
+          o: object,
+          cb: (e: grpc.ServiceError | null, v: T) => void,
+        ) => void
+      )(req, { deadline: Date.now() + timeoutMs }, (e, v) =>
         e ? reject(new Error(`${method}: ${e.details || e.message}`)) : resolve(v),
       );
     });
@@ -213,7 +279,8 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
           // CRI plugin not up yet
         }
       }
-      if (Date.now() > deadline) throw new Error(`containerd did not come up: ${logs.slice(-3000)}`);
+      if (Date.now() > deadline)
+        throw new Error(`containerd did not come up: ${logs.slice(-3000)}`);
       await new Promise((r) => setTimeout(r, 200));
     }
     for (const image of opts.images) ctr(['images', 'import', '--snapshotter', 'native', image]);
@@ -226,5 +293,7 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
 
 /** Network namespaces containerd created (cni-*) that still exist. */
 export function cniNetns(): string[] {
-  return existsSync('/var/run/netns') ? readdirSync('/var/run/netns').filter((n) => n.startsWith('cni-')) : [];
+  return existsSync('/var/run/netns')
+    ? readdirSync('/var/run/netns').filter((n) => n.startsWith('cni-'))
+    : [];
 }

@@ -49,7 +49,11 @@ function sh(cmd: string, cwd: string, env: NodeJS.ProcessEnv): Promise<void> {
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolvePromise() : reject(new Error(`RUN ${cmd} failed (${code}):\n${output.slice(-4000)}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolvePromise()
+        : reject(new Error(`RUN ${cmd} failed (${code}):\n${output.slice(-4000)}`)),
+    );
   });
 }
 
@@ -75,11 +79,17 @@ function privateNpmCache(out: string): string {
       cpSync(join(cache, 'content-v2'), join(dir, 'content-v2'), { recursive: true });
     }
   }
-  if (existsSync(join(cache, 'index-v5'))) cpSync(join(cache, 'index-v5'), join(dir, 'index-v5'), { recursive: true });
+  if (existsSync(join(cache, 'index-v5')))
+    cpSync(join(cache, 'index-v5'), join(dir, 'index-v5'), { recursive: true });
   return join(out, 'npm-cache');
 }
 
-export async function runDockerfile(file: string, context: string, out: string, log: (s: string) => void = () => {}): Promise<DockerfileRun> {
+export async function runDockerfile(
+  file: string,
+  context: string,
+  out: string,
+  log: (s: string) => void = () => {},
+): Promise<DockerfileRun> {
   const text = readFileSync(file, 'utf8');
   const npmCache = privateNpmCache(out);
   const df = DockerfileParser.parse(text);
@@ -92,13 +102,16 @@ export async function runDockerfile(file: string, context: string, out: string, 
   let user = 'root';
   let entrypoint = '';
   let cmd = '';
-  const inStage = (p: string): string => join((cur as StageResult).root, p.startsWith('/') ? p : join(cwd, p));
+  const inStage = (p: string): string =>
+    join((cur as StageResult).root, p.startsWith('/') ? p : join(cwd, p));
   for (const ins of df.getInstructions()) {
     const kw = ins.getKeyword();
     const argText = (ins.getArgumentsContent() ?? '').replace(/\\\n\s*/g, ' ');
     if (kw === 'FROM') {
       const f = ins as From;
-      baseImages.push((f.getImageName() ?? '').replace(/^\$\{(\w+)\}$/, (_m, v: string) => args[v] ?? ''));
+      baseImages.push(
+        (f.getImageName() ?? '').replace(/^\$\{(\w+)\}$/, (_m, v: string) => args[v] ?? ''),
+      );
       const name = f.getBuildStage() ?? `stage${stages.length}`;
       cur = { name, root: join(out, name) };
       mkdirSync(cur.root, { recursive: true });
@@ -121,20 +134,27 @@ export async function runDockerfile(file: string, context: string, out: string, 
       case 'COPY': {
         const c = ins as Copy;
         const from = c.getFromFlag()?.getValue() ?? undefined;
-        const parts = c.getArguments().map((a) => a.getValue()).filter((a) => !a.startsWith('--'));
+        const parts = c
+          .getArguments()
+          .map((a) => a.getValue())
+          .filter((a) => !a.startsWith('--'));
         const dest = parts.pop() as string;
         const srcRoot = from ? (stages.find((s) => s.name === from) as StageResult).root : context;
         for (const src of parts) {
           const source = join(srcRoot, src);
           const isDir = statSync(source).isDirectory();
-          const target = dest.endsWith('/') && !isDir ? join(inStage(dest), src.split('/').pop() as string) : inStage(dest);
+          const target =
+            dest.endsWith('/') && !isDir
+              ? join(inStage(dest), src.split('/').pop() as string)
+              : inStage(dest);
           cpSync(source, target, { recursive: true });
         }
         break;
       }
       case 'RUN': {
         if (/apt-get/.test(argText)) {
-          for (const pkg of aptPackages(argText)) execFileSync('dpkg-query', ['-W', '-f=${Status}', pkg]);
+          for (const pkg of aptPackages(argText))
+            execFileSync('dpkg-query', ['-W', '-f=${Status}', pkg]);
           log(`skipped (packages installed here): ${argText}`);
           break;
         }

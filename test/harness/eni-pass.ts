@@ -15,6 +15,16 @@ const a = JSON.parse(process.argv[2] ?? '{}') as {
   mtu: 'auto' | number;
 };
 const devices = a.devices.map((d) => ({ ...d, netdev: '' }) as unknown as RdmaDevice);
-const metadata = new MetadataClient({ baseUrl: a.metadataUrl, timeoutMs: a.timeoutMs, retries: a.retries, backoffMs: 50 });
-const results = await reconcileEnis(devices, { binary: a.binary, metadata, mtu: a.mtu, logger: pino({ level: 'silent' }) });
+const metadata = new MetadataClient({
+  baseUrl: a.metadataUrl,
+  timeoutMs: a.timeoutMs,
+  retries: a.retries,
+  backoffMs: 50,
+});
+const results = await reconcileEnis(devices, {
+  binary: a.binary,
+  metadata,
+  mtu: a.mtu,
+  logger: pino({ level: 'silent' }),
+});
 process.stdout.write(`${JSON.stringify(results)}\n`);

@@ -21,9 +21,12 @@ function answer(req) {
     return ttl >= 1 && ttl <= 21600 ? [200, TOKEN] : [400, 'bad ttl'];
   }
   if (req.method !== 'GET') return [405, ''];
-  if (cfg.requireToken && req.headers['x-aliyun-ecs-metadata-token'] !== TOKEN) return [401, 'token required'];
+  if (cfg.requireToken && req.headers['x-aliyun-ecs-metadata-token'] !== TOKEN)
+    return [401, 'token required'];
   if (req.url === '/latest/meta-data/mac') return [200, cfg.primaryMac];
-  const m = /^\/latest\/meta-data\/network\/interfaces\/macs\/([0-9a-f:]{17})\/([a-z-]+)$/.exec(req.url ?? '');
+  const m = /^\/latest\/meta-data\/network\/interfaces\/macs\/([0-9a-f:]{17})\/([a-z-]+)$/.exec(
+    req.url ?? '',
+  );
   const eni = m ? cfg.enis[m[1]] : undefined;
   const key = m ? ITEMS[m[2]] : undefined;
   return eni && key ? [200, eni[key]] : [404, 'Not Found'];

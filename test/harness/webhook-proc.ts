@@ -17,17 +17,38 @@ export interface WebhookProc {
 }
 
 /** Starts `serve`; with `netns`, inside that network namespace (where its API server listens). */
-export async function startWebhookProc(host: string, extraArgs: string[] = [], netns?: string): Promise<WebhookProc> {
+export async function startWebhookProc(
+  host: string,
+  extraArgs: string[] = [],
+  netns?: string,
+): Promise<WebhookProc> {
   const certDir = mkdtempSync(join(tmpdir(), 'webhook-proc-'));
-  const argv = ['bin/erdma-smcr.js', 'serve', '--host', host, '--port', '0', '--metrics-port', '0', '--cert-dir', certDir, ...extraArgs];
+  const argv = [
+    'bin/erdma-smcr.js',
+    'serve',
+    '--host',
+    host,
+    '--port',
+    '0',
+    '--metrics-port',
+    '0',
+    '--cert-dir',
+    certDir,
+    ...extraArgs,
+  ];
   const child: ChildProcess = netns
-    ? spawn('nsenter', [`--net=${netns}`, process.execPath, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] })
+    ? spawn('nsenter', [`--net=${netns}`, process.execPath, ...argv], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
     : spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stderr?.on('data', (d) => (err += d));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`webhook did not start: ${out}${err}`)), 30_000);
+    const timer = setTimeout(
+      () => reject(new Error(`webhook did not start: ${out}${err}`)),
+      30_000,
+    );
     child.stdout?.on('data', (d) => {
       out += d;
       const m = /listening on https:\/\/[^:]+:(\d+)/.exec(out);

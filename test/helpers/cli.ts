@@ -8,7 +8,10 @@ export interface CliRun {
   stderr: string;
 }
 
-export async function runCli(args: string[], opts: { stdin?: string; tty?: boolean; env?: Record<string, string> } = {}): Promise<CliRun> {
+export async function runCli(
+  args: string[],
+  opts: { stdin?: string; tty?: boolean; env?: Record<string, string> } = {},
+): Promise<CliRun> {
   let stdout = '';
   let stderr = '';
   const io: CliIO = {

@@ -45,10 +45,16 @@ export class FakeKubelet {
         this.registrations.push(call.request);
         cb(null, {});
         // The kubelet connects back after answering.
-        setImmediate(() => this.connect(call.request.endpoint).catch((err: Error) => this.errors.push(err.message)));
+        setImmediate(() =>
+          this.connect(call.request.endpoint).catch((err: Error) => this.errors.push(err.message)),
+        );
       },
     });
-    await new Promise<void>((res, rej) => server.bindAsync(`unix://${this.socket}`, grpc.ServerCredentials.createInsecure(), (e) => (e ? rej(e) : res())));
+    await new Promise<void>((res, rej) =>
+      server.bindAsync(`unix://${this.socket}`, grpc.ServerCredentials.createInsecure(), (e) =>
+        e ? rej(e) : res(),
+      ),
+    );
     this.server = server;
   }
 
@@ -56,10 +62,15 @@ export class FakeKubelet {
     this.stream?.cancel();
     this.client?.close();
     const Ctor = devicePluginApi().DevicePlugin;
-    const client = new Ctor(`unix://${join(this.kubeletDir, 'device-plugins', endpoint)}`, grpc.credentials.createInsecure()) as unknown as Client;
+    const client = new Ctor(
+      `unix://${join(this.kubeletDir, 'device-plugins', endpoint)}`,
+      grpc.credentials.createInsecure(),
+    ) as unknown as Client;
     this.client = client;
     await this.unary('GetDevicePluginOptions', {});
-    const stream = (client.ListAndWatch as (req: unknown) => grpc.ClientReadableStream<{ devices: DeviceMsg[] }>)({});
+    const stream = (
+      client.ListAndWatch as (req: unknown) => grpc.ClientReadableStream<{ devices: DeviceMsg[] }>
+    )({});
     stream.on('data', (m: { devices: DeviceMsg[] }) => this.updates.push(m.devices));
     stream.on('error', () => undefined);
     this.stream = stream;
@@ -69,7 +80,11 @@ export class FakeKubelet {
     const client = this.client;
     if (!client) return Promise.reject(new Error('no plugin connected'));
     return new Promise((resolve, reject) =>
-      (client[method] as (r: unknown, cb: (e: Error | null, res: T) => void) => void).call(client, req, (e, res) => (e ? reject(e) : resolve(res))),
+      (client[method] as (r: unknown, cb: (e: Error | null, res: T) => void) => void).call(
+        client,
+        req,
+        (e, res) => (e ? reject(e) : resolve(res)),
+      ),
     );
   }
 

@@ -39,7 +39,11 @@ export function cleanupNetns(): void {
 process.on('exit', cleanupNetns);
 
 export function readSysctlIn(netns: string, key: string): string {
-  return execFileSync('ip', ['netns', 'exec', netns, 'cat', `/proc/sys/${key.replace(/\./g, '/')}`], { encoding: 'utf8' }).trim();
+  return execFileSync(
+    'ip',
+    ['netns', 'exec', netns, 'cat', `/proc/sys/${key.replace(/\./g, '/')}`],
+    { encoding: 'utf8' },
+  ).trim();
 }
 
 export interface PluginRun {
@@ -73,9 +77,17 @@ export function runPlugin(call: PluginCall): PluginRun {
     ...(call.args !== undefined ? { CNI_ARGS: call.args } : {}),
     ...(call.env ?? {}),
   };
-  const [cmd, argv] = call.inNetns ? ['ip', ['netns', 'exec', call.inNetns, call.plugin]] : [call.plugin, []];
+  const [cmd, argv] = call.inNetns
+    ? ['ip', ['netns', 'exec', call.inNetns, call.plugin]]
+    : [call.plugin, []];
   const input = typeof call.config === 'string' ? call.config : JSON.stringify(call.config);
-  const r = spawnSync(cmd, argv as string[], { env, input, encoding: 'utf8', timeout: 20_000, maxBuffer: 64 << 20 });
+  const r = spawnSync(cmd, argv as string[], {
+    env,
+    input,
+    encoding: 'utf8',
+    timeout: 20_000,
+    maxBuffer: 64 << 20,
+  });
   let json: Record<string, unknown> | undefined;
   try {
     json = r.stdout.trim() ? (JSON.parse(r.stdout) as Record<string, unknown>) : undefined;

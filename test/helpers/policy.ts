@@ -7,7 +7,9 @@ import type { ClusterView, JsonObject, NodeFacts } from '../../src/policy/types.
 
 export const config: PolicyConfig = defaultConfig().policy;
 
-export function pod(opts: { annotations?: Record<string, string>; spec?: JsonObject; name?: string } = {}): JsonObject {
+export function pod(
+  opts: { annotations?: Record<string, string>; spec?: JsonObject; name?: string } = {},
+): JsonObject {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -20,18 +22,35 @@ export function pod(opts: { annotations?: Record<string, string>; spec?: JsonObj
   };
 }
 
-export function workload(kind: string, podSpec: JsonObject, annotations: Record<string, string> = { [SMCR_ANNOTATION]: 'true' }): JsonObject {
-  const template = { metadata: { annotations }, spec: { containers: [{ name: 'app', image: 'x' }], ...podSpec } };
-  if (kind === 'CronJob') return { kind, metadata: { name: 'w' }, spec: { jobTemplate: { spec: { template } } } };
+export function workload(
+  kind: string,
+  podSpec: JsonObject,
+  annotations: Record<string, string> = { [SMCR_ANNOTATION]: 'true' },
+): JsonObject {
+  const template = {
+    metadata: { annotations },
+    spec: { containers: [{ name: 'app', image: 'x' }], ...podSpec },
+  };
+  if (kind === 'CronJob')
+    return { kind, metadata: { name: 'w' }, spec: { jobTemplate: { spec: { template } } } };
   return { kind, metadata: { name: 'w' }, spec: { template } };
 }
 
-export function node(name: string, kernelVersion?: string, labels: Record<string, string> = {}, osImage?: string): NodeFacts {
+export function node(
+  name: string,
+  kernelVersion?: string,
+  labels: Record<string, string> = {},
+  osImage?: string,
+): NodeFacts {
   return {
     name,
     labels,
     ...(kernelVersion ? { kernelVersion } : {}),
-    ...(osImage !== undefined ? { osImage } : kernelVersion ? { osImage: 'Alibaba Cloud Linux 3.2104 U10 (OpenAnolis Edition)' } : {}),
+    ...(osImage !== undefined
+      ? { osImage }
+      : kernelVersion
+        ? { osImage: 'Alibaba Cloud Linux 3.2104 U10 (OpenAnolis Edition)' }
+        : {}),
   };
 }
 
@@ -39,7 +58,13 @@ export const GOOD_KERNEL = '5.10.134-17.3.al8.x86_64';
 export const OLD_KERNEL = '5.10.134-16.3.al8.x86_64';
 
 export function view(nodes?: NodeFacts[], extra: Partial<ClusterView> = {}): ClusterView {
-  return { driverMode: 'default', ipFamilies: ['IPv4'], nodesKnown: nodes !== undefined, nodes: nodeSet(nodes), ...extra };
+  return {
+    driverMode: 'default',
+    ipFamilies: ['IPv4'],
+    nodesKnown: nodes !== undefined,
+    nodes: nodeSet(nodes),
+    ...extra,
+  };
 }
 
 export const unknownView = view();

@@ -20,17 +20,34 @@ export type FixtureName =
   | 'pod-update';
 
 export function fixture(name: FixtureName): JsonObject {
-  return JSON.parse(readFileSync(`test/fixtures/apiserver-v1.20.2/admissionreview-${name}.json`, 'utf8')) as JsonObject;
+  return JSON.parse(
+    readFileSync(`test/fixtures/apiserver-v1.20.2/admissionreview-${name}.json`, 'utf8'),
+  ) as JsonObject;
 }
 
 interface Review {
-  request: { uid: string; operation: string; object: JsonObject | null; oldObject: JsonObject | null; dryRun?: boolean; subResource?: string };
+  request: {
+    uid: string;
+    operation: string;
+    object: JsonObject | null;
+    oldObject: JsonObject | null;
+    dryRun?: boolean;
+    subResource?: string;
+  };
 }
 
 /** Sets annotations on the pod (or pod template) of a review's object. */
-export function annotate(review: JsonObject, annotations: Record<string, string>, which: 'object' | 'oldObject' = 'object'): JsonObject {
+export function annotate(
+  review: JsonObject,
+  annotations: Record<string, string>,
+  which: 'object' | 'oldObject' = 'object',
+): JsonObject {
   const copy = structuredClone(review) as unknown as Review;
-  const obj = copy.request[which] as JsonObject & { kind: string; metadata: JsonObject; spec: { template: { metadata: JsonObject } } };
+  const obj = copy.request[which] as JsonObject & {
+    kind: string;
+    metadata: JsonObject;
+    spec: { template: { metadata: JsonObject } };
+  };
   const md = obj.kind === 'Pod' ? obj.metadata : (obj.spec.template.metadata ??= {});
   md.annotations = { ...((md.annotations as Record<string, string>) ?? {}), ...annotations };
   return copy as unknown as JsonObject;
@@ -51,16 +68,24 @@ export function edit(review: JsonObject, fn: (r: Review) => void): JsonObject {
 export function applyResponse(review: JsonObject, response: { patch?: string }): JsonObject {
   const object = (review as unknown as Review).request.object as JsonObject;
   if (!response.patch) return object;
-  const ops = JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) as fastJsonPatch.Operation[];
+  const ops = JSON.parse(
+    Buffer.from(response.patch, 'base64').toString('utf8'),
+  ) as fastJsonPatch.Operation[];
   return fastJsonPatch.applyPatch(structuredClone(object), ops, true, false).newDocument;
 }
 
 export const silentLogger = pino({ level: 'silent' });
 
-export function testApp(view?: ClusterView, flags: Record<string, unknown> = {}, logger: FastifyBaseLogger = silentLogger) {
+export function testApp(
+  view?: ClusterView,
+  flags: Record<string, unknown> = {},
+  logger: FastifyBaseLogger = silentLogger,
+) {
   const config = loadConfig({ flags });
   const metrics = new WebhookMetrics({ defaultMetrics: false });
-  const views = new StaticViewSource(view ?? { driverMode: 'default', ipFamilies: ['IPv4'], nodesKnown: false, nodes: nodeSet() });
+  const views = new StaticViewSource(
+    view ?? { driverMode: 'default', ipFamilies: ['IPv4'], nodesKnown: false, nodes: nodeSet() },
+  );
   const app = buildApp({ config, views, metrics, logger, serveMetrics: true });
   return { app, metrics, config };
 }
@@ -74,7 +99,9 @@ export function replaceAt(review: JsonObject, pointerIndex: number, value: unkno
   const pointers: string[] = [];
   const walk = (v: unknown, p: string): void => {
     pointers.push(p);
-    if (v && typeof v === 'object') for (const [k, c] of Object.entries(v)) walk(c, `${p}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`);
+    if (v && typeof v === 'object')
+      for (const [k, c] of Object.entries(v))
+        walk(c, `${p}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`);
   };
   walk(copy, '');
   const target = pointers[pointerIndex % pointers.length] ?? '';

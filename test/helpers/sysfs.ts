@@ -46,10 +46,31 @@ export function removeDevice(root: string, name: string): void {
 
 /** The tree shipped in test/fixtures/sysfs/node-a (regenerate with `npx tsx test/helpers/sysfs.ts`). */
 export function nodeA(root: string): void {
-  addDevice(root, { name: 'erdma_0', driver: 'erdma', guid: '0216:3eff:fe10:f8b0', numa: 0, uverbs: 'uverbs0', netdev: { name: 'eth0', mac: '00:16:3e:10:f8:b0' } });
-  addDevice(root, { name: 'rocep0s6', guid: '0216:3eff:fe22:0001', numa: 1, uverbs: 'uverbs1', ports: [{ state: '1: DOWN' }], netdev: { name: 'eth1', mac: '00:16:3e:22:00:01' } });
+  addDevice(root, {
+    name: 'erdma_0',
+    driver: 'erdma',
+    guid: '0216:3eff:fe10:f8b0',
+    numa: 0,
+    uverbs: 'uverbs0',
+    netdev: { name: 'eth0', mac: '00:16:3e:10:f8:b0' },
+  });
+  addDevice(root, {
+    name: 'rocep0s6',
+    guid: '0216:3eff:fe22:0001',
+    numa: 1,
+    uverbs: 'uverbs1',
+    ports: [{ state: '1: DOWN' }],
+    netdev: { name: 'eth1', mac: '00:16:3e:22:00:01' },
+  });
   addDevice(root, { name: 'erdma_2', driver: 'erdma', guid: '0216:3eff:fe33:0002', numa: -1 });
-  addDevice(root, { name: 'mlx5_0', driver: 'mlx5_core', vendor: '0x15b3', guid: 'b859:9f03:00a1:2b3c', numa: 0, uverbs: 'uverbs2' });
+  addDevice(root, {
+    name: 'mlx5_0',
+    driver: 'mlx5_core',
+    vendor: '0x15b3',
+    guid: 'b859:9f03:00a1:2b3c',
+    numa: 0,
+    uverbs: 'uverbs2',
+  });
 }
 
 if (process.argv[1]?.endsWith('sysfs.ts')) {

@@ -34,14 +34,19 @@ export function postH1(
 ): Promise<Reply> {
   const { host, port } = typeof target === 'number' ? { host: '127.0.0.1', port: target } : target;
   return new Promise((resolve, reject) => {
-    const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
+    const headers = {
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+    };
     const req = httpsRequest(
       { host, port, path, method: 'POST', ca, servername: SNI, agent: agent ?? false, headers },
       (res) => {
         let data = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (data += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data, headers: res.headers }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: data, headers: res.headers }),
+        );
       },
     );
     req.on('error', reject);
@@ -56,9 +61,18 @@ export function h2Session(port: number, ca: string): ClientHttp2Session {
   return connect(`https://127.0.0.1:${port}`, { ca, servername: SNI });
 }
 
-export function postH2(session: ClientHttp2Session, path: string, body: string, midway?: () => Promise<unknown>): Promise<Reply> {
+export function postH2(
+  session: ClientHttp2Session,
+  path: string,
+  body: string,
+  midway?: () => Promise<unknown>,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/json' });
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': path,
+      'content-type': 'application/json',
+    });
     let status = 0;
     let data = '';
     stream.on('response', (h) => (status = Number(h[':status'])));
@@ -83,10 +97,27 @@ export interface TestServer {
 
 export async function startTestServer(flags: Record<string, unknown> = {}): Promise<TestServer> {
   const dir = mkdtempSync(join(tmpdir(), 'webhook-'));
-  const config = loadConfig({ flags: { 'webhook.port': 0, 'webhook.metricsPort': 0, 'webhook.certDir': dir, ...flags } });
-  const { paths } = ensureLocalCerts({ dir, service: 'erdma-smcr-webhook', namespace: 'erdma-smcr' });
-  const views = new StaticViewSource({ driverMode: 'default', ipFamilies: ['IPv4'], nodesKnown: false, nodes: nodeSet() });
-  const server = await startServer({ config, views, logger: pino({ level: 'silent' }), keyPath: paths.key, certPath: paths.cert });
+  const config = loadConfig({
+    flags: { 'webhook.port': 0, 'webhook.metricsPort': 0, 'webhook.certDir': dir, ...flags },
+  });
+  const { paths } = ensureLocalCerts({
+    dir,
+    service: 'erdma-smcr-webhook',
+    namespace: 'erdma-smcr',
+  });
+  const views = new StaticViewSource({
+    driverMode: 'default',
+    ipFamilies: ['IPv4'],
+    nodesKnown: false,
+    nodes: nodeSet(),
+  });
+  const server = await startServer({
+    config,
+    views,
+    logger: pino({ level: 'silent' }),
+    keyPath: paths.key,
+    certPath: paths.cert,
+  });
   return {
     server,
     paths,

@@ -24,9 +24,16 @@ export async function until<T>(
   const timeoutMs = o.timeoutMs ?? 15_000;
   const end = Date.now() + timeoutMs;
   for (;;) {
-    const v = o.retryErrors ? await Promise.resolve().then(f).catch(() => undefined) : await f();
+    const v = o.retryErrors
+      ? await Promise.resolve()
+          .then(f)
+          .catch(() => undefined)
+      : await f();
     if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${o.details ? `\n${o.details()}` : ''}`);
+    if (Date.now() > end)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${o.details ? `\n${o.details()}` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, o.intervalMs ?? 50));
   }
 }

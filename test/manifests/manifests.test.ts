@@ -16,7 +16,12 @@ import { KUBECTL, kubectlMissing } from '../harness/k8s/control-plane.js';
 import { silentLogger } from '../helpers/reviews.js';
 import { nodeSet } from '../../src/policy/nodes.js';
 
-type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; [k: string]: unknown };
+type Obj = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  [k: string]: unknown;
+};
 const kubectl = KUBECTL;
 const why = kubectlMissing();
 
@@ -27,11 +32,17 @@ function render(dir: string): Obj[] {
 }
 
 /** The model class for apiVersion/kind from kubernetes-models (or cert-manager's models). */
-async function modelFor(o: Obj): Promise<(new (data: unknown) => { validate(): void }) | undefined> {
-  const [group = '', version = ''] = o.apiVersion.includes('/') ? o.apiVersion.split('/') : ['', o.apiVersion];
+async function modelFor(
+  o: Obj,
+): Promise<(new (data: unknown) => { validate(): void }) | undefined> {
+  const [group = '', version = ''] = o.apiVersion.includes('/')
+    ? o.apiVersion.split('/')
+    : ['', o.apiVersion];
   const mod = group.endsWith('cert-manager.io')
     ? await import(`@kubernetes-models/cert-manager/${group}/${version}`)
-    : await import(group === '' ? `kubernetes-models/${version}` : `kubernetes-models/${group}/${version}`);
+    : await import(
+        group === '' ? `kubernetes-models/${version}` : `kubernetes-models/${group}/${version}`
+      );
   return (mod as Record<string, new (data: unknown) => { validate(): void }>)[o.kind];
 }
 
@@ -60,7 +71,10 @@ describe.skipIf(why !== '')('manifests', () => {
     for (const o of list) {
       const Model = await modelFor(o);
       expect(Model, `${o.apiVersion} ${o.kind} has a schema`).toBeDefined();
-      expect(() => new (Model as NonNullable<typeof Model>)(o).validate(), `${o.kind}/${o.metadata.name}`).not.toThrow();
+      expect(
+        () => new (Model as NonNullable<typeof Model>)(o).validate(),
+        `${o.kind}/${o.metadata.name}`,
+      ).not.toThrow();
     }
   });
 
@@ -74,41 +88,87 @@ describe.skipIf(why !== '')('manifests', () => {
   it('webhook Deployment: ports, probes and hardening match the server', async () => {
     const d = find(base, 'Deployment', 'erdma-smcr-webhook');
     const c = d.spec.template.spec.containers[0];
-    const ports = Object.fromEntries(c.ports.map((p: { name: string; containerPort: number }) => [p.name, p.containerPort]));
+    const ports = Object.fromEntries(
+      c.ports.map((p: { name: string; containerPort: number }) => [p.name, p.containerPort]),
+    );
     const arg = (flag: string): string => c.args[c.args.indexOf(flag) + 1];
     expect(Number(arg('--port'))).toBe(ports.https);
     expect(arg('--cert-source')).toBe('secret');
     expect(arg('--cluster')).toBe('live');
-    const env = Object.fromEntries(c.env.map((e: { name: string; value?: string }) => [e.name, e.value]));
+    const env = Object.fromEntries(
+      c.env.map((e: { name: string; value?: string }) => [e.name, e.value]),
+    );
     // NODE_OPTIONS is Node's own; it must hold only V8 flags Node accepts there, or Node refuses to start.
     expect(env.NODE_OPTIONS).toMatch(/^--max-semi-space-size=\d+ --max-old-space-size=\d+$/);
-    for (const name of Object.keys(env)) if (name !== 'NODE_OPTIONS') expect(ENV_VARS, `${name} is read by the code`).toHaveProperty(name);
+    for (const name of Object.keys(env))
+      if (name !== 'NODE_OPTIONS')
+        expect(ENV_VARS, `${name} is read by the code`).toHaveProperty(name);
     expect(Number(env.ERDMA_SMCR_METRICS_PORT)).toBe(ports.metrics);
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
     expect(d.spec.replicas).toBe(2);
-    expect(d.spec.template.spec.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
-    expect(c.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(d.spec.template.spec.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(c.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
     expect(d.spec.template.spec.serviceAccountName).toBe('erdma-smcr-webhook');
     const pdb = find(base, 'PodDisruptionBudget', 'erdma-smcr-webhook');
     expect(pdb.spec.selector.matchLabels).toEqual(d.spec.selector.matchLabels);
-    expect(d.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.labelSelector.matchLabels).toEqual(d.spec.selector.matchLabels);
+    expect(
+      d.spec.template.spec.affinity.podAntiAffinity
+        .preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.labelSelector
+        .matchLabels,
+    ).toEqual(d.spec.selector.matchLabels);
   });
 
   it('Service and webhook configurations reach the routes the server has, under the names the code manages', async () => {
     const svc = find(base, 'Service', config.webhook.serviceName);
     expect(svc.metadata.namespace).toBe(config.webhook.namespace);
     expect(svc.spec.ports[0].targetPort).toBe('https');
-    const app = buildApp({ config, views: new StaticViewSource({ nodesKnown: false, nodes: nodeSet() }), metrics: new WebhookMetrics({ defaultMetrics: false }), logger: silentLogger, readiness: () => '' });
-    const m = find(base, 'MutatingWebhookConfiguration', config.webhook.mutatingWebhookConfiguration);
-    const v = find(base, 'ValidatingWebhookConfiguration', config.webhook.validatingWebhookConfiguration);
-    for (const [cfg, path] of [[m, '/mutate'], [v, '/validate']] as const) {
+    const app = buildApp({
+      config,
+      views: new StaticViewSource({ nodesKnown: false, nodes: nodeSet() }),
+      metrics: new WebhookMetrics({ defaultMetrics: false }),
+      logger: silentLogger,
+      readiness: () => '',
+    });
+    const m = find(
+      base,
+      'MutatingWebhookConfiguration',
+      config.webhook.mutatingWebhookConfiguration,
+    );
+    const v = find(
+      base,
+      'ValidatingWebhookConfiguration',
+      config.webhook.validatingWebhookConfiguration,
+    );
+    for (const [cfg, path] of [
+      [m, '/mutate'],
+      [v, '/validate'],
+    ] as const) {
       const hook = cfg.webhooks[0];
-      expect(hook.clientConfig.service).toEqual({ name: svc.metadata.name, namespace: svc.metadata.namespace, path, port: svc.spec.ports[0].port });
+      expect(hook.clientConfig.service).toEqual({
+        name: svc.metadata.name,
+        namespace: svc.metadata.namespace,
+        path,
+        port: svc.spec.ports[0].port,
+      });
       expect(app.hasRoute({ method: 'POST', url: path })).toBe(true);
-      expect(hook).toMatchObject({ sideEffects: 'None', admissionReviewVersions: ['v1'], failurePolicy: 'Ignore' });
+      expect(hook).toMatchObject({
+        sideEffects: 'None',
+        admissionReviewVersions: ['v1'],
+        failurePolicy: 'Ignore',
+      });
       expect(hook.timeoutSeconds).toBeGreaterThan(0);
-      expect(hook.namespaceSelector.matchExpressions[0].values).toEqual(['kube-system', config.webhook.namespace]);
+      expect(hook.namespaceSelector.matchExpressions[0].values).toEqual([
+        'kube-system',
+        config.webhook.namespace,
+      ]);
       // The base must apply on API servers without matchConditions (before 1.27): no such field.
       expect(hook.matchConditions).toBeUndefined();
       const withConditions = find(matchConditions, cfg.kind, cfg.metadata.name).webhooks[0];
@@ -116,11 +176,23 @@ describe.skipIf(why !== '')('manifests', () => {
       // The overlay adds matchConditions, and fails closed for pods only (docs/webhook.md says why).
       const failurePolicy = cfg.kind === 'MutatingWebhookConfiguration' ? 'Fail' : 'Ignore';
       expect(withConditions.failurePolicy).toBe(failurePolicy);
-      expect({ ...withConditions, matchConditions: undefined, failurePolicy: undefined }).toEqual({ ...hook, matchConditions: undefined, failurePolicy: undefined });
+      expect({ ...withConditions, matchConditions: undefined, failurePolicy: undefined }).toEqual({
+        ...hook,
+        matchConditions: undefined,
+        failurePolicy: undefined,
+      });
     }
     expect(m.webhooks[0].reinvocationPolicy).toBe('IfNeeded');
     // UPDATE too: the webhook puts its settings annotation back and checks changed tuning (docs/policy.md).
-    expect(m.webhooks[0].rules).toEqual([{ apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE', 'UPDATE'], resources: ['pods'], scope: 'Namespaced' }]);
+    expect(m.webhooks[0].rules).toEqual([
+      {
+        apiGroups: [''],
+        apiVersions: ['v1'],
+        operations: ['CREATE', 'UPDATE'],
+        resources: ['pods'],
+        scope: 'Namespaced',
+      },
+    ]);
     await app.close();
   });
 
@@ -129,37 +201,63 @@ describe.skipIf(why !== '')('manifests', () => {
     const names = role.rules.flatMap((r: { resourceNames?: string[] }) => r.resourceNames ?? []);
     expect(names.sort()).toEqual([config.cluster.configMap, config.webhook.secretName].sort());
     const cr = find(base, 'ClusterRole', 'erdma-smcr-webhook');
-    const hooks = cr.rules.find((r: { apiGroups: string[] }) => r.apiGroups[0] === 'admissionregistration.k8s.io');
+    const hooks = cr.rules.find(
+      (r: { apiGroups: string[] }) => r.apiGroups[0] === 'admissionregistration.k8s.io',
+    );
     expect(hooks.resourceNames).toEqual([config.webhook.mutatingWebhookConfiguration]);
     expect(hooks.verbs).toEqual(['get', 'update']);
     const profile = find(base, 'ConfigMap', config.cluster.configMap);
-    expect(parseProfile(yaml.load(profile.data[PROFILE_KEY]), 'configmap')).toEqual({ apiVersion: 'smcr.erdma.io/v1alpha1', kind: 'ClusterProfile', driverMode: 'default', ipFamilies: ['IPv4'] });
+    expect(parseProfile(yaml.load(profile.data[PROFILE_KEY]), 'configmap')).toEqual({
+      apiVersion: 'smcr.erdma.io/v1alpha1',
+      kind: 'ClusterProfile',
+      driverMode: 'default',
+      ipFamilies: ['IPv4'],
+    });
   });
 
   it('agent DaemonSet: mounts where the code looks, env the code reads, probes on its port', () => {
     const ds = find(base, 'DaemonSet', 'erdma-smcr-agent');
     const spec = ds.spec.template.spec;
     const c = spec.containers[0];
-    const env = Object.fromEntries(c.env.map((e: { name: string; value?: string }) => [e.name, e.value]));
+    const env = Object.fromEntries(
+      c.env.map((e: { name: string; value?: string }) => [e.name, e.value]),
+    );
     // NODE_OPTIONS is Node's own; it must hold only V8 flags Node accepts there, or Node refuses to start.
     expect(env.NODE_OPTIONS).toMatch(/^--max-semi-space-size=\d+$/);
-    for (const name of Object.keys(env)) if (name !== 'NODE_OPTIONS') expect(ENV_VARS, `${name} is read by the code`).toHaveProperty(name);
+    for (const name of Object.keys(env))
+      if (name !== 'NODE_OPTIONS')
+        expect(ENV_VARS, `${name} is read by the code`).toHaveProperty(name);
     const a = config.agent;
     const hostRoot = env.ERDMA_SMCR_HOST_ROOT as string;
-    const mounts = Object.fromEntries(c.volumeMounts.map((m: { name: string; mountPath: string }) => [m.mountPath, m.name]));
-    const hostPathOf = (mountPath: string): string => spec.volumes.find((v: { name: string }) => v.name === mounts[mountPath]).hostPath.path;
-    for (const p of [a.cniConfDir, a.cniBinDir, a.cniStateDir, '/sys']) expect(hostPathOf(join(hostRoot, p))).toBe(p);
+    const mounts = Object.fromEntries(
+      c.volumeMounts.map((m: { name: string; mountPath: string }) => [m.mountPath, m.name]),
+    );
+    const hostPathOf = (mountPath: string): string =>
+      spec.volumes.find((v: { name: string }) => v.name === mounts[mountPath]).hostPath.path;
+    for (const p of [a.cniConfDir, a.cniBinDir, a.cniStateDir, '/sys'])
+      expect(hostPathOf(join(hostRoot, p))).toBe(p);
     for (const f of [a.pnetIdFile, a.cniLogFile]) {
       const dir = f.slice(0, f.lastIndexOf('/'));
       expect(hostPathOf(join(hostRoot, dir))).toBe(dir);
     }
-    expect(hostPathOf(join(a.kubeletDir, 'device-plugins'))).toBe(join(a.kubeletDir, 'device-plugins'));
+    expect(hostPathOf(join(a.kubeletDir, 'device-plugins'))).toBe(
+      join(a.kubeletDir, 'device-plugins'),
+    );
     expect(Number(env.ERDMA_SMCR_AGENT_METRICS_PORT)).toBe(c.readinessProbe.httpGet.port);
     expect(c.readinessProbe.httpGet.path).toBe('/readyz');
-    expect(spec).toMatchObject({ hostNetwork: true, hostPID: true, serviceAccountName: 'erdma-smcr-agent', priorityClassName: 'system-node-critical' });
-    expect(c.securityContext.capabilities).toEqual({ drop: ['ALL'], add: ['NET_ADMIN', 'SYS_ADMIN', 'SYS_PTRACE'] });
+    expect(spec).toMatchObject({
+      hostNetwork: true,
+      hostPID: true,
+      serviceAccountName: 'erdma-smcr-agent',
+      priorityClassName: 'system-node-critical',
+    });
+    expect(c.securityContext.capabilities).toEqual({
+      drop: ['ALL'],
+      add: ['NET_ADMIN', 'SYS_ADMIN', 'SYS_PTRACE'],
+    });
     // The agent cannot be scheduled by the labels it writes itself.
-    for (const k of Object.keys(spec.nodeSelector)) expect(Object.values(NODE_LABELS)).not.toContain(k);
+    for (const k of Object.keys(spec.nodeSelector))
+      expect(Object.values(NODE_LABELS)).not.toContain(k);
   });
 
   it('cert-manager overlay: files mode from the issued Secret, caBundle injected, same names', () => {
@@ -168,12 +266,19 @@ describe.skipIf(why !== '')('manifests', () => {
     expect(c.args).toContain('files');
     const certDir = c.args[c.args.indexOf('--cert-dir') + 1];
     const mount = c.volumeMounts.find((m: { mountPath: string }) => m.mountPath === certDir);
-    const secret = d.spec.template.spec.volumes.find((v: { name: string }) => v.name === mount.name).secret.secretName;
+    const secret = d.spec.template.spec.volumes.find((v: { name: string }) => v.name === mount.name)
+      .secret.secretName;
     const cert = find(certManager, 'Certificate', 'erdma-smcr-webhook');
     expect(cert.spec.secretName).toBe(secret);
-    expect(cert.spec.dnsNames).toContain(`${config.webhook.serviceName}.${config.webhook.namespace}.svc`);
+    expect(cert.spec.dnsNames).toContain(
+      `${config.webhook.serviceName}.${config.webhook.namespace}.svc`,
+    );
     for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
-      expect(find(certManager, kind, 'erdma-smcr').metadata).toMatchObject({ annotations: { 'cert-manager.io/inject-ca-from': `${config.webhook.namespace}/erdma-smcr-webhook` } });
+      expect(find(certManager, kind, 'erdma-smcr').metadata).toMatchObject({
+        annotations: {
+          'cert-manager.io/inject-ca-from': `${config.webhook.namespace}/erdma-smcr-webhook`,
+        },
+      });
     }
   });
 });

@@ -6,9 +6,21 @@ const ACL3_LTS = 'Alibaba Cloud Linux (Aliyun Linux) 3.2104 LTS 64 bit';
 
 describe('parseKernelVersion', () => {
   it('splits base, release numbers and distribution tag', () => {
-    expect(parseKernelVersion('5.10.134-17.3.al8.x86_64')).toEqual({ base: [5, 10, 134], release: [17, 3], dist: 'al8' });
-    expect(parseKernelVersion('6.6.88-5.1.alnx4.x86_64')).toEqual({ base: [6, 6, 88], release: [5, 1], dist: 'alnx4' });
-    expect(parseKernelVersion('6.1.0-26-amd64')).toEqual({ base: [6, 1, 0], release: [26], dist: '' });
+    expect(parseKernelVersion('5.10.134-17.3.al8.x86_64')).toEqual({
+      base: [5, 10, 134],
+      release: [17, 3],
+      dist: 'al8',
+    });
+    expect(parseKernelVersion('6.6.88-5.1.alnx4.x86_64')).toEqual({
+      base: [6, 6, 88],
+      release: [5, 1],
+      dist: 'alnx4',
+    });
+    expect(parseKernelVersion('6.1.0-26-amd64')).toEqual({
+      base: [6, 1, 0],
+      release: [26],
+      dist: '',
+    });
     expect(parseKernelVersion('5.10')).toEqual({ base: [5, 10, 0], release: [], dist: '' });
   });
 
@@ -43,7 +55,11 @@ describe('kernelEligibility', () => {
     ['6.6.88-5.1.alnx4.x86_64', 'Alibaba Cloud Linux 4.0.1', /not Alibaba Cloud Linux 3/],
     ['6.6.88-5.1.alnx4.x86_64', undefined, /not an Alibaba Cloud Linux 3 kernel/],
     ['5.10.134-17.3.al8.x86_64', 'Ubuntu 22.04.4 LTS', /not Alibaba Cloud Linux 3/],
-    ['4.19.91-27.al7.x86_64', 'Alibaba Cloud Linux (Aliyun Linux) 2.1903 LTS (Hunting Beagle)', /not Alibaba Cloud Linux 3/],
+    [
+      '4.19.91-27.al7.x86_64',
+      'Alibaba Cloud Linux (Aliyun Linux) 2.1903 LTS (Hunting Beagle)',
+      /not Alibaba Cloud Linux 3/,
+    ],
     ['6.1.0-26-amd64', undefined, /not an Alibaba Cloud Linux 3 kernel/],
     ['5.10.134-17', undefined, /not an Alibaba Cloud Linux 3 kernel/],
     ['', ACL3, /unknown/],

@@ -10,12 +10,24 @@ const OWN = { key: NODE_LABELS.capable, operator: 'In', values: ['true'] };
 
 /** Applies the patch to a copy of the original, as the API server does, and returns the result. */
 function applied(original: JsonObject, patch: readonly fastJsonPatch.Operation[]): JsonObject {
-  return fastJsonPatch.applyPatch(structuredClone(original), structuredClone([...patch]), true, false).newDocument;
+  return fastJsonPatch.applyPatch(
+    structuredClone(original),
+    structuredClone([...patch]),
+    true,
+    false,
+  ).newDocument;
 }
 
 function terms(p: JsonObject): unknown {
-  return (p.spec as JsonObject & { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: unknown } } } })
-    .affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
+  return (
+    p.spec as JsonObject & {
+      affinity: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: unknown };
+        };
+      };
+    }
+  ).affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
 }
 
 describe('mutation of an allowed SMC-R pod', () => {
@@ -25,12 +37,22 @@ describe('mutation of an allowed SMC-R pod', () => {
     const out = applied(p, r.patch);
     expect(out).toEqual(r.mutated);
     const c = (out.spec as { containers: JsonObject[] }).containers[0];
-    expect(c?.resources).toEqual({ limits: { 'aliyun/erdma': '1' }, requests: { 'aliyun/erdma': '1' } });
+    expect(c?.resources).toEqual({
+      limits: { 'aliyun/erdma': '1' },
+      requests: { 'aliyun/erdma': '1' },
+    });
     expect(terms(out)).toEqual([{ matchExpressions: [OWN] }]);
-    const settings = JSON.parse((out.metadata as { annotations: Record<string, string> }).annotations[SETTINGS_ANNOTATION] ?? '');
+    const settings = JSON.parse(
+      (out.metadata as { annotations: Record<string, string> }).annotations[SETTINGS_ANNOTATION] ??
+        '',
+    );
     expect(settings).toEqual({
       version: 1,
-      sysctls: { 'net.ipv6.conf.all.disable_ipv6': '1', 'net.ipv6.conf.default.disable_ipv6': '1', 'net.smc.tcp2smc': '1' },
+      sysctls: {
+        'net.ipv6.conf.all.disable_ipv6': '1',
+        'net.ipv6.conf.default.disable_ipv6': '1',
+        'net.smc.tcp2smc': '1',
+      },
     });
   });
 
@@ -46,25 +68,40 @@ describe('mutation of an allowed SMC-R pod', () => {
   });
 
   it('keeps a container that already asks for a device and injects nothing', () => {
-    const p = pod({ spec: { containers: [{ name: 'a' }, { name: 'b', resources: { limits: { 'aliyun/erdma': '1' } } }] } });
+    const p = pod({
+      spec: {
+        containers: [{ name: 'a' }, { name: 'b', resources: { limits: { 'aliyun/erdma': '1' } } }],
+      },
+    });
     const r = evaluate(p, unknownView, config);
     expect(r.patch.some((o) => o.path.includes('/containers/'))).toBe(false);
   });
 
   it('injects into the container named by smcr.erdma.io/container', () => {
-    const p = pod({ annotations: { 'smcr.erdma.io/container': 'b' }, spec: { containers: [{ name: 'a' }, { name: 'b' }] } });
+    const p = pod({
+      annotations: { 'smcr.erdma.io/container': 'b' },
+      spec: { containers: [{ name: 'a' }, { name: 'b' }] },
+    });
     const out = applied(p, evaluate(p, unknownView, config).patch);
     const cs = (out.spec as { containers: JsonObject[] }).containers;
     expect(cs[0]?.resources).toBeUndefined();
-    expect(cs[1]?.resources).toEqual({ limits: { 'aliyun/erdma': '1' }, requests: { 'aliyun/erdma': '1' } });
+    expect(cs[1]?.resources).toEqual({
+      limits: { 'aliyun/erdma': '1' },
+      requests: { 'aliyun/erdma': '1' },
+    });
   });
 
   it('injects into every container when configured with resourceContainer: all', () => {
     const all = loadConfig({ flags: { 'policy.resourceContainer': 'all' } }).policy;
-    const p = pod({ spec: { containers: [{ name: 'a' }, { name: 'b', resources: { limits: { cpu: '1' } } }] } });
+    const p = pod({
+      spec: { containers: [{ name: 'a' }, { name: 'b', resources: { limits: { cpu: '1' } } }] },
+    });
     const out = applied(p, evaluate(p, unknownView, all).patch);
     const cs = (out.spec as { containers: JsonObject[] }).containers;
-    expect(cs[1]?.resources).toEqual({ limits: { cpu: '1', 'aliyun/erdma': '1' }, requests: { 'aliyun/erdma': '1' } });
+    expect(cs[1]?.resources).toEqual({
+      limits: { cpu: '1', 'aliyun/erdma': '1' },
+      requests: { 'aliyun/erdma': '1' },
+    });
   });
 
   it('ANDs the capable label into every existing required term and leaves empty terms alone', () => {
@@ -78,7 +115,9 @@ describe('mutation of an allowed SMC-R pod', () => {
         affinity: {
           nodeAffinity: {
             requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: existing },
-            preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, preference: { matchExpressions: [] } }],
+            preferredDuringSchedulingIgnoredDuringExecution: [
+              { weight: 1, preference: { matchExpressions: [] } },
+            ],
           },
           podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [] },
         },
@@ -87,34 +126,60 @@ describe('mutation of an allowed SMC-R pod', () => {
     const out = applied(p, evaluate(p, unknownView, config).patch);
     expect(terms(out)).toEqual([
       { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }, OWN] },
-      { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1'] }], matchExpressions: [OWN] },
+      {
+        matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1'] }],
+        matchExpressions: [OWN],
+      },
       {},
     ]);
-    const na = (out.spec as { affinity: { nodeAffinity: JsonObject; podAntiAffinity: unknown } }).affinity;
+    const na = (out.spec as { affinity: { nodeAffinity: JsonObject; podAntiAffinity: unknown } })
+      .affinity;
     expect(na.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution).toHaveLength(1);
     expect(na.podAntiAffinity).toEqual({ requiredDuringSchedulingIgnoredDuringExecution: [] });
   });
 
   it('overwrites a settings annotation the user forged', () => {
-    const p = pod({ annotations: { [SETTINGS_ANNOTATION]: '{"version":1,"sysctls":{"net.core.somaxconn":"1"}}' } });
+    const p = pod({
+      annotations: { [SETTINGS_ANNOTATION]: '{"version":1,"sysctls":{"net.core.somaxconn":"1"}}' },
+    });
     const out = applied(p, evaluate(p, unknownView, config).patch);
-    const value = (out.metadata as { annotations: Record<string, string> }).annotations[SETTINGS_ANNOTATION] ?? '';
+    const value =
+      (out.metadata as { annotations: Record<string, string> }).annotations[SETTINGS_ANNOTATION] ??
+      '';
     expect(value).not.toContain('somaxconn');
     expect(JSON.parse(value).sysctls['net.smc.tcp2smc']).toBe('1');
   });
 
   it('resolves tuning annotations and keep-ipv6 into the settings', () => {
-    const p = pod({ annotations: { 'smcr.erdma.io/wmem': '65536', 'smcr.erdma.io/buf-type': '1', 'smcr.erdma.io/keep-ipv6': 'true' } });
+    const p = pod({
+      annotations: {
+        'smcr.erdma.io/wmem': '65536',
+        'smcr.erdma.io/buf-type': '1',
+        'smcr.erdma.io/keep-ipv6': 'true',
+      },
+    });
     const out = applied(p, evaluate(p, unknownView, config).patch);
-    const settings = JSON.parse((out.metadata as { annotations: Record<string, string> }).annotations[SETTINGS_ANNOTATION] ?? '');
-    expect(settings.sysctls).toEqual({ 'net.smc.smcr_buf_type': '1', 'net.smc.tcp2smc': '1', 'net.smc.wmem': '65536' });
+    const settings = JSON.parse(
+      (out.metadata as { annotations: Record<string, string> }).annotations[SETTINGS_ANNOTATION] ??
+        '',
+    );
+    expect(settings.sysctls).toEqual({
+      'net.smc.smcr_buf_type': '1',
+      'net.smc.tcp2smc': '1',
+      'net.smc.wmem': '65536',
+    });
   });
 
   it('uses cluster-wide default tuning from the configuration, overridden per pod', () => {
-    const cfg = loadConfig({ flags: { 'policy.defaultTuning': { rmem: 131072, wmem: 131072 } } }).policy;
+    const cfg = loadConfig({
+      flags: { 'policy.defaultTuning': { rmem: 131072, wmem: 131072 } },
+    }).policy;
     const p = pod({ annotations: { 'smcr.erdma.io/wmem': '65536' } });
     const out = applied(p, evaluate(p, unknownView, cfg).patch);
-    const settings = JSON.parse((out.metadata as { annotations: Record<string, string> }).annotations[SETTINGS_ANNOTATION] ?? '');
+    const settings = JSON.parse(
+      (out.metadata as { annotations: Record<string, string> }).annotations[SETTINGS_ANNOTATION] ??
+        '',
+    );
     expect(settings.sysctls['net.smc.wmem']).toBe('65536');
     expect(settings.sysctls['net.smc.rmem']).toBe('131072');
   });
@@ -130,7 +195,9 @@ describe('mutation of an allowed SMC-R pod', () => {
   });
 
   it('honours switches that turn resource and affinity injection off', () => {
-    const cfg = loadConfig({ flags: { 'policy.injectResource': false, 'policy.injectNodeAffinity': false } }).policy;
+    const cfg = loadConfig({
+      flags: { 'policy.injectResource': false, 'policy.injectNodeAffinity': false },
+    }).policy;
     const r = evaluate(pod(), unknownView, cfg);
     expect(r.patch.map((o) => o.path)).toEqual(['/metadata/annotations/smcr.erdma.io~1settings']);
   });
@@ -139,9 +206,27 @@ describe('mutation of an allowed SMC-R pod', () => {
 describe('idempotence', () => {
   it.each([
     ['a bare pod', pod()],
-    ['a pod with affinity terms', pod({ spec: { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'z', operator: 'Exists' }] }, {}] } } } } })],
+    [
+      'a pod with affinity terms',
+      pod({
+        spec: {
+          affinity: {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: {
+                nodeSelectorTerms: [{ matchExpressions: [{ key: 'z', operator: 'Exists' }] }, {}],
+              },
+            },
+          },
+        },
+      }),
+    ],
     ['a tuned pod', pod({ annotations: { 'smcr.erdma.io/rmem': '32768' } })],
-    ['a pod turned off with a stale settings annotation', pod({ annotations: { 'network.alibabacloud.com/erdma-smcr': 'false', [SETTINGS_ANNOTATION]: 'x' } })],
+    [
+      'a pod turned off with a stale settings annotation',
+      pod({
+        annotations: { 'network.alibabacloud.com/erdma-smcr': 'false', [SETTINGS_ANNOTATION]: 'x' },
+      }),
+    ],
   ])('yields an empty patch when run on its own output: %s', (_name, p) => {
     const first = evaluate(p, unknownView, config);
     const once = applied(p, first.patch);
@@ -166,7 +251,17 @@ describe('idempotence', () => {
   it('replaces an affinity that is not a map with the capable-node affinity', () => {
     const p = pod({ spec: { affinity: null } });
     const r = evaluate(p, unknownView, config);
-    expect(r.patch).toContainEqual({ op: 'replace', path: '/spec/affinity', value: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [OWN] }] } } } });
+    expect(r.patch).toContainEqual({
+      op: 'replace',
+      path: '/spec/affinity',
+      value: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [{ matchExpressions: [OWN] }],
+          },
+        },
+      },
+    });
     expect(terms(applied(p, r.patch))).toEqual([{ matchExpressions: [OWN] }]);
   });
 

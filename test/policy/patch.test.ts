@@ -49,11 +49,15 @@ function applyEdit(root: Container, edit: Edit): void {
   if (edit.action === 'add') node[edit.key] = fresh;
   else if (existing === undefined) node[edit.key] = fresh;
   else if (edit.action === 'delete') delete node[existing];
-  else if (edit.action === 'retype') node[existing] = Array.isArray(node[existing]) ? { moved: fresh } : [fresh];
+  else if (edit.action === 'retype')
+    node[existing] = Array.isArray(node[existing]) ? { moved: fresh } : [fresh];
   else node[existing] = fresh;
 }
 
-const keyArb = fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('spec', 'a/b', 'x~y', '~1', '0', '__proto__'));
+const keyArb = fc.oneof(
+  fc.string({ maxLength: 6 }),
+  fc.constantFrom('spec', 'a/b', 'x~y', '~1', '0', '__proto__'),
+);
 const valueArb = fc.jsonValue({ maxDepth: 3 });
 const docArb = fc.dictionary(keyArb, valueArb, { maxKeys: 6 });
 const editArb: fc.Arbitrary<Edit> = fc.record({
@@ -74,7 +78,13 @@ describe('patchOfCopy', () => {
         expect(JSON.stringify(ours)).toBe(JSON.stringify(fastJsonPatch.compare(doc, copy)));
         expect(patchJson(ours)).toBe(JSON.stringify(ours));
         expect(JSON.stringify(doc)).toBe(before); // the original is never touched
-        const applied = fastJsonPatch.applyPatch(JSON.parse(before), JSON.parse(JSON.stringify(ours)), false, true, false).newDocument;
+        const applied = fastJsonPatch.applyPatch(
+          JSON.parse(before),
+          JSON.parse(JSON.stringify(ours)),
+          false,
+          true,
+          false,
+        ).newDocument;
         expect(applied).toEqual(JSON.parse(JSON.stringify(copy)));
       }),
       { numRuns: 2000, seed: 2511 },
@@ -98,7 +108,8 @@ describe('patchOfCopy', () => {
 });
 
 describe('patchJson and encodePatch', () => {
-  const decoded = (ops: readonly Operation[]): string => Buffer.from(encodePatch(ops).base64, 'base64').toString('utf8');
+  const decoded = (ops: readonly Operation[]): string =>
+    Buffer.from(encodePatch(ops).base64, 'base64').toString('utf8');
 
   it('serialise any operations exactly as JSON.stringify, and encode their UTF-8 in base64', () => {
     // Any UTF-16, lone surrogates and control characters included: all of it must come out as JSON.stringify has it.
@@ -123,7 +134,9 @@ describe('patchJson and encodePatch', () => {
   });
 
   it('encode non-ASCII text as UTF-8, not as the Latin-1 btoa would take it', () => {
-    const ops: Operation[] = [{ op: 'add', path: '/metadata/annotations/note', value: 'café ☕ 𝄞' }];
+    const ops: Operation[] = [
+      { op: 'add', path: '/metadata/annotations/note', value: 'café ☕ 𝄞' },
+    ];
     const json = JSON.stringify(ops);
     expect(decoded(ops)).toBe(json);
     expect(encodePatch(ops).bytes).toBe(Buffer.byteLength(json));
@@ -131,12 +144,16 @@ describe('patchJson and encodePatch', () => {
   });
 
   it('omit an undefined value, as JSON.stringify does', () => {
-    expect(patchJson([{ op: 'add', path: '/a', value: undefined }])).toBe('[{"op":"add","path":"/a"}]');
+    expect(patchJson([{ op: 'add', path: '/a', value: undefined }])).toBe(
+      '[{"op":"add","path":"/a"}]',
+    );
   });
 
   it('serialise a shared constant from its JSON computed once, and the constant cannot be changed', () => {
     const constant = sharedConstant({ a: { b: ['c', { d: 1 }] } });
-    expect(patchJson([{ op: 'add', path: '/x', value: constant }])).toBe(JSON.stringify([{ op: 'add', path: '/x', value: constant }]));
+    expect(patchJson([{ op: 'add', path: '/x', value: constant }])).toBe(
+      JSON.stringify([{ op: 'add', path: '/x', value: constant }]),
+    );
     expect(Object.isFrozen(constant.a.b[1])).toBe(true);
     expect(() => {
       (constant.a.b as unknown[]).push('e');

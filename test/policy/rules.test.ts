@@ -2,7 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { NODE_LABELS, SETTINGS_ANNOTATION, SMCR_ANNOTATION } from '../../src/constants.js';
 import { evaluate } from '../../src/policy/evaluate.js';
 import type { ClusterView, JsonObject } from '../../src/policy/types.js';
-import { config, GOOD_KERNEL, node, OLD_KERNEL, pod, unknownView, view, workload } from '../helpers/policy.js';
+import {
+  config,
+  GOOD_KERNEL,
+  node,
+  OLD_KERNEL,
+  pod,
+  unknownView,
+  view,
+  workload,
+} from '../helpers/policy.js';
 import { nodeSet } from '../../src/policy/nodes.js';
 
 function rulesOf(obj: JsonObject, v: ClusterView = unknownView): string[] {
@@ -18,53 +27,95 @@ describe('pods without the annotation', () => {
   });
 
   it('ignores kinds that carry no pod', () => {
-    expect(evaluate({ kind: 'Service', metadata: { name: 's' } }, unknownView, config).untouched).toBe(true);
+    expect(
+      evaluate({ kind: 'Service', metadata: { name: 's' } }, unknownView, config).untouched,
+    ).toBe(true);
     expect(evaluate('not an object', unknownView, config).untouched).toBe(true);
     expect(evaluate(null, unknownView, config).untouched).toBe(true);
   });
 });
 
 describe('rule annotation-value', () => {
-  it.each(['yes', 'on', '', 'enabled', 'TRUE '])('denies the value %j with the accepted spellings', (value) => {
-    const r = evaluate(pod({ annotations: { [SMCR_ANNOTATION]: value } }), unknownView, config);
-    expect(r.allowed).toBe(false);
-    expect(r.denials[0]).toMatchObject({ rule: 'annotation-value', path: `metadata.annotations[${SMCR_ANNOTATION}]` });
-    expect(r.denials[0]?.message).toContain('"true" or "false"');
-  });
+  it.each(['yes', 'on', '', 'enabled', 'TRUE '])(
+    'denies the value %j with the accepted spellings',
+    (value) => {
+      const r = evaluate(pod({ annotations: { [SMCR_ANNOTATION]: value } }), unknownView, config);
+      expect(r.allowed).toBe(false);
+      expect(r.denials[0]).toMatchObject({
+        rule: 'annotation-value',
+        path: `metadata.annotations[${SMCR_ANNOTATION}]`,
+      });
+      expect(r.denials[0]?.message).toContain('"true" or "false"');
+    },
+  );
 
   it.each([
     [true, 'a YAML boolean', '("true")'],
     [262144, 'a YAML number', '("262144")'],
     [null, 'null', ''],
     [{ on: 'yes' }, 'a map', ''],
-  ])('denies the unquoted YAML value %j: the API server accepts only strings', (value, kind, quoted) => {
-    const key = 'smcr.erdma.io/wmem';
-    const r = evaluate(pod({ annotations: { [SMCR_ANNOTATION]: 'true', [key]: value } as unknown as Record<string, string> }), unknownView, config);
-    expect(r).toMatchObject({ allowed: false, patch: [] });
-    expect(r.denials).toEqual([{ rule: 'annotation-value', path: `metadata.annotations[${key}]`, message: expect.stringContaining(`${key} is ${kind}, but annotation values must be strings`) as unknown }]);
-    expect(r.denials[0]?.message).toContain(`quote it${quoted ? ` ${quoted}` : ''};`);
-  });
+  ])(
+    'denies the unquoted YAML value %j: the API server accepts only strings',
+    (value, kind, quoted) => {
+      const key = 'smcr.erdma.io/wmem';
+      const r = evaluate(
+        pod({
+          annotations: { [SMCR_ANNOTATION]: 'true', [key]: value } as unknown as Record<
+            string,
+            string
+          >,
+        }),
+        unknownView,
+        config,
+      );
+      expect(r).toMatchObject({ allowed: false, patch: [] });
+      expect(r.denials).toEqual([
+        {
+          rule: 'annotation-value',
+          path: `metadata.annotations[${key}]`,
+          message: expect.stringContaining(
+            `${key} is ${kind}, but annotation values must be strings`,
+          ) as unknown,
+        },
+      ]);
+      expect(r.denials[0]?.message).toContain(`quote it${quoted ? ` ${quoted}` : ''};`);
+    },
+  );
 
   it('denies an unquoted `true` on the SMC-R annotation itself, in a workload template too, and ignores other keys', () => {
-    const unquoted = { [SMCR_ANNOTATION]: true, 'example.com/other': 42 } as unknown as Record<string, string>;
+    const unquoted = { [SMCR_ANNOTATION]: true, 'example.com/other': 42 } as unknown as Record<
+      string,
+      string
+    >;
     const r = evaluate(workload('Deployment', {}, unquoted), unknownView, config);
-    expect(r.denials.map((d) => [d.rule, d.path])).toEqual([['annotation-value', `spec.template.metadata.annotations[${SMCR_ANNOTATION}]`]]);
+    expect(r.denials.map((d) => [d.rule, d.path])).toEqual([
+      ['annotation-value', `spec.template.metadata.annotations[${SMCR_ANNOTATION}]`],
+    ]);
     expect(r.denials[0]?.message).toContain('quote it ("true")');
   });
 
-  it.each(['1', 'T', 'True', 'TRUE'])('accepts %j as true with a warning to write "true"', (value) => {
-    const r = evaluate(pod({ annotations: { [SMCR_ANNOTATION]: value } }), unknownView, config);
-    expect(r.allowed).toBe(true);
-    expect(r.smcr).toBe(true);
-    expect(r.warnings.join('\n')).toContain('write "true"');
-  });
+  it.each(['1', 'T', 'True', 'TRUE'])(
+    'accepts %j as true with a warning to write "true"',
+    (value) => {
+      const r = evaluate(pod({ annotations: { [SMCR_ANNOTATION]: value } }), unknownView, config);
+      expect(r.allowed).toBe(true);
+      expect(r.smcr).toBe(true);
+      expect(r.warnings.join('\n')).toContain('write "true"');
+    },
+  );
 
   it('accepts "0" as false, warns, and strips a webhook-owned settings annotation', () => {
-    const r = evaluate(pod({ annotations: { [SMCR_ANNOTATION]: '0', [SETTINGS_ANNOTATION]: '{"forged":1}' } }), unknownView, config);
+    const r = evaluate(
+      pod({ annotations: { [SMCR_ANNOTATION]: '0', [SETTINGS_ANNOTATION]: '{"forged":1}' } }),
+      unknownView,
+      config,
+    );
     expect(r.allowed).toBe(true);
     expect(r.smcr).toBe(false);
     expect(r.warnings.join()).toContain('write "false"');
-    expect(r.patch).toEqual([{ op: 'remove', path: '/metadata/annotations/smcr.erdma.io~1settings' }]);
+    expect(r.patch).toEqual([
+      { op: 'remove', path: '/metadata/annotations/smcr.erdma.io~1settings' },
+    ]);
   });
 
   it('makes no patch for "false" when there is nothing to strip', () => {
@@ -77,7 +128,9 @@ describe('rule annotation-value', () => {
 describe('rule host-network', () => {
   it('denies a hostNetwork pod that asks for SMC-R', () => {
     const r = evaluate(pod({ spec: { hostNetwork: true } }), unknownView, config);
-    expect(r.denials).toEqual([expect.objectContaining({ rule: 'host-network', path: 'spec.hostNetwork' })]);
+    expect(r.denials).toEqual([
+      expect.objectContaining({ rule: 'host-network', path: 'spec.hostNetwork' }),
+    ]);
     expect(r.denials[0]?.message).toMatch(/Remove hostNetwork: true/);
   });
 
@@ -85,7 +138,10 @@ describe('rule host-network', () => {
     'denies a %s template with hostNetwork, pointing into spec.template',
     (kind) => {
       const r = evaluate(workload(kind, { hostNetwork: true }), unknownView, config);
-      expect(r.denials[0]).toMatchObject({ rule: 'host-network', path: 'spec.template.spec.hostNetwork' });
+      expect(r.denials[0]).toMatchObject({
+        rule: 'host-network',
+        path: 'spec.template.spec.hostNetwork',
+      });
     },
   );
 
@@ -95,16 +151,25 @@ describe('rule host-network', () => {
   });
 
   it('allows hostNetwork pods that do not ask for SMC-R', () => {
-    expect(evaluate(pod({ annotations: { [SMCR_ANNOTATION]: 'false' }, spec: { hostNetwork: true } }), unknownView, config).allowed).toBe(true);
+    expect(
+      evaluate(
+        pod({ annotations: { [SMCR_ANNOTATION]: 'false' }, spec: { hostNetwork: true } }),
+        unknownView,
+        config,
+      ).allowed,
+    ).toBe(true);
   });
 });
 
 describe('rule driver-mode', () => {
-  it.each(['ofed', 'compat'] as const)('denies SMC-R when the cluster driver mode is %s', (mode) => {
-    const r = evaluate(pod(), view(undefined, { driverMode: mode }), config);
-    expect(r.denials[0]?.rule).toBe('driver-mode');
-    expect(r.denials[0]?.message).toContain(`"${mode}"`);
-  });
+  it.each(['ofed', 'compat'] as const)(
+    'denies SMC-R when the cluster driver mode is %s',
+    (mode) => {
+      const r = evaluate(pod(), view(undefined, { driverMode: mode }), config);
+      expect(r.denials[0]?.rule).toBe('driver-mode');
+      expect(r.denials[0]?.message).toContain(`"${mode}"`);
+    },
+  );
 
   it('skips the check when the driver mode is unknown', () => {
     expect(rulesOf(pod(), { nodesKnown: false, nodes: nodeSet() })).toEqual([]);
@@ -117,17 +182,36 @@ describe('rule node-eligibility', () => {
     node('old', OLD_KERNEL, { pool: 'b' }),
     node('acl4', '6.6.88-5.1.alnx4.x86_64', { pool: 'c' }, 'Alibaba Cloud Linux 4.0.1'),
     node('gpu', GOOD_KERNEL, { pool: 'd', [NODE_LABELS.driverMode]: 'ofed' }),
-    node('said-no', GOOD_KERNEL, { pool: 'e', [NODE_LABELS.capable]: 'false', [NODE_LABELS.reason]: 'no-healthy-device' }),
+    node('said-no', GOOD_KERNEL, {
+      pool: 'e',
+      [NODE_LABELS.capable]: 'false',
+      [NODE_LABELS.reason]: 'no-healthy-device',
+    }),
     node('agent-ok', undefined, { pool: 'f', [NODE_LABELS.capable]: 'true' }),
     node('mystery', undefined, { pool: 'g' }),
   ];
   const v = view(nodes);
 
   it.each([
-    ['spec.nodeName to an old kernel', { nodeName: 'old' }, 'spec.nodeName', /old \(kernel .* older than 5\.10\.134-17\)/],
-    ['a nodeSelector to Alibaba Cloud Linux 4', { nodeSelector: { pool: 'c' } }, 'spec.nodeSelector', /acl4 \(OS "Alibaba Cloud Linux 4\.0\.1"/],
+    [
+      'spec.nodeName to an old kernel',
+      { nodeName: 'old' },
+      'spec.nodeName',
+      /old \(kernel .* older than 5\.10\.134-17\)/,
+    ],
+    [
+      'a nodeSelector to Alibaba Cloud Linux 4',
+      { nodeSelector: { pool: 'c' } },
+      'spec.nodeSelector',
+      /acl4 \(OS "Alibaba Cloud Linux 4\.0\.1"/,
+    ],
     ['an ofed node', { nodeName: 'gpu' }, 'spec.nodeName', /gpu \(eRDMA driver mode is "ofed"/],
-    ['a node the agent labelled not capable', { nodeName: 'said-no' }, 'spec.nodeName', /no-healthy-device/],
+    [
+      'a node the agent labelled not capable',
+      { nodeName: 'said-no' },
+      'spec.nodeName',
+      /no-healthy-device/,
+    ],
   ])('denies a pod pinned by %s, naming the node and why', (_name, spec, path, message) => {
     const r = evaluate(pod({ spec }), v, config);
     expect(r.denials).toHaveLength(1);
@@ -155,12 +239,34 @@ describe('rule node-eligibility', () => {
     ['one fit node among the candidates', { nodeSelector: { pool: 'a' } }],
     ['a node the agent labelled capable', { nodeName: 'agent-ok' }],
     ['no pinning at all', {}],
-    ['an affinity term with NotIn that keeps a fit node', {
-      affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'pool', operator: 'NotIn', values: ['b'] }] }] } } },
-    }],
-    ['matchFields on metadata.name', {
-      affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['new'] }] }] } } },
-    }],
+    [
+      'an affinity term with NotIn that keeps a fit node',
+      {
+        affinity: {
+          nodeAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: {
+              nodeSelectorTerms: [
+                { matchExpressions: [{ key: 'pool', operator: 'NotIn', values: ['b'] }] },
+              ],
+            },
+          },
+        },
+      },
+    ],
+    [
+      'matchFields on metadata.name',
+      {
+        affinity: {
+          nodeAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: {
+              nodeSelectorTerms: [
+                { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['new'] }] },
+              ],
+            },
+          },
+        },
+      },
+    ],
   ])('allows a pod with %s', (_name, spec) => {
     expect(rulesOf(pod({ spec }), v)).toEqual([]);
   });
@@ -178,7 +284,14 @@ describe('rule node-eligibility', () => {
   });
 
   it('denies when the view is complete and no node in the cluster qualifies', () => {
-    const r = evaluate(pod(), view([node('old', OLD_KERNEL), node('x', '6.1.0-26-amd64', {}, 'Debian GNU/Linux 12 (bookworm)')]), config);
+    const r = evaluate(
+      pod(),
+      view([
+        node('old', OLD_KERNEL),
+        node('x', '6.1.0-26-amd64', {}, 'Debian GNU/Linux 12 (bookworm)'),
+      ]),
+      config,
+    );
     expect(r.denials[0]?.rule).toBe('node-eligibility');
     expect(r.denials[0]?.message).toMatch(/^no node in the cluster can run SMC-R/);
   });
@@ -186,18 +299,37 @@ describe('rule node-eligibility', () => {
   it('only warns when nothing is known of the nodes', () => {
     const r = evaluate(pod({ spec: { nodeName: 'old' } }), unknownView, config);
     expect(r.allowed).toBe(true);
-    expect(r.warnings).toContain('node list unknown: kernel and driver checks on nodes were skipped');
+    expect(r.warnings).toContain(
+      'node list unknown: kernel and driver checks on nodes were skipped',
+    );
   });
 
   it('supports Gt, Lt, Exists and DoesNotExist', () => {
-    const ns = [node('n1', OLD_KERNEL, { gen: '7' }), node('n2', GOOD_KERNEL, { gen: '9', fast: '' })];
+    const ns = [
+      node('n1', OLD_KERNEL, { gen: '7' }),
+      node('n2', GOOD_KERNEL, { gen: '9', fast: '' }),
+    ];
     const term = (e: JsonObject[]): JsonObject => ({
-      affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: e }] } } },
+      affinity: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [{ matchExpressions: e }],
+          },
+        },
+      },
     });
-    expect(rulesOf(pod({ spec: term([{ key: 'gen', operator: 'Gt', values: ['8'] }]) }), view(ns))).toEqual([]);
-    expect(rulesOf(pod({ spec: term([{ key: 'gen', operator: 'Lt', values: ['8'] }]) }), view(ns))).toEqual(['node-eligibility']);
-    expect(rulesOf(pod({ spec: term([{ key: 'fast', operator: 'Exists' }]) }), view(ns))).toEqual([]);
-    expect(rulesOf(pod({ spec: term([{ key: 'fast', operator: 'DoesNotExist' }]) }), view(ns))).toEqual(['node-eligibility']);
+    expect(
+      rulesOf(pod({ spec: term([{ key: 'gen', operator: 'Gt', values: ['8'] }]) }), view(ns)),
+    ).toEqual([]);
+    expect(
+      rulesOf(pod({ spec: term([{ key: 'gen', operator: 'Lt', values: ['8'] }]) }), view(ns)),
+    ).toEqual(['node-eligibility']);
+    expect(rulesOf(pod({ spec: term([{ key: 'fast', operator: 'Exists' }]) }), view(ns))).toEqual(
+      [],
+    );
+    expect(
+      rulesOf(pod({ spec: term([{ key: 'fast', operator: 'DoesNotExist' }]) }), view(ns)),
+    ).toEqual(['node-eligibility']);
   });
 });
 
@@ -215,26 +347,47 @@ describe('rule ip-family', () => {
   it('denies IPv6 nameservers when IPv6 will be turned off, and allows them with keep-ipv6', () => {
     const spec = { dnsPolicy: 'None', dnsConfig: { nameservers: ['10.0.0.10', 'fd00::a'] } };
     const denied = evaluate(pod({ spec }), unknownView, config);
-    expect(denied.denials[0]).toMatchObject({ rule: 'ip-family', path: 'spec.dnsConfig.nameservers' });
-    const kept = evaluate(pod({ spec, annotations: { 'smcr.erdma.io/keep-ipv6': 'true' } }), unknownView, config);
+    expect(denied.denials[0]).toMatchObject({
+      rule: 'ip-family',
+      path: 'spec.dnsConfig.nameservers',
+    });
+    const kept = evaluate(
+      pod({ spec, annotations: { 'smcr.erdma.io/keep-ipv6': 'true' } }),
+      unknownView,
+      config,
+    );
     expect(kept.allowed).toBe(true);
     expect(kept.warnings.join()).toMatch(/IPv6 stays on/);
   });
 
   it('warns about IPv6 hostAliases', () => {
-    const r = evaluate(pod({ spec: { hostAliases: [{ ip: '2001:db8::1', hostnames: ['x'] }] } }), unknownView, config);
+    const r = evaluate(
+      pod({ spec: { hostAliases: [{ ip: '2001:db8::1', hostnames: ['x'] }] } }),
+      unknownView,
+      config,
+    );
     expect(r.allowed).toBe(true);
     expect(r.warnings.join()).toMatch(/IPv6 hostAliases/);
   });
 });
 
 describe('rule erdma-resource', () => {
-  const res = (resources: JsonObject, field = 'containers'): JsonObject => ({ [field]: [{ name: 'app', image: 'x', resources }] });
+  const res = (resources: JsonObject, field = 'containers'): JsonObject => ({
+    [field]: [{ name: 'app', image: 'x', resources }],
+  });
 
   it.each([
     ['requests without limits', { requests: { 'aliyun/erdma': '1' } }, /without a limit/],
-    ['requests different from limits', { requests: { 'aliyun/erdma': '1' }, limits: { 'aliyun/erdma': '2' } }, /differ from limits/],
-    ['0 everywhere', { requests: { 'aliyun/erdma': '0' }, limits: { 'aliyun/erdma': '0' } }, /sets aliyun\/erdma to 0/],
+    [
+      'requests different from limits',
+      { requests: { 'aliyun/erdma': '1' }, limits: { 'aliyun/erdma': '2' } },
+      /differ from limits/,
+    ],
+    [
+      '0 everywhere',
+      { requests: { 'aliyun/erdma': '0' }, limits: { 'aliyun/erdma': '0' } },
+      /sets aliyun\/erdma to 0/,
+    ],
     ['a fractional count', { limits: { 'aliyun/erdma': '500m' } }, /whole number/],
   ])('denies %s', (_name, resources, message) => {
     const r = evaluate(pod({ spec: res(resources) }), unknownView, config);
@@ -243,13 +396,26 @@ describe('rule erdma-resource', () => {
   });
 
   it('checks init containers too', () => {
-    const r = evaluate(pod({ spec: { ...res({ requests: { 'aliyun/erdma': 1 } }, 'initContainers'), containers: [{ name: 'a' }] } }), unknownView, config);
+    const r = evaluate(
+      pod({
+        spec: {
+          ...res({ requests: { 'aliyun/erdma': 1 } }, 'initContainers'),
+          containers: [{ name: 'a' }],
+        },
+      }),
+      unknownView,
+      config,
+    );
     expect(r.denials[0]?.path).toBe('spec.initContainers[0].resources.limits[aliyun/erdma]');
   });
 
   it('allows limits alone and numeric values equal to requests', () => {
     expect(rulesOf(pod({ spec: res({ limits: { 'aliyun/erdma': '1' } }) }))).toEqual([]);
-    expect(rulesOf(pod({ spec: res({ limits: { 'aliyun/erdma': 2 }, requests: { 'aliyun/erdma': '2' } }) }))).toEqual([]);
+    expect(
+      rulesOf(
+        pod({ spec: res({ limits: { 'aliyun/erdma': 2 }, requests: { 'aliyun/erdma': '2' } }) }),
+      ),
+    ).toEqual([]);
   });
 });
 
@@ -282,7 +448,11 @@ describe('rule tuning', () => {
   });
 
   it('warns that SMC-R caps buffers above 512 KiB', () => {
-    const r = evaluate(pod({ annotations: { 'smcr.erdma.io/wmem': '1048576' } }), unknownView, config);
+    const r = evaluate(
+      pod({ annotations: { 'smcr.erdma.io/wmem': '1048576' } }),
+      unknownView,
+      config,
+    );
     expect(r.allowed).toBe(true);
     expect(r.warnings.join()).toMatch(/at most 524288/);
   });
@@ -304,7 +474,11 @@ describe('workload templates', () => {
   });
 
   it('reports every failing rule, not only the first', () => {
-    const w = workload('Deployment', { hostNetwork: true }, { [SMCR_ANNOTATION]: 'true', 'smcr.erdma.io/wmem': '1' });
+    const w = workload(
+      'Deployment',
+      { hostNetwork: true },
+      { [SMCR_ANNOTATION]: 'true', 'smcr.erdma.io/wmem': '1' },
+    );
     expect(rulesOf(w)).toEqual(['host-network', 'tuning']);
   });
 });

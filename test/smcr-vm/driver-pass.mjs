@@ -6,7 +6,18 @@ import { reconcileDriver } from '/agent/driver.js';
 
 const log = [];
 const logger = { info: (_o, m) => log.push(m), warn: (_o, m) => log.push(m) };
-const r = await reconcileDriver({ prefer: 'default', hostRoot: '/', procRoot: '/proc', modprobe: ['/usr/sbin/modprobe'], logger });
+const r = await reconcileDriver({
+  prefer: 'default',
+  hostRoot: '/',
+  procRoot: '/proc',
+  modprobe: ['/usr/sbin/modprobe'],
+  logger,
+});
 const done = r.done.map((d) => `${d.action.args.join('_')}:${d.error ? 'failed' : 'ok'}`).join(',');
-const errors = r.done.filter((d) => d.error).map((d) => d.error.replace(/\s+/g, ' ')).join('; ');
-console.log(`SMCRVM agent_driver_status=${r.decision.status} agent_driver_done=${done} agent_smc_loaded=${r.facts.smcLoaded} agent_driver_errors="${errors.replace(/"/g, "'")}"`);
+const errors = r.done
+  .filter((d) => d.error)
+  .map((d) => d.error.replace(/\s+/g, ' '))
+  .join('; ');
+console.log(
+  `SMCRVM agent_driver_status=${r.decision.status} agent_driver_done=${done} agent_smc_loaded=${r.facts.smcLoaded} agent_driver_errors="${errors.replace(/"/g, "'")}"`,
+);

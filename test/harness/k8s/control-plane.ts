@@ -15,7 +15,11 @@ import { generateCA, generateServingCert } from '../../../src/certs/pki.js';
 import { clientCert } from './pki.js';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 
-export const K8S_BIN = join(process.env.ERDMA_SMCR_CACHE ?? '/var/cache/erdma-smcr', 'k8s-v1.20.2', 'bin');
+export const K8S_BIN = join(
+  process.env.ERDMA_SMCR_CACHE ?? '/var/cache/erdma-smcr',
+  'k8s-v1.20.2',
+  'bin',
+);
 export const SERVICE_CIDR = '127.100.0.0/24';
 
 /** Debian's kubectl from the harness cache (test/harness/k8s/fetch-kubectl.sh). */
@@ -23,22 +27,37 @@ export const KUBECTL = join(K8S_BIN, 'kubectl');
 
 /** '' when the cached kubectl is there, else why not; under CI its absence is an error, not a skip. */
 export function kubectlMissing(): string {
-  const why = existsSync(KUBECTL) ? '' : `no kubectl at ${KUBECTL} (run test/harness/k8s/fetch-kubectl.sh)`;
+  const why = existsSync(KUBECTL)
+    ? ''
+    : `no kubectl at ${KUBECTL} (run test/harness/k8s/fetch-kubectl.sh)`;
   if (why && process.env.CI) throw new Error(why);
   return why;
 }
 
-export function binariesPresent(names: readonly string[] = ['etcd', 'kube-apiserver', 'kubectl']): string[] {
+export function binariesPresent(
+  names: readonly string[] = ['etcd', 'kube-apiserver', 'kubectl'],
+): string[] {
   return names.filter((n) => !existsSync(join(K8S_BIN, n)));
 }
 
 /** Builds (or finds cached) binaries; returns '' or why they are not there. Slow only the first time. */
 export function ensureBinaries(): string {
-  const all = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubelet', 'kubectl'];
+  const all = [
+    'etcd',
+    'kube-apiserver',
+    'kube-controller-manager',
+    'kube-scheduler',
+    'kubelet',
+    'kubectl',
+  ];
   if (binariesPresent(all).length === 0) return '';
-  const build = spawnSync('bash', ['test/harness/k8s/build.sh'], { stdio: 'inherit', timeout: 40 * 60_000 });
+  const build = spawnSync('bash', ['test/harness/k8s/build.sh'], {
+    stdio: 'inherit',
+    timeout: 40 * 60_000,
+  });
   const kubectl = spawnSync('bash', ['test/harness/k8s/fetch-kubectl.sh'], { stdio: 'inherit' });
-  if (build.status !== 0 || kubectl.status !== 0) return 'building Kubernetes from Debian\'s source package failed (see the log above)';
+  if (build.status !== 0 || kubectl.status !== 0)
+    return "building Kubernetes from Debian's source package failed (see the log above)";
   const missing = binariesPresent(all);
   return missing.length ? `missing after build: ${missing.join(', ')}` : '';
 }
@@ -81,7 +100,12 @@ export interface KubectlResult {
 }
 
 /** Runs kubectl (in network namespace `netns` when given, where that control plane listens). */
-export function runKubectl(kubeconfig: string, args: readonly string[], input?: string, netns?: string): Promise<KubectlResult> {
+export function runKubectl(
+  kubeconfig: string,
+  args: readonly string[],
+  input?: string,
+  netns?: string,
+): Promise<KubectlResult> {
   return new Promise((resolve) => {
     const argv = ['--kubeconfig', kubeconfig, ...args];
     const child = netns
@@ -129,7 +153,10 @@ function startProc(dir: string, name: string, args: string[], netns?: string): P
   const log = openSync(join(dir, `${name}.log`), 'a');
   const env = { PATH: process.env.PATH ?? '' };
   const child = netns
-    ? spawn('nsenter', [`--net=${netns}`, join(K8S_BIN, name), ...args], { stdio: ['ignore', log, log], env })
+    ? spawn('nsenter', [`--net=${netns}`, join(K8S_BIN, name), ...args], {
+        stdio: ['ignore', log, log],
+        env,
+      })
     : spawn(join(K8S_BIN, name), args, { stdio: ['ignore', log, log], env });
   return { name, child };
 }
@@ -146,20 +173,40 @@ async function stopProc(p: Proc): Promise<void> {
   });
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, procs: Proc[], dir: string): Promise<void> {
+async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  procs: Proc[],
+  dir: string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const dead = procs.find((p) => p.child.exitCode !== null);
-    if (dead) throw new Error(`${dead.name} exited with ${dead.child.exitCode}; see ${join(dir, `${dead.name}.log`)}`);
+    if (dead)
+      throw new Error(
+        `${dead.name} exited with ${dead.child.exitCode}; see ${join(dir, `${dead.name}.log`)}`,
+      );
     if (await check().catch(() => false)) return;
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`timed out waiting for ${what}; logs in ${dir}`);
 }
 
-function writePki(dir: string, extraNames: readonly string[] = []): { caPem: string; token: string } {
+function writePki(
+  dir: string,
+  extraNames: readonly string[] = [],
+): { caPem: string; token: string } {
   const ca = generateCA('erdma-smcr-test-cluster-ca', { validityDays: 2 });
-  const names = ['localhost', '127.0.0.1', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', '127.100.0.1', ...extraNames];
+  const names = [
+    'localhost',
+    '127.0.0.1',
+    'kubernetes',
+    'kubernetes.default',
+    'kubernetes.default.svc',
+    '127.100.0.1',
+    ...extraNames,
+  ];
   const serving = generateServingCert(ca, names, { validityDays: 2 });
   writeFileSync(join(dir, 'ca.crt'), ca.certPem);
   writeFileSync(join(dir, 'ca.key'), ca.keyPem, { mode: 0o600 });
@@ -170,10 +217,14 @@ function writePki(dir: string, extraNames: readonly string[] = []): { caPem: str
   writeFileSync(join(dir, 'apiserver.crt'), serving.certPem);
   writeFileSync(join(dir, 'apiserver.key'), serving.keyPem, { mode: 0o600 });
   const sa = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  writeFileSync(join(dir, 'sa.key'), sa.privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+  writeFileSync(join(dir, 'sa.key'), sa.privateKey.export({ type: 'pkcs8', format: 'pem' }), {
+    mode: 0o600,
+  });
   writeFileSync(join(dir, 'sa.pub'), sa.publicKey.export({ type: 'spki', format: 'pem' }));
   const token = randomBytes(24).toString('hex');
-  writeFileSync(join(dir, 'tokens.csv'), `${token},admin,admin-uid,"system:masters"\n`, { mode: 0o600 });
+  writeFileSync(join(dir, 'tokens.csv'), `${token},admin,admin-uid,"system:masters"\n`, {
+    mode: 0o600,
+  });
   return { caPem: ca.certPem, token };
 }
 
@@ -225,96 +276,168 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   };
   try {
     const pods = opts.inClusterPods;
-    const { caPem, token } = writePki(dir, pods ? [pods.nodeIp, firstServiceIp(pods.serviceCidr)] : []);
+    const { caPem, token } = writePki(
+      dir,
+      pods ? [pods.nodeIp, firstServiceIp(pods.serviceCidr)] : [],
+    );
     const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
     procs.push(
-      startProc(dir, 'etcd', [
-        `--data-dir=${join(dir, 'etcd')}`,
-        `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
-        `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
-        `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
-        `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
-        `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
-        '--log-level=warn',
-      ], opts.netns),
+      startProc(
+        dir,
+        'etcd',
+        [
+          `--data-dir=${join(dir, 'etcd')}`,
+          `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
+          `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
+          `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+          `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+          `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
+          '--log-level=warn',
+        ],
+        opts.netns,
+      ),
     );
     const url = `https://127.0.0.1:${apiPort}`;
     procs.push(
-      startProc(dir, 'kube-apiserver', [
-        `--etcd-servers=http://127.0.0.1:${etcdPort}`,
-        ...(pods
-          ? ['--bind-address=0.0.0.0', `--advertise-address=${pods.nodeIp}`, '--endpoint-reconciler-type=lease']
-          : ['--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', '--endpoint-reconciler-type=none']),
-        `--secure-port=${apiPort}`,
-        '--insecure-port=0',
-        `--tls-cert-file=${join(dir, 'apiserver.crt')}`,
-        `--tls-private-key-file=${join(dir, 'apiserver.key')}`,
-        `--client-ca-file=${join(dir, 'ca.crt')}`,
-        `--token-auth-file=${join(dir, 'tokens.csv')}`,
-        '--authorization-mode=Node,RBAC',
-        `--service-account-key-file=${join(dir, 'sa.pub')}`,
-        `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
-        '--service-account-issuer=https://kubernetes.default.svc',
-        `--service-cluster-ip-range=${pods?.serviceCidr ?? SERVICE_CIDR}`,
-        // Pods in tests carry no API tokens unless they run our manifests (the token controller is not always running).
-        ...(pods ? [] : ['--disable-admission-plugins=ServiceAccount']),
-        '--allow-privileged=true',
-        `--kubelet-client-certificate=${join(dir, 'kubelet-client.crt')}`,
-        `--kubelet-client-key=${join(dir, 'kubelet-client.key')}`,
-        '--kubelet-preferred-address-types=InternalIP',
-        '--v=1',
-        ...(opts.apiserverArgs ?? []),
-      ], opts.netns),
+      startProc(
+        dir,
+        'kube-apiserver',
+        [
+          `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+          ...(pods
+            ? [
+                '--bind-address=0.0.0.0',
+                `--advertise-address=${pods.nodeIp}`,
+                '--endpoint-reconciler-type=lease',
+              ]
+            : [
+                '--bind-address=127.0.0.1',
+                '--advertise-address=127.0.0.1',
+                '--endpoint-reconciler-type=none',
+              ]),
+          `--secure-port=${apiPort}`,
+          '--insecure-port=0',
+          `--tls-cert-file=${join(dir, 'apiserver.crt')}`,
+          `--tls-private-key-file=${join(dir, 'apiserver.key')}`,
+          `--client-ca-file=${join(dir, 'ca.crt')}`,
+          `--token-auth-file=${join(dir, 'tokens.csv')}`,
+          '--authorization-mode=Node,RBAC',
+          `--service-account-key-file=${join(dir, 'sa.pub')}`,
+          `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+          '--service-account-issuer=https://kubernetes.default.svc',
+          `--service-cluster-ip-range=${pods?.serviceCidr ?? SERVICE_CIDR}`,
+          // Pods in tests carry no API tokens unless they run our manifests (the token controller is not always running).
+          ...(pods ? [] : ['--disable-admission-plugins=ServiceAccount']),
+          '--allow-privileged=true',
+          `--kubelet-client-certificate=${join(dir, 'kubelet-client.crt')}`,
+          `--kubelet-client-key=${join(dir, 'kubelet-client.key')}`,
+          '--kubelet-preferred-address-types=InternalIP',
+          '--v=1',
+          ...(opts.apiserverArgs ?? []),
+        ],
+        opts.netns,
+      ),
     );
     const kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(kubeconfig, kubeconfigYaml(url, caPem, token), { mode: 0o600 });
-    const kubectl = (args: readonly string[], input?: string): Promise<KubectlResult> => runKubectl(kubeconfig, args, input, opts.netns);
-    await waitFor('kube-apiserver /readyz', async () => (await kubectl(['get', '--raw', '/readyz'])).status === 0, 60_000, procs, dir);
+    const kubectl = (args: readonly string[], input?: string): Promise<KubectlResult> =>
+      runKubectl(kubeconfig, args, input, opts.netns);
+    await waitFor(
+      'kube-apiserver /readyz',
+      async () => (await kubectl(['get', '--raw', '/readyz'])).status === 0,
+      60_000,
+      procs,
+      dir,
+    );
     if (opts.controllerManager || opts.scheduler) {
       // /readyz can pass before RBAC is bootstrapped: wait until a controller identity can read configmaps.
       const canRead = async (): Promise<boolean> =>
-        (await kubectl(['auth', 'can-i', 'get', 'configmaps', '-n', 'kube-system', '--as', 'system:kube-controller-manager'])).stdout.trim() === 'yes';
+        (
+          await kubectl([
+            'auth',
+            'can-i',
+            'get',
+            'configmaps',
+            '-n',
+            'kube-system',
+            '--as',
+            'system:kube-controller-manager',
+          ])
+        ).stdout.trim() === 'yes';
       await waitFor('RBAC bootstrap', canRead, 60_000, procs, dir);
     }
     if (opts.scheduler) {
       procs.push(
-        startProc(dir, 'kube-scheduler', [
-          `--kubeconfig=${kubeconfig}`,
-          '--bind-address=127.0.0.1',
-          `--secure-port=${await freePort()}`,
-          '--port=0',
-          '--leader-elect=false',
-          '--v=1',
-        ], opts.netns),
+        startProc(
+          dir,
+          'kube-scheduler',
+          [
+            `--kubeconfig=${kubeconfig}`,
+            '--bind-address=127.0.0.1',
+            `--secure-port=${await freePort()}`,
+            '--port=0',
+            '--leader-elect=false',
+            '--v=1',
+          ],
+          opts.netns,
+        ),
       );
     }
     if (opts.controllerManager) {
       const cmPort = await freePort();
       procs.push(
-        startProc(dir, 'kube-controller-manager', [
-          `--kubeconfig=${kubeconfig}`,
-          '--bind-address=127.0.0.1',
-          `--secure-port=${cmPort}`,
-          '--port=0',
-          '--leader-elect=false',
-          '--use-service-account-credentials=false',
-          `--service-account-private-key-file=${join(dir, 'sa.key')}`,
-          `--root-ca-file=${join(dir, 'ca.crt')}`,
-          `--controllers=deployment,replicaset,daemonset,serviceaccount-token,namespace,garbagecollector,nodelifecycle${pods ? ',serviceaccount,endpoint,endpointslice' : ''}`,
-          '--v=1',
-        ], opts.netns),
+        startProc(
+          dir,
+          'kube-controller-manager',
+          [
+            `--kubeconfig=${kubeconfig}`,
+            '--bind-address=127.0.0.1',
+            `--secure-port=${cmPort}`,
+            '--port=0',
+            '--leader-elect=false',
+            '--use-service-account-credentials=false',
+            `--service-account-private-key-file=${join(dir, 'sa.key')}`,
+            `--root-ca-file=${join(dir, 'ca.crt')}`,
+            `--controllers=deployment,replicaset,daemonset,serviceaccount-token,namespace,garbagecollector,nodelifecycle${pods ? ',serviceaccount,endpoint,endpointslice' : ''}`,
+            '--v=1',
+          ],
+          opts.netns,
+        ),
       );
     }
     const kubeconfigFor = async (namespace: string, name: string): Promise<string> => {
-      const r = await kubectl(['create', '--raw', `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`, '-f', '-'],
-        JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: [], expirationSeconds: 3600 } }));
+      const r = await kubectl(
+        [
+          'create',
+          '--raw',
+          `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`,
+          '-f',
+          '-',
+        ],
+        JSON.stringify({
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenRequest',
+          spec: { audiences: [], expirationSeconds: 3600 },
+        }),
+      );
       if (r.status !== 0) throw new Error(`TokenRequest for ${namespace}/${name}: ${r.stderr}`);
       const saToken = (JSON.parse(r.stdout) as { status: { token: string } }).status.token;
       const file = join(dir, `kubeconfig-${namespace}-${name}`);
       writeFileSync(file, kubeconfigYaml(url, caPem, saToken), { mode: 0o600 });
       return file;
     };
-    return { dir, url, caPem, token, kubeconfig, netns: opts.netns ?? '', etcdUrl: `http://127.0.0.1:${etcdPort}`, kubeconfigFor, kubectl, stop };
+    return {
+      dir,
+      url,
+      caPem,
+      token,
+      kubeconfig,
+      netns: opts.netns ?? '',
+      etcdUrl: `http://127.0.0.1:${etcdPort}`,
+      kubeconfigFor,
+      kubectl,
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;

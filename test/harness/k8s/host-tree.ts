@@ -19,14 +19,27 @@ export interface HostTreeOptions {
 export function writeHostTree(root: string, o: HostTreeOptions): string {
   cpSync('test/fixtures/sysfs/node-a', root, { recursive: true });
   mkdirSync(join(root, 'dev/infiniband'), { recursive: true });
-  for (const d of ['uverbs0', 'uverbs1', 'uverbs2', 'rdma_cm']) execFileSync('mknod', ['-m', '0666', join(root, 'dev/infiniband', d), 'c', '1', '3']);
+  for (const d of ['uverbs0', 'uverbs1', 'uverbs2', 'rdma_cm'])
+    execFileSync('mknod', ['-m', '0666', join(root, 'dev/infiniband', d), 'c', '1', '3']);
   mkdirSync(join(root, 'etc/cni/net.d'), { recursive: true });
   mkdirSync(join(root, 'opt/cni/bin'), { recursive: true });
-  for (const p of ['bridge', 'host-local', 'loopback']) symlinkSync(join(CNI_BIN_DIR, p), join(root, 'opt/cni/bin', p));
-  writeFileSync(join(root, 'etc/os-release'), 'PRETTY_NAME="Alibaba Cloud Linux 3.2104 U11 (OpenAnolis Edition)"\n');
-  const ipam = { type: 'host-local', subnet: o.podCidr, ...(o.defaultRoute ? { routes: [{ dst: '0.0.0.0/0' }] } : {}), dataDir: o.ipamDir };
+  for (const p of ['bridge', 'host-local', 'loopback'])
+    symlinkSync(join(CNI_BIN_DIR, p), join(root, 'opt/cni/bin', p));
+  writeFileSync(
+    join(root, 'etc/os-release'),
+    'PRETTY_NAME="Alibaba Cloud Linux 3.2104 U11 (OpenAnolis Edition)"\n',
+  );
+  const ipam = {
+    type: 'host-local',
+    subnet: o.podCidr,
+    ...(o.defaultRoute ? { routes: [{ dst: '0.0.0.0/0' }] } : {}),
+    dataDir: o.ipamDir,
+  };
   const conflist = join(root, 'etc/cni/net.d/10-k8s.conflist');
-  writeFileSync(conflist, `${JSON.stringify({ cniVersion: '0.4.0', name: 'k8s-pod-network', plugins: [{ type: 'bridge', bridge: 'cni0', isGateway: true, ipam }] }, null, 2)}\n`);
+  writeFileSync(
+    conflist,
+    `${JSON.stringify({ cniVersion: '0.4.0', name: 'k8s-pod-network', plugins: [{ type: 'bridge', bridge: 'cni0', isGateway: true, ipam }] }, null, 2)}\n`,
+  );
   return conflist;
 }
 

@@ -7,13 +7,32 @@
 // shares with the runtime (CNI state, PNETID file, CNI log) are bound from the agent's host root,
 // as the DaemonSet's hostPath mounts do. The only host footprint is a cgroup subtree.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { startContainerd, type Containerd } from '../containerd.js';
 import { K8S_BIN, type ControlPlane } from './control-plane.js';
 import { clientCert } from './pki.js';
 
-export const CGROUP_HIERARCHIES = ['cpu', 'cpuacct', 'cpuset', 'memory', 'devices', 'freezer', 'blkio', 'pids', 'systemd', 'unified'];
+export const CGROUP_HIERARCHIES = [
+  'cpu',
+  'cpuacct',
+  'cpuset',
+  'memory',
+  'devices',
+  'freezer',
+  'blkio',
+  'pids',
+  'systemd',
+  'unified',
+];
 
 export interface NodeOptions {
   readonly cp: ControlPlane;
@@ -33,7 +52,12 @@ export interface KubeNode {
   readonly containerd: Containerd;
   readonly cgroupRoot: string;
   /** Runs a program inside the node's namespaces (the agent, for one). */
-  spawnInNode(cmd: string, args: readonly string[], logName: string, env?: Record<string, string>): ChildProcess;
+  spawnInNode(
+    cmd: string,
+    args: readonly string[],
+    logName: string,
+    env?: Record<string, string>,
+  ): ChildProcess;
   /** Runs a command inside the node and returns its output. */
   exec(cmd: string, args: readonly string[]): string;
   startKubelet(): void;
@@ -42,7 +66,10 @@ export interface KubeNode {
   stop(): Promise<void>;
 }
 
-async function stopChild(child: ChildProcess | undefined, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+async function stopChild(
+  child: ChildProcess | undefined,
+  signal: NodeJS.Signals = 'SIGTERM',
+): Promise<void> {
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
   await new Promise<void>((resolve) => {
     const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
@@ -62,11 +89,13 @@ function removeCgroups(root: string): void {
     const dirs: string[] = [];
     const walk = (d: string): void => {
       dirs.push(d);
-      for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) walk(join(d, e.name));
+      for (const e of readdirSync(d, { withFileTypes: true }))
+        if (e.isDirectory()) walk(join(d, e.name));
     };
     walk(top);
     for (const d of dirs) {
-      for (const pid of readFileSync(join(d, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) spawnSync('kill', ['-KILL', pid]);
+      for (const pid of readFileSync(join(d, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean))
+        spawnSync('kill', ['-KILL', pid]);
     }
     for (const d of dirs.reverse()) {
       for (let i = 0; i < 20; i++) {
@@ -118,9 +147,22 @@ export async function startNode(o: NodeOptions): Promise<KubeNode> {
   ip('link', 'set', 'node0-peer', 'up');
   ip('route', 'add', 'default', 'dev', 'node0');
 
-  const holder = spawn('nsenter', [`--net=${netns}`, 'unshare', '--mount', '--propagation', 'private', 'sh', '-c', mountSetup(dir, o.hostRoot)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const holder = spawn(
+    'nsenter',
+    [
+      `--net=${netns}`,
+      'unshare',
+      '--mount',
+      '--propagation',
+      'private',
+      'sh',
+      '-c',
+      mountSetup(dir, o.hostRoot),
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let holderOut = '';
   await new Promise<void>((resolve, reject) => {
     holder.stdout?.on('data', (d: Buffer) => {
@@ -128,7 +170,9 @@ export async function startNode(o: NodeOptions): Promise<KubeNode> {
       if (holderOut.includes('ready')) resolve();
     });
     holder.stderr?.on('data', (d: Buffer) => (holderOut += d.toString()));
-    holder.once('exit', (code) => reject(new Error(`node mount namespace setup failed (${code}): ${holderOut}`)));
+    holder.once('exit', (code) =>
+      reject(new Error(`node mount namespace setup failed (${code}): ${holderOut}`)),
+    );
   });
   const enter = ['--target', String(holder.pid), '--mount', '--net'];
   const cgroupRoot = `/erdma-smcr-node-${process.pid}`;
@@ -136,16 +180,28 @@ export async function startNode(o: NodeOptions): Promise<KubeNode> {
   let kubelet: ChildProcess | undefined;
   let containerd: Containerd | undefined;
 
-  const spawnInNode = (cmd: string, args: readonly string[], logName: string, env: Record<string, string> = {}): ChildProcess => {
+  const spawnInNode = (
+    cmd: string,
+    args: readonly string[],
+    logName: string,
+    env: Record<string, string> = {},
+  ): ChildProcess => {
     const log = openSync(join(dir, `${logName}.log`), 'a');
-    const child = spawn('nsenter', [...enter, cmd, ...args], { stdio: ['ignore', log, log], env: { PATH: process.env.PATH ?? '', HOME: dir, ...env } });
+    const child = spawn('nsenter', [...enter, cmd, ...args], {
+      stdio: ['ignore', log, log],
+      env: { PATH: process.env.PATH ?? '', HOME: dir, ...env },
+    });
     children.push(child);
     return child;
   };
-  const exec = (cmd: string, args: readonly string[]): string => execFileSync('nsenter', [...enter, cmd, ...args], { encoding: 'utf8' });
+  const exec = (cmd: string, args: readonly string[]): string =>
+    execFileSync('nsenter', [...enter, cmd, ...args], { encoding: 'utf8' });
 
   // Kubelet's identity and configuration.
-  const ca = { certPem: readFileSync(join(cp.dir, 'ca.crt'), 'utf8'), keyPem: readFileSync(join(cp.dir, 'ca.key'), 'utf8') };
+  const ca = {
+    certPem: readFileSync(join(cp.dir, 'ca.crt'), 'utf8'),
+    keyPem: readFileSync(join(cp.dir, 'ca.key'), 'utf8'),
+  };
   const id = clientCert(ca, `system:node:${name}`, ['system:nodes']);
   writeFileSync(join(dir, 'kubelet.crt'), id.certPem);
   writeFileSync(join(dir, 'kubelet.key'), id.keyPem, { mode: 0o600 });
@@ -171,14 +227,22 @@ export async function startNode(o: NodeOptions): Promise<KubeNode> {
       readOnlyPort: 0,
       healthzBindAddress: '127.0.0.1',
       healthzPort: 10248,
-      authentication: { anonymous: { enabled: false }, webhook: { enabled: true }, x509: { clientCAFile: join(cp.dir, 'ca.crt') } },
+      authentication: {
+        anonymous: { enabled: false },
+        webhook: { enabled: true },
+        x509: { clientCAFile: join(cp.dir, 'ca.crt') },
+      },
       authorization: { mode: 'Webhook' },
       cgroupDriver: 'cgroupfs',
       cgroupRoot,
       failSwapOn: false,
       makeIPTablesUtilChains: false,
       volumePluginDir: join(dir, 'volume-plugins'),
-      evictionHard: { 'memory.available': '1Mi', 'nodefs.available': '1%', 'imagefs.available': '1%' },
+      evictionHard: {
+        'memory.available': '1Mi',
+        'nodefs.available': '1%',
+        'imagefs.available': '1%',
+      },
       imageGCHighThresholdPercent: 100,
       imageGCLowThresholdPercent: 99,
       resolvConf: '',
@@ -190,7 +254,9 @@ export async function startNode(o: NodeOptions): Promise<KubeNode> {
   );
 
   // kubelet requires its cgroupRoot to exist in every hierarchy.
-  for (const h of CGROUP_HIERARCHIES) if (existsSync(join('/sys/fs/cgroup', h))) mkdirSync(join('/sys/fs/cgroup', h, cgroupRoot), { recursive: true });
+  for (const h of CGROUP_HIERARCHIES)
+    if (existsSync(join('/sys/fs/cgroup', h)))
+      mkdirSync(join('/sys/fs/cgroup', h, cgroupRoot), { recursive: true });
 
   const startKubelet = (): void => {
     kubelet = spawnInNode(
@@ -235,7 +301,8 @@ export async function startNode(o: NodeOptions): Promise<KubeNode> {
       exec,
       startKubelet,
       stopKubelet,
-      logs: (n) => (existsSync(join(dir, `${n}.log`)) ? readFileSync(join(dir, `${n}.log`), 'utf8') : ''),
+      logs: (n) =>
+        existsSync(join(dir, `${n}.log`)) ? readFileSync(join(dir, `${n}.log`), 'utf8') : '',
       stop,
     };
   } catch (err) {
