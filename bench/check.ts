@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import jsyaml from 'js-yaml';
-import { resolveView, runCheck, splitProfiles } from '../src/cli/check.js';
-import { readInputs } from '../src/cli/inputs.js';
+import { resolveView, runCheck, splitProfiles } from '../src/check/check.js';
+import { readInputs } from '../src/check/inputs.js';
 import { defaultConfig } from '../src/config/load.js';
 import type { BenchRow } from './report.js';
 

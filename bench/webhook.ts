@@ -375,7 +375,8 @@ async function inProcessRows(smcr: string, plain: string): Promise<BenchRow[]> {
     await built<typeof import('../src/admission/handler.js')>('admission/handler.js');
   const { decodeReview, encodeReviewJson } =
     await built<typeof import('../src/admission/review.js')>('admission/review.js');
-  const { offlineView } = await built<typeof import('../src/cli/webhook.js')>('cli/webhook.js');
+  const { offlineView } =
+    await built<typeof import('../src/cli/commands/webhook.js')>('cli/webhook.js');
   const { defaultConfig } = await built<typeof import('../src/config/load.js')>('config/load.js');
   const config = defaultConfig();
   const view = offlineView(config).current();

@@ -25,14 +25,14 @@ describe('docs/troubleshooting.md', () => {
 
   it('explains every Event reason the agent posts', () => {
     const reasons = [
-      ...readFileSync('src/agent/pods.ts', 'utf8').matchAll(/reason: '([A-Za-z]+)'/g),
+      ...readFileSync('src/agent/observe/pods.ts', 'utf8').matchAll(/reason: '([A-Za-z]+)'/g),
     ].map((m) => m[1]);
     expect(reasons.length).toBeGreaterThan(3);
     for (const r of reasons) expect(rowKeys, r).toContain(r);
   });
 
   it('explains every node reason label the agent writes', () => {
-    const src = readFileSync('src/agent/capability.ts', 'utf8');
+    const src = readFileSync('src/agent/node/capability.ts', 'utf8');
     const reasons = [
       ...src.matchAll(/no\(\s*'([a-z-]+)'/g),
       ...src.matchAll(/\? '([a-z-]+)' : '([a-z-]+)'/g),

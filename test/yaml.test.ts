@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseYamlDocuments } from '../src/yaml.js';
+import { parseYamlDocuments } from '../src/util/yaml.js';
 import { KUBECTL, kubectlMissing } from './harness/k8s/control-plane.js';
 import { runCli } from './helpers/cli.js';
 

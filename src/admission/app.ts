@@ -18,7 +18,7 @@ import { BODY_TOO_LARGE_MESSAGE, BodyBudget, readBody } from './body.js';
 import { admit, kindLabel, type Decision, type Endpoint } from './handler.js';
 import type { WebhookMetrics } from './metrics.js';
 import { decodeReview, encodeReviewJson, type AdmissionRequest } from './review.js';
-import { clip } from '../text.js';
+import { clip } from '../util/text.js';
 
 const SAFE_PARSE = { protoAction: 'remove', constructorAction: 'remove' } as const;
 /** What fastify sends for an object it serialises: reviews keep it when we serialise them. */

@@ -8,7 +8,7 @@ import type { ClusterView, Denial, JsonObject, PolicyResult } from '../policy/ty
 import type { AdmissionRequest, AdmissionResponse } from './review.js';
 import { encodePatch } from '../policy/patch.js';
 import { updateVerdict } from '../policy/update.js';
-import { clip } from '../text.js';
+import { clip } from '../util/text.js';
 
 export type Endpoint = 'mutate' | 'validate';
 export type VerdictLabel = 'allowed' | 'denied' | 'skipped';

@@ -2,7 +2,7 @@
 // https://kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/#request
 import { AppError } from '../errors.js';
 import { isObject } from '../policy/locate.js';
-import { quoted } from '../text.js';
+import { quoted } from '../util/text.js';
 import type { JsonObject } from '../policy/types.js';
 
 export const REVIEW_API_VERSION = 'admission.k8s.io/v1';

@@ -15,7 +15,7 @@ import type { Config } from '../config/schema.js';
 import { buildApp, metricsRoute, quietRequests } from './app.js';
 import { BodyBudget } from './body.js';
 import { ConnectionGuard, StreamGuard } from './guard.js';
-import { checkKeyCert, loadKeyCert, watchDir, type KeyCert } from './certs-watch.js';
+import { checkKeyCert, loadKeyCert, watchDir, type KeyCert } from '../certs/files.js';
 import { WebhookMetrics } from './metrics.js';
 
 export interface ServerOptions {

@@ -10,7 +10,7 @@ import type {
 import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
 import type { KubeClient } from '../cluster/client.js';
-import { apiReason, apiStatus, WatchedSet } from '../cluster/kube.js';
+import { apiReason, apiStatus, WatchedSet } from '../cluster/watch.js';
 import {
   advance,
   assess,

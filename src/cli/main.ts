@@ -4,11 +4,11 @@ import { Command, CommanderError, Option } from 'commander';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import { AppError, isAppError } from '../errors.js';
-import { checkPaths } from './check.js';
+import { checkPaths } from '../check/check.js';
 import { processIO, type CliIO } from './io.js';
-import { OUTPUT_FORMATS, reportWriter, type OutputFormat } from './report.js';
-import { certsCommand, reviewCommand, serveCommand } from './webhook.js';
-import { agentCommand, devicesCommand, statusCommand } from './agent.js';
+import { OUTPUT_FORMATS, reportWriter, type OutputFormat } from './output/writer.js';
+import { certsCommand, reviewCommand, serveCommand } from './commands/webhook.js';
+import { agentCommand, devicesCommand, statusCommand } from './commands/agent.js';
 
 function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {

@@ -11,9 +11,9 @@ import type { V1ConfigMap, V1Node } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { NodeIndex } from '../policy/nodes.js';
 import type { ClusterView, NodeFacts } from '../policy/types.js';
-import { parseYamlFirst } from '../yaml.js';
+import { parseYamlFirst } from '../util/yaml.js';
 import { parseProfile, viewFromProfile, type Profile } from './profile.js';
-import { WatchedSet, type SetChange } from './kube.js';
+import { WatchedSet, type SetChange } from './watch.js';
 import type { KubeClient } from './client.js';
 import { nodeFacts, sameFacts, StringPool, type ClusterViewSource } from './view.js';
 

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { AppError } from '../errors.js';
 import { NodeIndex } from '../policy/nodes.js';
 import type { ClusterView, NodeFacts, NodeSet } from '../policy/types.js';
-import { parseYamlFirst } from '../yaml.js';
+import { parseYamlFirst } from '../util/yaml.js';
 import { nodeFacts } from './view.js';
 
 export const PROFILE_API_VERSION = 'smcr.erdma.io/v1alpha1';

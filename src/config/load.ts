@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { configSchema, type Config } from './schema.js';
 import { AppError } from '../errors.js';
-import { deepFreeze } from '../freeze.js';
-import { parseYamlFirst } from '../yaml.js';
+import { deepFreeze } from '../util/freeze.js';
+import { parseYamlFirst } from '../util/yaml.js';
 
 /** Environment variables we read, each mapped to a dotted config path. */
 export const ENV_VARS: Readonly<

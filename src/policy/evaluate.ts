@@ -12,7 +12,7 @@ import { isObject, keyPath, locatePod, stringMap } from './locate.js';
 import { injectNodeAffinity, injectResource, setSettings, stripSettings } from './mutate.js';
 import { isCanonicalBool, parseGoBool } from './parse-bool.js';
 import { patchOfCopy } from './patch.js';
-import { clip } from '../text.js';
+import { clip } from '../util/text.js';
 import { mayUseRdma, rdmaRules, type RdmaOutcome } from './rdma.js';
 import { RULES, type RuleContext } from './rules.js';
 import { resolveTuning, settingsAnnotation } from './settings.js';

@@ -9,7 +9,7 @@
 // Unlike compare(), values are not deep-cloned through a JSON round trip: they are the copy's
 // own, fresh from the mutation (or constants shared frozen), and the caller serialises the patch
 // without changing either. patchJson/encodePatch serialise it, byte for byte as JSON.stringify.
-import { deepFreeze } from '../freeze.js';
+import { deepFreeze } from '../util/freeze.js';
 import type { Operation } from './types.js';
 
 type Container = Record<string, unknown> | unknown[];

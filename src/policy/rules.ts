@@ -4,7 +4,7 @@ import type { PolicyConfig } from '../config/schema.js';
 import { nodeStatus } from './eligibility.js';
 import { MIN_KERNEL_TEXT } from './kernel.js';
 import { wholeQuantity } from './quantity.js';
-import { clip } from '../text.js';
+import { clip } from '../util/text.js';
 import { arrayOf, isObject, keyPath } from './locate.js';
 import {
   Budget,

@@ -4,7 +4,7 @@
 import { SETTINGS_VERSION, TUNING_ANNOTATIONS } from '../constants.js';
 import type { PolicyConfig, TuningConfig } from '../config/schema.js';
 import { parseGoBool } from './parse-bool.js';
-import { clip } from '../text.js';
+import { clip } from '../util/text.js';
 
 export interface Knob {
   readonly field: keyof TuningConfig;

@@ -9,7 +9,7 @@ import { child } from './mutate.js';
 import { keyPath, locatePod, stringMap } from './locate.js';
 import { parseGoBool } from './parse-bool.js';
 import { patchOfCopy } from './patch.js';
-import { clip } from '../text.js';
+import { clip } from '../util/text.js';
 import { resolveTuning } from './settings.js';
 import type { ClusterView, Denial, JsonObject, Operation, PolicyResult } from './types.js';
 

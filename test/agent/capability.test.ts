@@ -9,8 +9,8 @@ import {
   hostFacts,
   isLabelValue,
   type HostFacts,
-} from '../../src/agent/capability.js';
-import { discover } from '../../src/agent/discovery.js';
+} from '../../src/agent/node/capability.js';
+import { discover } from '../../src/agent/node/discovery.js';
 
 const good: HostFacts = {
   kernelRelease: '5.10.134-17.3.al8.x86_64',

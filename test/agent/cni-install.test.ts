@@ -20,7 +20,7 @@ import {
   insertPlugin,
   PLUGIN_TYPE,
   removePlugin,
-} from '../../src/agent/cni-install.js';
+} from '../../src/agent/network/cni-install.js';
 import { until } from '../helpers/wait.js';
 
 const terway = {

@@ -2,8 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { grant, pluginDevices, preferredAllocation } from '../../src/agent/allocation.js';
-import { discover, guidToMac } from '../../src/agent/discovery.js';
+import {
+  grant,
+  pluginDevices,
+  preferredAllocation,
+} from '../../src/agent/deviceplugin/allocation.js';
+import { discover, guidToMac } from '../../src/agent/node/discovery.js';
 import { runCli } from '../helpers/cli.js';
 import { addDevice, nodeA } from '../helpers/sysfs.js';
 

@@ -17,7 +17,7 @@ import {
   planEni,
   type EniResult,
   type NetState,
-} from '../../src/agent/eni.js';
+} from '../../src/agent/network/eni.js';
 import { canUseNetns, cleanupNetns, createNetns } from '../helpers/netns.js';
 
 const BINARY = join(process.cwd(), 'native/build/erdma-smcr');

@@ -18,7 +18,7 @@ import {
   readRecords,
   removeLateRecords,
   type PluginRecord,
-} from '../../src/agent/pods.js';
+} from '../../src/agent/observe/pods.js';
 
 const pod = (
   annotations: Record<string, string>,

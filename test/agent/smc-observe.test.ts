@@ -6,7 +6,12 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { formatRates, normalize, RateWatch, readDeviceCounters } from '../../src/agent/counters.js';
+import {
+  formatRates,
+  normalize,
+  RateWatch,
+  readDeviceCounters,
+} from '../../src/agent/observe/counters.js';
 import {
   agentNetnsPath,
   describeReason,
@@ -15,7 +20,7 @@ import {
   type PodSmc,
   type SmcSocket,
   type SmcSummary,
-} from '../../src/agent/smc.js';
+} from '../../src/agent/observe/smc.js';
 import { runCli } from '../helpers/cli.js';
 
 const fixture = <T>(name: string): T =>

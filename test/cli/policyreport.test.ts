@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_RESULTS_PER_REPORT } from '../../src/cli/policyreport.js';
+import { MAX_RESULTS_PER_REPORT } from '../../src/cli/output/policyreport.js';
 import {
   binariesPresent,
   startControlPlane,

@@ -3,7 +3,7 @@
 import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { Spool } from '../../src/cli/spool.js';
+import { Spool } from '../../src/cli/output/spool.js';
 
 const ours = (): string[] => readdirSync(tmpdir()).filter((n) => n.startsWith('erdma-smcr-check-'));
 

@@ -60,17 +60,17 @@ describe('CLI start-up', () => {
     );
     expect(heavy).toEqual([]);
     // The lazily loaded runtimes do carry them: the split is real, not a scanner blind spot.
-    expect([...closure('src/cli/serve-run.ts').packages.keys()]).toEqual(
+    expect([...closure('src/admission/process.ts').packages.keys()]).toEqual(
       expect.arrayContaining(['fastify', 'node-forge', 'prom-client']),
     );
     // No long-running process loads @kubernetes/client-node (~80 MB resident) at start: the live
     // view, the Secret-kept certificates and the agent talk through cluster/client.ts, which
     // imports client-node only for a kubeconfig user with an exec plugin or an auth provider.
     for (const file of [
-      'src/cli/serve-run.ts',
+      'src/admission/process.ts',
       'src/cluster/live.ts',
       'src/certs/bootstrap.ts',
-      'src/cli/agent-run.ts',
+      'src/agent/process.ts',
       'src/cluster/client.ts',
     ]) {
       expect([...closure(file).packages.keys()], file).not.toContain('@kubernetes/client-node');
@@ -78,7 +78,7 @@ describe('CLI start-up', () => {
     expect(readFileSync('src/cluster/client.ts', 'utf8')).toContain(
       "await import('@kubernetes/client-node')",
     );
-    expect([...closure('src/cli/agent-run.ts').packages.keys()]).toEqual(
+    expect([...closure('src/agent/process.ts').packages.keys()]).toEqual(
       expect.arrayContaining(['@grpc/grpc-js', 'fastify']),
     );
   });

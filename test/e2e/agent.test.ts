@@ -24,8 +24,8 @@ import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentMetrics, NodeAgent } from '../../src/agent/node-agent.js';
-import { discover } from '../../src/agent/discovery.js';
+import { AgentMetrics, NodeAgent } from '../../src/agent/agent.js';
+import { discover } from '../../src/agent/node/discovery.js';
 import { loadKubeClient, type KubeClient } from '../../src/cluster/client.js';
 import { loadConfig } from '../../src/config/load.js';
 import {

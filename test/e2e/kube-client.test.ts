@@ -12,7 +12,7 @@ import {
   type KubeClient,
   type WatchEvent,
 } from '../../src/cluster/client.js';
-import { WatchedSet } from '../../src/cluster/kube.js';
+import { WatchedSet } from '../../src/cluster/watch.js';
 import { isAppError } from '../../src/errors.js';
 import { pino } from 'pino';
 import { until } from '../helpers/wait.js';

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeReason } from '../../src/agent/smc.js';
+import { describeReason } from '../../src/agent/observe/smc.js';
 
 const root = process.getuid?.() === 0;
 if (!root && process.env.CI) throw new Error('the SMC-R kernel test needs root in CI');

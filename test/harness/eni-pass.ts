@@ -3,8 +3,8 @@
 // happen there. argv[2]: JSON {devices: [{name, mac}], binary, metadataUrl, timeoutMs, retries, mtu}.
 // Prints the results as JSON.
 import pino from 'pino';
-import { MetadataClient, reconcileEnis } from '../../src/agent/eni.js';
-import type { RdmaDevice } from '../../src/agent/discovery.js';
+import { MetadataClient, reconcileEnis } from '../../src/agent/network/eni.js';
+import type { RdmaDevice } from '../../src/agent/node/discovery.js';
 
 const a = JSON.parse(process.argv[2] ?? '{}') as {
   devices: { name: string; mac: string }[];

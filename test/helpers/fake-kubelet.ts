@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { devicePluginApi } from '../../src/agent/grpc.js';
+import { devicePluginApi } from '../../src/agent/deviceplugin/api.js';
 
 export interface DeviceMsg {
   ID: string;

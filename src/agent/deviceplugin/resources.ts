@@ -4,9 +4,9 @@
 // optional: then it is served with no devices until one appears), two exclusive resources
 // claiming one device, or two resources with one name or socket refuse to start, with what the
 // node has.
-import { AppError } from '../errors.js';
-import type { AgentConfig, ResourceSpec } from '../config/schema.js';
-import { discover, type RdmaDevice } from './discovery.js';
+import { AppError } from '../../errors.js';
+import type { AgentConfig, ResourceSpec } from '../../config/schema.js';
+import { discover, type RdmaDevice } from '../node/discovery.js';
 
 export interface ServedResource {
   readonly name: string;

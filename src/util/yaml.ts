@@ -3,7 +3,7 @@
 // Plain scalars resolve as kubectl resolves them (sigs.k8s.io/yaml over go-yaml v2, YAML 1.1), not
 // as YAML 1.2 does, so `check` sees the object the API server will see.
 import jsyaml from 'js-yaml';
-import { AppError } from './errors.js';
+import { AppError } from '../errors.js';
 
 const TRUE_WORDS = new Set('y Y yes Yes YES true True TRUE on On ON'.split(' '));
 const FALSE_WORDS = new Set('n N no No NO false False FALSE off Off OFF'.split(' '));

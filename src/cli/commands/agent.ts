@@ -1,10 +1,10 @@
 // `erdma-smcr devices` (discovery, like a short ibv_devinfo) and `erdma-smcr agent` (the node agent).
 import type { Command } from 'commander';
-import { discover, formatDevices } from '../agent/discovery.js';
+import { discover, formatDevices } from '../../agent/node/discovery.js';
 import { join } from 'node:path';
-import type { AgentConfig, Config } from '../config/schema.js';
-import { AppError } from '../errors.js';
-import type { CliIO } from './io.js';
+import type { AgentConfig, Config } from '../../config/schema.js';
+import { AppError } from '../../errors.js';
+import type { CliIO } from '../io.js';
 
 type ConfigFor = (flags: Record<string, unknown>) => Readonly<Config>;
 
@@ -80,7 +80,8 @@ async function watchDevices(
   count: number,
   json: boolean,
 ): Promise<void> {
-  const { RateWatch, formatRates, readDeviceCounters } = await import('../agent/counters.js');
+  const { RateWatch, formatRates, readDeviceCounters } =
+    await import('../../agent/observe/counters.js');
   const watch = new RateWatch();
   let stop = false;
   const onInt = (): void => {
@@ -130,9 +131,9 @@ export function statusCommand(
       if (opts.pod !== undefined && !/^[^/]+\/[^/]+$/.test(opts.pod))
         throw new AppError('USAGE', `--pod must be namespace/name, got "${opts.pod}"`);
       const { agent: a } = configFor({ 'agent.hostRoot': opts.hostRoot });
-      const { findPodNetns, readRecords } = await import('../agent/pods.js');
-      const { collectPodSmc, formatStatus } = await import('../agent/smc.js');
-      const { DEFAULT_NATIVE_BINARY } = await import('../agent/node-agent.js');
+      const { findPodNetns, readRecords } = await import('../../agent/observe/pods.js');
+      const { collectPodSmc, formatStatus } = await import('../../agent/observe/smc.js');
+      const { DEFAULT_NATIVE_BINARY } = await import('../../agent/agent.js');
       const records = [...readRecords(join(a.hostRoot, a.cniStateDir)).values()]
         .map((r) => ({ namespace: r.podNamespace, name: r.podName, uid: r.podUid, netns: r.netns }))
         .filter((r) => opts.pod === undefined || `${r.namespace}/${r.name}` === opts.pod)
@@ -190,7 +191,7 @@ export function agentCommand(
         'agent.nodeName': opts.nodeName,
         'cluster.kubeconfig': opts.kubeconfig,
       });
-      const { runAgent } = await import('./agent-run.js');
+      const { runAgent } = await import('../../agent/process.js');
       await runAgent(config, io, opts.uninstall === true);
       setCode(0);
     });

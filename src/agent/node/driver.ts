@@ -17,7 +17,7 @@ import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
-import type { DriverMode } from '../policy/types.js';
+import type { DriverMode } from '../../policy/types.js';
 import { read } from './discovery.js';
 
 const run = promisify(execFile);

@@ -1,8 +1,8 @@
 // Output formats of `check`: text for people (coloured on a TTY), JSON for tools, JUnit XML for CI
 // (SARIF for code scanning is in sarif.ts, the wgpolicyk8s.io PolicyReport in policyreport.ts).
 // Every format is written as results arrive, so memory stays flat in the size of the input.
-import type { CheckReport, CheckResult } from './check.js';
-import type { InputError } from './inputs.js';
+import type { CheckReport, CheckResult } from '../../check/check.js';
+import type { InputError } from '../../check/inputs.js';
 import { policyReportWriter } from './policyreport.js';
 import { sarifWriter } from './sarif.js';
 import { Spool } from './spool.js';

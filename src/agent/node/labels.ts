@@ -1,8 +1,8 @@
 // Keeps this node's smcr.erdma.io/* labels equal to what the agent found; never touches others.
 import type { V1Node } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { KubeClient } from '../cluster/client.js';
-import { NODE_LABELS } from '../constants.js';
+import type { KubeClient } from '../../cluster/client.js';
+import { NODE_LABELS } from '../../constants.js';
 
 const OURS = new Set<string>(Object.values(NODE_LABELS));
 

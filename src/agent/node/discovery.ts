@@ -3,7 +3,7 @@
 // mode). Nothing here writes; every path hangs off hostRoot so tests use fake trees.
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import type { DriverMode } from '../policy/types.js';
+import type { DriverMode } from '../../policy/types.js';
 
 export const ERDMA_DRIVER = 'erdma';
 export const ERDMA_VENDOR = '0x1ded';

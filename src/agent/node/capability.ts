@@ -2,8 +2,8 @@
 // the smc module, the driver mode and at least one healthy eRDMA device.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NODE_LABELS } from '../constants.js';
-import { kernelEligibility } from '../policy/kernel.js';
+import { NODE_LABELS } from '../../constants.js';
+import { kernelEligibility } from '../../policy/kernel.js';
 import type { RdmaDevice } from './discovery.js';
 
 export interface HostFacts {

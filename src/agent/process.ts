@@ -6,15 +6,15 @@ import { join } from 'node:path';
 import { loadKubeClient, type Env, type KubeClient } from '../cluster/client.js';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { discover } from '../agent/discovery.js';
-import { AgentMetrics, NodeAgent } from '../agent/node-agent.js';
-import { ErdmaDevicePlugin } from '../agent/plugin.js';
-import { servedResources } from '../agent/resources.js';
+import { discover } from './node/discovery.js';
+import { AgentMetrics, NodeAgent } from './agent.js';
+import { ErdmaDevicePlugin } from './deviceplugin/server.js';
+import { servedResources } from './deviceplugin/resources.js';
 import type { AgentConfig, Config } from '../config/schema.js';
-import { createLogger } from '../log.js';
-import { discoveryOptions } from './agent.js';
-import type { CliIO } from './io.js';
-import { runUntilSignal } from './signals.js';
+import { createLogger } from '../util/log.js';
+import { discoveryOptions } from '../cli/commands/agent.js';
+import type { CliIO } from '../cli/io.js';
+import { runUntilSignal } from '../cli/signals.js';
 
 async function agentHttp(
   config: AgentConfig,

@@ -3,7 +3,7 @@
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 import { AppError } from '../errors.js';
-import { certInfo } from '../certs/pki.js';
+import { certInfo } from './pki.js';
 
 export interface KeyCert {
   readonly key: string;

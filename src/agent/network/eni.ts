@@ -16,7 +16,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
-import type { RdmaDevice } from './discovery.js';
+import type { RdmaDevice } from '../node/discovery.js';
 
 const run = promisify(execFile);
 

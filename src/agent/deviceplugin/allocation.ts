@@ -1,7 +1,7 @@
 // Allocation policy of aliyun/erdma, pure: how devices become kubelet device IDs (with shareable
 // slots), which IDs to prefer (one NUMA node), and what a container gets for its IDs.
 import { posix } from 'node:path';
-import type { RdmaDevice } from './discovery.js';
+import type { RdmaDevice } from '../node/discovery.js';
 
 export type AllocationMode = 'numa' | 'all';
 

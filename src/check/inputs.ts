@@ -4,7 +4,7 @@ import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { isObject } from '../policy/locate.js';
 import type { JsonObject } from '../policy/types.js';
-import { parseYamlDocuments } from '../yaml.js';
+import { parseYamlDocuments } from '../util/yaml.js';
 
 export interface SourcedObject {
   /** `file:line` (or `file:line#items[i]` for an entry of a List). */

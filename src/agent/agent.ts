@@ -7,17 +7,17 @@ import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../cluster/client.js';
 import type { Logger } from 'pino';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { apiReason, WatchedSet } from '../cluster/kube.js';
+import { apiReason, WatchedSet } from '../cluster/watch.js';
 import type { AgentConfig } from '../config/schema.js';
-import { capability, capabilityLabels, hostFacts, type Capability } from './capability.js';
-import { CniInstaller, UNINSTALL_MARKER } from './cni-install.js';
-import type { RdmaDevice } from './discovery.js';
-import { defaultModprobe, reconcileDriver } from './driver.js';
-import { readDeviceCounters, type PortCounters } from './counters.js';
-import { eniProblem, MetadataClient, reconcileEnis, type EniResult } from './eni.js';
-import { collectPodSmc, describeReason, reasonLabel, type PodSmc } from './smc.js';
-import { ensureHostPnet } from './host-pnet.js';
-import { NodeLabeler } from './labels.js';
+import { capability, capabilityLabels, hostFacts, type Capability } from './node/capability.js';
+import { CniInstaller, UNINSTALL_MARKER } from './network/cni-install.js';
+import type { RdmaDevice } from './node/discovery.js';
+import { defaultModprobe, reconcileDriver } from './node/driver.js';
+import { readDeviceCounters, type PortCounters } from './observe/counters.js';
+import { eniProblem, MetadataClient, reconcileEnis, type EniResult } from './network/eni.js';
+import { collectPodSmc, describeReason, reasonLabel, type PodSmc } from './observe/smc.js';
+import { ensureHostPnet } from './network/host-pnet.js';
+import { NodeLabeler } from './node/labels.js';
 import {
   findPodNetns,
   judge,
@@ -26,7 +26,7 @@ import {
   removeLateRecords,
   type OutcomeKind,
   type Verdict,
-} from './pods.js';
+} from './observe/pods.js';
 
 export const DEFAULT_NATIVE_BINARY = fileURLToPath(
   new URL('../../native/build/erdma-smcr', import.meta.url),

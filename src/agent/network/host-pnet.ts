@@ -6,8 +6,8 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
-import { writeAtomic } from '../certs/local.js';
-import type { RdmaDevice } from './discovery.js';
+import { writeAtomic } from '../../certs/local.js';
+import type { RdmaDevice } from '../node/discovery.js';
 
 const run = promisify(execFile);
 

@@ -6,18 +6,18 @@ import { isAbsolute, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KubeClient } from '../cluster/client.js';
 import type { Logger } from 'pino';
-import { WebhookMetrics } from '../admission/metrics.js';
-import { startServer, type RunningServer, type ServerOptions } from '../admission/server.js';
+import { WebhookMetrics } from './metrics.js';
+import { startServer, type RunningServer, type ServerOptions } from './server.js';
 import { certPaths, ensureLocalCerts } from '../certs/local.js';
 import { serviceNames } from '../certs/pki.js';
 import type { RotationPolicy } from '../certs/rotation.js';
 import { DEFAULT_PROFILE, loadProfileFile, type Profile } from '../cluster/profile.js';
 import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
-import { createLogger } from '../log.js';
-import type { CliIO } from './io.js';
-import { runUntilSignal } from './signals.js';
-import { offlineView } from './webhook.js';
+import { createLogger } from '../util/log.js';
+import type { CliIO } from '../cli/io.js';
+import { runUntilSignal } from '../cli/signals.js';
+import { offlineView } from '../cli/commands/webhook.js';
 
 function baseProfile(config: Readonly<Config>): Profile {
   return config.cluster.profile ? loadProfileFile(config.cluster.profile) : DEFAULT_PROFILE;

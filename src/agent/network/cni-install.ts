@@ -21,7 +21,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import { CNI_PLUGIN_TYPE } from '../constants.js';
+import { CNI_PLUGIN_TYPE } from '../../constants.js';
 
 export const PLUGIN_TYPE = CNI_PLUGIN_TYPE;
 export const BINARY_NAME = 'erdma-smcr';

@@ -7,9 +7,9 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { SMCR_ANNOTATION } from '../constants.js';
-import { parseGoBool } from '../policy/parse-bool.js';
-import { pluginEntry, PLUGIN_TYPE, type PluginEntryOptions } from './cni-install.js';
+import { SMCR_ANNOTATION } from '../../constants.js';
+import { parseGoBool } from '../../policy/parse-bool.js';
+import { pluginEntry, PLUGIN_TYPE, type PluginEntryOptions } from '../network/cni-install.js';
 
 /** What the CNI plugin wrote for one sandbox (native/src/cni.c state_doc). */
 export interface PluginRecord {

@@ -5,8 +5,10 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
 function protoPath(): string {
-  // Same relative place from src/agent (tsx) and dist/agent (compiled).
-  const p = fileURLToPath(new URL('../../proto/deviceplugin/v1beta1/api.proto', import.meta.url));
+  // Same relative place from src/agent/deviceplugin (tsx) and dist/agent/deviceplugin (compiled).
+  const p = fileURLToPath(
+    new URL('../../../proto/deviceplugin/v1beta1/api.proto', import.meta.url),
+  );
   if (!existsSync(p)) throw new Error(`device plugin API definition not found at ${p}`);
   return p;
 }

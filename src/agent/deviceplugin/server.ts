@@ -13,8 +13,8 @@ import {
   type AllocationMode,
   type PluginDevice,
 } from './allocation.js';
-import type { RdmaDevice } from './discovery.js';
-import { API_VERSION, devicePluginApi } from './grpc.js';
+import type { RdmaDevice } from '../node/discovery.js';
+import { API_VERSION, devicePluginApi } from './api.js';
 
 export interface DevicePluginOptions {
   readonly kubeletDir: string;

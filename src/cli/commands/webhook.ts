@@ -1,13 +1,13 @@
 // `erdma-smcr serve` (the webhook process) and `erdma-smcr review` (one AdmissionReview, offline).
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import { admit, type Endpoint } from '../admission/handler.js';
-import { decodeReview, encodeReview } from '../admission/review.js';
-import { StaticViewSource } from '../cluster/view.js';
-import type { Config } from '../config/schema.js';
-import { AppError } from '../errors.js';
-import { resolveView } from './check.js';
-import type { CliIO } from './io.js';
+import { admit, type Endpoint } from '../../admission/handler.js';
+import { decodeReview, encodeReview } from '../../admission/review.js';
+import { StaticViewSource } from '../../cluster/view.js';
+import type { Config } from '../../config/schema.js';
+import { AppError } from '../../errors.js';
+import { resolveView } from '../../check/check.js';
+import type { CliIO } from '../io.js';
 
 // Only what the command definitions and `review` need is imported here: `serve` and
 // `certs generate` load their heavy modules when they run (see serve-run.ts).
@@ -88,7 +88,7 @@ export function serveCommand(
         'cluster.source': opts.cluster,
         'cluster.kubeconfig': opts.kubeconfig,
       });
-      const { runServe } = await import('./serve-run.js');
+      const { runServe } = await import('../../admission/process.js');
       await runServe(config, io);
       setCode(0);
     });
@@ -183,8 +183,8 @@ export function certsCommand(program: Command, io: CliIO, setCode: (c: number) =
     .option('--days <n>', 'serving certificate validity in days (CA: three times that)', '365')
     .action(async (opts: GenerateOpts) => {
       const [{ ensureLocalCerts }, { serviceNames }] = await Promise.all([
-        import('../certs/local.js'),
-        import('../certs/pki.js'),
+        import('../../certs/local.js'),
+        import('../../certs/pki.js'),
       ]);
       const days = Number.parseInt(opts.days ?? '365', 10);
       if (!(days > 0))

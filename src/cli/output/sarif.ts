@@ -3,8 +3,8 @@
 // policy's rule ids. https://docs.oasis-open.org/sarif/sarif/v2.1.0/sarif-v2.1.0.html
 // Written as results arrive: the run's `results` come first and its `tool` (whose rule list is
 // known only at the end) after them; SARIF, being JSON, gives property order no meaning.
-import type { InputError } from './inputs.js';
-import { headed, nested, title, type ReportWriter } from './report.js';
+import type { InputError } from '../../check/inputs.js';
+import { headed, nested, title, type ReportWriter } from './writer.js';
 
 const SCHEMA = 'https://json.schemastore.org/sarif-2.1.0.json';
 const INFO_URI = 'https://github.com/erdma-smcr/erdma-smcr';
