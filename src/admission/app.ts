@@ -12,7 +12,7 @@ import secureJson from 'secure-json-parse';
 import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
 import { AppError, isAppError, type ErrorCode } from '../errors.js';
-import { isObject } from '../policy/locate.js';
+import { isObject } from '../util/json.js';
 import { ReplyBatch, type Answer } from './batch.js';
 import { BODY_TOO_LARGE_MESSAGE, BodyBudget, readBody } from './body.js';
 import { admit, kindLabel, type Decision, type Endpoint } from './handler.js';

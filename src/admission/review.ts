@@ -1,14 +1,14 @@
 // AdmissionReview admission.k8s.io/v1: decoding a request defensively and encoding a response.
 // https://kubernetes.io/docs/reference/access-authn-authz/extensible-admission-controllers/#request
 import { AppError } from '../errors.js';
-import { isObject } from '../policy/locate.js';
+import { isObject } from '../util/json.js';
 import { quoted } from '../util/text.js';
 import type { JsonObject } from '../policy/types.js';
 
 export const REVIEW_API_VERSION = 'admission.k8s.io/v1';
 export const REVIEW_KIND = 'AdmissionReview';
 
-export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+export type AdmissionOperation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
 const OPERATIONS = new Set<string>(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
 
 export interface GroupVersionKind {
@@ -20,7 +20,7 @@ export interface GroupVersionKind {
 export interface AdmissionRequest {
   readonly uid: string;
   readonly kind: GroupVersionKind;
-  readonly operation: Operation;
+  readonly operation: AdmissionOperation;
   readonly namespace?: string;
   readonly name?: string;
   readonly subResource?: string;
@@ -104,7 +104,7 @@ export function decodeReview(body: unknown): AdmissionRequest {
   return {
     uid: r.uid,
     kind: gvk(r.kind),
-    operation: r.operation as Operation,
+    operation: r.operation as AdmissionOperation,
     ...optionalStrings(r),
     dryRun: r.dryRun === true,
     ...(object ? { object } : {}),

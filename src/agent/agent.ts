@@ -25,7 +25,7 @@ import {
   readRecords,
   removeLateRecords,
   type OutcomeKind,
-  type Verdict,
+  type PodOutcome,
 } from './observe/pods.js';
 
 export const DEFAULT_NATIVE_BINARY = fileURLToPath(
@@ -564,7 +564,7 @@ export class NodeAgent {
       this.log.info({ files: removed }, 'removed late-apply records of pods that left this node');
   }
 
-  private async tryLate(pod: V1Pod, missed: Verdict): Promise<Verdict> {
+  private async tryLate(pod: V1Pod, missed: PodOutcome): Promise<PodOutcome> {
     const uid = pod.metadata?.uid ?? '';
     const netns = findPodNetns(this.a.procRoot, uid);
     // No process yet (or no hostPID): tell now, try again next pass.
@@ -590,7 +590,7 @@ export class NodeAgent {
     return (record && judge(pod, record, 0, 0)) ?? missed;
   }
 
-  private eventFor(pod: V1Pod, v: Verdict): CoreV1Event {
+  private eventFor(pod: V1Pod, v: PodOutcome): CoreV1Event {
     const md = pod.metadata ?? {};
     return this.event(
       { generateName: `${md.name}.`, namespace: md.namespace },
@@ -621,7 +621,7 @@ export class NodeAgent {
   }
 
   /** Posts the verdict as an Event once per pod and reason. */
-  private async tell(pod: V1Pod, v: Verdict): Promise<void> {
+  private async tell(pod: V1Pod, v: PodOutcome): Promise<void> {
     const uid = pod.metadata?.uid ?? '';
     const where = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
     if (this.told.get(uid) === v.reason || !this.events) return;

@@ -1,7 +1,8 @@
 // Local development certificates in a directory (webhook-certs/ by default): a CA and a serving
 // certificate, generated when absent or unusable, written with owner-only permissions.
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeAtomic } from '../util/fs.js';
 import { generateCA, generateServingCert, serviceNames } from './pki.js';
 
 export const CERT_FILES = {
@@ -25,14 +26,6 @@ export function certPaths(dir: string): CertPaths {
     cert: join(dir, CERT_FILES.cert),
     key: join(dir, CERT_FILES.key),
   };
-}
-
-/** Writes a file atomically (temp name, then rename) with the given mode. */
-export function writeAtomic(path: string, data: string, mode: number): void {
-  const tmp = `${path}.tmp-${process.pid}`;
-  writeFileSync(tmp, data, { mode });
-  chmodSync(tmp, mode);
-  renameSync(tmp, path);
 }
 
 export interface LocalCertOptions {

@@ -11,9 +11,10 @@ import {
 } from '../cluster/profile.js';
 import { AppError } from '../errors.js';
 import { evaluate } from '../policy/evaluate.js';
-import { isObject, locatePod } from '../policy/locate.js';
+import { locatePod } from '../policy/locate.js';
+import { isObject } from '../util/json.js';
 import { SMCR_ANNOTATION } from '../constants.js';
-import type { ClusterView, Denial, Operation } from '../policy/types.js';
+import type { ClusterView, Denial, PatchOperation } from '../policy/types.js';
 import { expandPaths, visitInputs, type InputError, type SourcedObject } from './inputs.js';
 
 export interface CheckResult {
@@ -27,7 +28,7 @@ export interface CheckResult {
   readonly allowed: boolean;
   readonly denials: readonly Denial[];
   readonly warnings: readonly string[];
-  readonly patch: readonly Operation[];
+  readonly patch: readonly PatchOperation[];
 }
 
 export interface CheckReport {

@@ -2,7 +2,7 @@
 // YAML, JSON and `kind: List` all flatten to one object per entry, each with its file and line.
 import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { isObject } from '../policy/locate.js';
+import { isObject } from '../util/json.js';
 import type { JsonObject } from '../policy/types.js';
 import { parseYamlDocuments } from '../util/yaml.js';
 

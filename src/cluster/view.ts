@@ -1,5 +1,5 @@
 // The cluster view the policy reads: an interface, a static implementation, and Node → NodeFacts.
-import { isObject, stringMap } from '../policy/locate.js';
+import { isObject, stringMap } from '../util/json.js';
 import type { ClusterView, NodeFacts } from '../policy/types.js';
 
 /** Anything that can hand the policy its current view of the cluster. */

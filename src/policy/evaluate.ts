@@ -8,7 +8,8 @@ import {
   TUNING_ANNOTATIONS,
 } from '../constants.js';
 import type { PolicyConfig } from '../config/schema.js';
-import { isObject, keyPath, locatePod, stringMap } from './locate.js';
+import { keyPath, locatePod } from './locate.js';
+import { isObject, stringMap } from '../util/json.js';
 import { injectNodeAffinity, injectResource, setSettings, stripSettings } from './mutate.js';
 import { isCanonicalBool, parseGoBool } from './parse-bool.js';
 import { patchOfCopy } from './patch.js';

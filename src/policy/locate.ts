@@ -1,5 +1,6 @@
 // Finds the pod (metadata and spec) inside a Pod or a workload's pod template.
-import type { JsonObject, PodLocation, StringMap } from './types.js';
+import { isObject } from '../util/json.js';
+import type { JsonObject, PodLocation } from './types.js';
 
 /** Workload kinds whose pod template sits at spec.template. */
 const TEMPLATE_KINDS = new Set([
@@ -13,10 +14,6 @@ const TEMPLATE_KINDS = new Set([
 ]);
 
 export const SUPPORTED_KINDS: readonly string[] = ['Pod', ...TEMPLATE_KINDS, 'CronJob'];
-
-export function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function objAt(root: JsonObject, keys: readonly string[]): JsonObject | undefined {
   let node: unknown = root;
@@ -66,30 +63,6 @@ export function locatePod(obj: JsonObject): PodLocation | undefined {
     pointer,
     isPod: kind === 'Pod',
   };
-}
-
-/**
- * Reads a string-valued map (annotations, labels, nodeSelector) defensively, into an object with
- * no prototype: looking up a key a user wrote (`toString`, `constructor`) finds only what the
- * map holds, never a built-in.
- */
-export function stringMap(v: unknown): StringMap {
-  const out = Object.create(null) as Record<string, string>;
-  if (!isObject(v)) return out;
-  for (const k of Object.keys(v)) {
-    const val = v[k];
-    if (typeof val === 'string') out[k] = val;
-  }
-  return out;
-}
-
-/** `map[key]` when the map itself holds the key: never a value inherited from a prototype. */
-export function ownValue(map: Readonly<Record<string, string>>, key: string): string | undefined {
-  return Object.hasOwn(map, key) ? map[key] : undefined;
-}
-
-export function arrayOf(v: unknown): unknown[] {
-  return Array.isArray(v) ? v : [];
 }
 
 /** kubectl-style path segment for a map key: `annotations[network.alibabacloud.com/erdma-smcr]`. */

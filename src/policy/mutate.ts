@@ -6,7 +6,7 @@
 // JSON is computed once (patch.ts's sharedConstant).
 import { CONTAINER_ANNOTATION, NODE_LABELS, SETTINGS_ANNOTATION } from '../constants.js';
 import type { PolicyConfig } from '../config/schema.js';
-import { arrayOf, isObject } from './locate.js';
+import { arrayOf, isObject } from '../util/json.js';
 import { sharedConstant } from './patch.js';
 import { deviceCount, resourceUses } from './rules.js';
 import type { JsonObject, PodLocation } from './types.js';

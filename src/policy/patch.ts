@@ -10,7 +10,7 @@
 // own, fresh from the mutation (or constants shared frozen), and the caller serialises the patch
 // without changing either. patchJson/encodePatch serialise it, byte for byte as JSON.stringify.
 import { deepFreeze } from '../util/freeze.js';
-import type { Operation } from './types.js';
+import type { PatchOperation } from './types.js';
 
 type Container = Record<string, unknown> | unknown[];
 
@@ -41,7 +41,7 @@ function walkKey(
   before: Container,
   after: Container,
   key: string,
-  ops: Operation[],
+  ops: PatchOperation[],
   path: string,
 ): boolean {
   const oldVal = (before as Record<string, unknown>)[key];
@@ -70,7 +70,7 @@ function walkKey(
   return false;
 }
 
-function walk(before: Container, after: Container, ops: Operation[], path: string): void {
+function walk(before: Container, after: Container, ops: PatchOperation[], path: string): void {
   if (before === after) return;
   const oldKeys = keysOf(before);
   const newKeys = keysOf(after);
@@ -87,8 +87,8 @@ function walk(before: Container, after: Container, ops: Operation[], path: strin
 }
 
 /** The operations turning `original` into `copy`, where `copy` was made from it copy-on-descend. */
-export function patchOfCopy(original: object, copy: object): Operation[] {
-  const ops: Operation[] = [];
+export function patchOfCopy(original: object, copy: object): PatchOperation[] {
+  const ops: PatchOperation[] = [];
   walk(original as Container, copy as Container, ops, '');
   return ops;
 }
@@ -133,7 +133,7 @@ function valueJson(value: unknown): string {
  * built per operation so that repeated values (the settings annotation is a string full of quotes,
  * slow to escape) are escaped once.
  */
-export function patchJson(ops: readonly Operation[]): string {
+export function patchJson(ops: readonly PatchOperation[]): string {
   let json = '[';
   for (let i = 0; i < ops.length; i++) {
     const op = ops[i]!;
@@ -149,7 +149,7 @@ export function patchJson(ops: readonly Operation[]): string {
  * many bytes that is. All-ASCII JSON (one byte per character, the usual case) is encoded by btoa,
  * which needs no Buffer; anything else goes through a UTF-8 Buffer (btoa would take it as Latin-1).
  */
-export function encodePatch(ops: readonly Operation[]): {
+export function encodePatch(ops: readonly PatchOperation[]): {
   readonly base64: string;
   readonly bytes: number;
 } {

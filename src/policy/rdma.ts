@@ -3,7 +3,7 @@
 // apply to every pod that requests such a resource and does not turn SMC-R on (an SMC-R pod's
 // device is used by the kernel, which needs no memory lock and no hostNetwork).
 import type { PolicyConfig } from '../config/schema.js';
-import { arrayOf, isObject } from './locate.js';
+import { arrayOf, isObject } from '../util/json.js';
 import { deviceCount } from './rules.js';
 import type { ClusterView, Denial, PodLocation } from './types.js';
 

@@ -5,7 +5,8 @@ import { nodeStatus } from './eligibility.js';
 import { MIN_KERNEL_TEXT } from './kernel.js';
 import { wholeQuantity } from './quantity.js';
 import { clip } from '../util/text.js';
-import { arrayOf, isObject, keyPath } from './locate.js';
+import { keyPath } from './locate.js';
+import { arrayOf, isObject } from '../util/json.js';
 import {
   Budget,
   placement,

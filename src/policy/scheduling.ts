@@ -9,7 +9,7 @@
 // the nodes of the view (`checks`), so that no review holds the event loop for long whatever the
 // size of the pod or of the cluster.
 import { NODE_LABELS } from '../constants.js';
-import { arrayOf, isObject, ownValue } from './locate.js';
+import { arrayOf, isObject, ownValue } from '../util/json.js';
 import type { JsonObject, NodeFacts } from './types.js';
 
 /** The most a pod's node constraints may hold for the webhook to judge them. */

@@ -4,7 +4,7 @@
  * One RFC 6902 operation of the patches the policy makes: it adds, removes and replaces only (the
  * operations fast-json-patch's `compare` emits, which test/policy/patch.test.ts holds it to).
  */
-export type Operation =
+export type PatchOperation =
   | { readonly op: 'add'; readonly path: string; readonly value: unknown }
   | { readonly op: 'remove'; readonly path: string }
   | { readonly op: 'replace'; readonly path: string; readonly value: unknown };
@@ -14,14 +14,8 @@ export const DRIVER_MODES: readonly DriverMode[] = ['default', 'compat', 'ofed']
 
 export type IPFamily = 'IPv4' | 'IPv6';
 
-/** Plain JSON object as decoded from YAML or an AdmissionReview. */
-export type JsonObject = Record<string, unknown>;
-
-/**
- * A string map read by keys that come from users (label keys in a pod's node selector): it has no
- * prototype, so a key named like a built-in (`toString`, `constructor`) finds nothing.
- */
-export type StringMap = Readonly<Record<string, string>>;
+export type { JsonObject, StringMap } from '../util/json.js';
+import type { JsonObject, StringMap } from '../util/json.js';
 
 /** What the policy knows about one node. */
 export interface NodeFacts {
@@ -74,7 +68,7 @@ export interface PolicyResult extends Verdict {
   /** True when the object carries no SMC-R annotation at all (fast path, untouched). */
   readonly untouched: boolean;
   /** For a Pod that is allowed: the RFC 6902 patch (empty when nothing changes). */
-  readonly patch: readonly Operation[];
+  readonly patch: readonly PatchOperation[];
   /** For a Pod: the object after mutation (same reference as the input when nothing changes). */
   readonly mutated?: JsonObject;
 }

@@ -6,12 +6,13 @@ import { SETTINGS_ANNOTATION, SMCR_ANNOTATION, TUNING_ANNOTATIONS } from '../con
 import type { PolicyConfig } from '../config/schema.js';
 import { evaluate } from './evaluate.js';
 import { child } from './mutate.js';
-import { keyPath, locatePod, stringMap } from './locate.js';
+import { keyPath, locatePod } from './locate.js';
+import { stringMap } from '../util/json.js';
 import { parseGoBool } from './parse-bool.js';
 import { patchOfCopy } from './patch.js';
 import { clip } from '../util/text.js';
 import { resolveTuning } from './settings.js';
-import type { ClusterView, Denial, JsonObject, Operation, PolicyResult } from './types.js';
+import type { ClusterView, Denial, JsonObject, PatchOperation, PolicyResult } from './types.js';
 
 function annotationsOf(obj: JsonObject | undefined): Record<string, string> {
   const loc = obj ? locatePod(obj) : undefined;
@@ -22,13 +23,13 @@ function result(
   denials: Denial[],
   warnings: string[],
   smcr: boolean,
-  patch: Operation[] = [],
+  patch: PatchOperation[] = [],
 ): PolicyResult {
   return { allowed: denials.length === 0, denials, warnings, smcr, untouched: false, patch };
 }
 
 /** Puts the webhook-owned settings annotation back to its old value: users cannot forge it. */
-function restoreSettings(pod: JsonObject, oldValue: string | undefined): Operation[] {
+function restoreSettings(pod: JsonObject, oldValue: string | undefined): PatchOperation[] {
   const copy = { ...pod };
   const annotations = child(child(copy, 'metadata'), 'annotations');
   if (oldValue === undefined) delete annotations[SETTINGS_ANNOTATION];

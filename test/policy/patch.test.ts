@@ -5,7 +5,7 @@ import fastJsonPatch from 'fast-json-patch';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { encodePatch, patchJson, patchOfCopy, sharedConstant } from '../../src/policy/patch.js';
-import type { Operation } from '../../src/policy/types.js';
+import type { PatchOperation } from '../../src/policy/types.js';
 
 type Json = unknown;
 type Container = Record<string, Json> | Json[];
@@ -108,14 +108,14 @@ describe('patchOfCopy', () => {
 });
 
 describe('patchJson and encodePatch', () => {
-  const decoded = (ops: readonly Operation[]): string =>
+  const decoded = (ops: readonly PatchOperation[]): string =>
     Buffer.from(encodePatch(ops).base64, 'base64').toString('utf8');
 
   it('serialise any operations exactly as JSON.stringify, and encode their UTF-8 in base64', () => {
     // Any UTF-16, lone surrogates and control characters included: all of it must come out as JSON.stringify has it.
     const text = fc.string({ unit: 'binary', maxLength: 12 });
     const value = fc.oneof(text, fc.jsonValue({ maxDepth: 3, stringUnit: 'binary' }));
-    const opArb: fc.Arbitrary<Operation> = fc.oneof(
+    const opArb: fc.Arbitrary<PatchOperation> = fc.oneof(
       fc.record({ op: fc.constant('add' as const), path: text, value }),
       fc.record({ op: fc.constant('replace' as const), path: text, value }),
       fc.record({ op: fc.constant('remove' as const), path: text }),
@@ -134,7 +134,7 @@ describe('patchJson and encodePatch', () => {
   });
 
   it('encode non-ASCII text as UTF-8, not as the Latin-1 btoa would take it', () => {
-    const ops: Operation[] = [
+    const ops: PatchOperation[] = [
       { op: 'add', path: '/metadata/annotations/note', value: 'café ☕ 𝄞' },
     ];
     const json = JSON.stringify(ops);

@@ -6,13 +6,10 @@
 // the primary CNI rewrites its file.
 import { createHash } from 'node:crypto';
 import {
-  chmodSync,
-  copyFileSync,
   existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
-  renameSync,
   rmSync,
   statSync,
   watch,
@@ -22,6 +19,7 @@ import {
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { CNI_PLUGIN_TYPE } from '../../constants.js';
+import { writeAtomic } from '../../util/fs.js';
 
 export const PLUGIN_TYPE = CNI_PLUGIN_TYPE;
 export const BINARY_NAME = 'erdma-smcr';
@@ -112,13 +110,6 @@ export function removePlugin(file: string, text: string): EditResult {
   return { ok: true, text: changed ? serialize({ ...doc, plugins }) : text, changed, file };
 }
 
-function writeAtomic(path: string, data: string | Buffer, mode: number): void {
-  const tmp = join(path, '..', `.${path.split('/').pop() ?? 'file'}.tmp-${process.pid}`);
-  writeFileSync(tmp, data, { mode });
-  chmodSync(tmp, mode);
-  renameSync(tmp, path);
-}
-
 const sha256 = (path: string): string =>
   createHash('sha256').update(readFileSync(path)).digest('hex');
 
@@ -153,10 +144,7 @@ export class CniInstaller {
   installBinary(): boolean {
     const dest = join(this.opts.binDir, BINARY_NAME);
     if (existsSync(dest) && sha256(dest) === sha256(this.opts.binarySource)) return false;
-    const tmp = join(this.opts.binDir, `.${BINARY_NAME}.tmp-${process.pid}`);
-    copyFileSync(this.opts.binarySource, tmp);
-    chmodSync(tmp, 0o755);
-    renameSync(tmp, dest);
+    writeAtomic(dest, readFileSync(this.opts.binarySource), 0o755);
     this.opts.logger.info({ dest }, 'CNI plugin binary installed');
     return true;
   }

@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
-import { writeAtomic } from '../../certs/local.js';
+import { writeAtomic } from '../../util/fs.js';
 import type { RdmaDevice } from '../node/discovery.js';
 
 const run = promisify(execFile);

@@ -69,7 +69,7 @@ export function readRecords(stateDir: string): Map<string, PluginRecord> {
 
 export type OutcomeKind = 'applied' | 'partial' | 'tcp' | 'missed' | 'late';
 
-export interface Verdict {
+export interface PodOutcome {
   readonly kind: OutcomeKind;
   readonly type: 'Normal' | 'Warning';
   readonly reason: string;
@@ -96,7 +96,7 @@ export function judge(
   record: PluginRecord | undefined,
   now: number,
   graceMs: number,
-): Verdict | undefined {
+): PodOutcome | undefined {
   if (!wantsSmcr(pod)) return undefined;
   if (record) return fromRecord(record);
   const since = sandboxSince(pod);
@@ -147,7 +147,7 @@ export function removeLateRecords(
   return removed;
 }
 
-function fromRecord(r: PluginRecord): Verdict {
+function fromRecord(r: PluginRecord): PodOutcome {
   const v = recordVerdict(r);
   if (!r.containerId.startsWith(LATE_PREFIX)) return v;
   if (v.kind === 'applied') {
@@ -163,7 +163,7 @@ function fromRecord(r: PluginRecord): Verdict {
   return { ...v, message: `Applied after the pod started: ${v.message}` };
 }
 
-function recordVerdict(r: PluginRecord): Verdict {
+function recordVerdict(r: PluginRecord): PodOutcome {
   if (r.ipv6Only) {
     return {
       kind: 'tcp',
