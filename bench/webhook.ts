@@ -376,7 +376,7 @@ async function inProcessRows(smcr: string, plain: string): Promise<BenchRow[]> {
   const { decodeReview, encodeReviewJson } =
     await built<typeof import('../src/admission/review.js')>('admission/review.js');
   const { offlineView } =
-    await built<typeof import('../src/cli/commands/webhook.js')>('cli/webhook.js');
+    await built<typeof import('../src/cluster/offline.js')>('cluster/offline.js');
   const { defaultConfig } = await built<typeof import('../src/config/load.js')>('config/load.js');
   const config = defaultConfig();
   const view = offlineView(config).current();

@@ -17,7 +17,7 @@ import type { Config } from '../config/schema.js';
 import { createLogger } from '../util/log.js';
 import type { CliIO } from '../cli/io.js';
 import { runUntilSignal } from '../cli/signals.js';
-import { offlineView } from '../cli/commands/webhook.js';
+import { offlineView } from '../cluster/offline.js';
 
 function baseProfile(config: Readonly<Config>): Profile {
   return config.cluster.profile ? loadProfileFile(config.cluster.profile) : DEFAULT_PROFILE;
@@ -171,7 +171,7 @@ export async function runServe(config: Readonly<Config>, io: CliIO): Promise<voi
   const metrics = new WebhookMetrics();
   let kc: Promise<KubeClient> | undefined;
   const kube = (): Promise<KubeClient> =>
-    (kc ??= import('../cluster/client.js').then((m) =>
+    (kc ??= import('../cluster/kubeconfig.js').then((m) =>
       m.loadKubeClient(config.cluster.kubeconfig, io.env),
     ));
   const certs =

@@ -1,39 +1,19 @@
 // The node agent process behind `erdma-smcr agent`, loaded only when it runs: it brings
-// @grpc/grpc-js, fastify, prom-client and @kubernetes/client-node, which `devices` and the
-// other subcommands never need.
-import type { AddressInfo } from 'node:net';
+// @grpc/grpc-js and prom-client, which `devices` and the other subcommands never need. It owns
+// the process: the device plugins, the duties (./agent.ts), the probe port, the signals.
 import { join } from 'node:path';
-import { loadKubeClient, type Env, type KubeClient } from '../cluster/client.js';
-import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { discover } from './node/discovery.js';
-import { AgentMetrics, NodeAgent } from './agent.js';
-import { ErdmaDevicePlugin } from './deviceplugin/server.js';
-import { servedResources } from './deviceplugin/resources.js';
-import type { AgentConfig, Config } from '../config/schema.js';
-import { createLogger } from '../util/log.js';
-import { discoveryOptions } from '../cli/commands/agent.js';
 import type { CliIO } from '../cli/io.js';
 import { runUntilSignal } from '../cli/signals.js';
-
-async function agentHttp(
-  config: AgentConfig,
-  metrics: AgentMetrics,
-  ready: () => string,
-): Promise<FastifyInstance | undefined> {
-  if (!config.metricsEnabled) return undefined;
-  const app = Fastify({ logger: false });
-  app.get('/metrics', async (_r, reply) =>
-    reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
-  );
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_r, reply) => {
-    const reason = ready();
-    return reason ? reply.code(503).send({ status: 'not ready', reason }) : { status: 'ready' };
-  });
-  await app.listen({ host: config.metricsHost, port: config.metricsPort });
-  return app;
-}
+import { loadKubeClient, type Env, type KubeClient } from '../cluster/kubeconfig.js';
+import type { AgentConfig, Config } from '../config/schema.js';
+import { createLogger } from '../util/log.js';
+import { startProbeServer } from '../util/probes.js';
+import { NodeAgent } from './agent.js';
+import { servedResources } from './deviceplugin/resources.js';
+import { ErdmaDevicePlugin } from './deviceplugin/server.js';
+import { AgentMetrics } from './metrics.js';
+import { discover, discoveryOptions } from './node/discovery.js';
 
 async function kubeFor(
   a: AgentConfig,
@@ -103,14 +83,17 @@ export async function runAgent(
     : [];
   for (const p of plugins) await p.start();
   await agent.start();
-  const http = await agentHttp(a, metrics, () => agent.readiness());
-  if (http)
-    io.out(
-      `erdma-smcr agent: metrics and probes on http://${a.metricsHost}:${(http.server.address() as AddressInfo).port}\n`,
-    );
+  const probes = a.metricsEnabled
+    ? await startProbeServer(a.metricsHost, a.metricsPort, {
+        ready: () => agent.readiness(),
+        metrics: metrics.registry,
+      })
+    : undefined;
+  if (probes)
+    io.out(`erdma-smcr agent: metrics and probes on http://${a.metricsHost}:${probes.port}\n`);
   await runUntilSignal(logger, 'stopping the agent', async () => {
     await agent.close();
     for (const p of plugins) await p.stop();
-    await http?.close();
+    await probes?.close();
   });
 }

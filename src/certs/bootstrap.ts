@@ -10,7 +10,8 @@ import type {
 import type { Logger } from 'pino';
 import { AppError } from '../errors.js';
 import type { KubeClient } from '../cluster/client.js';
-import { apiReason, apiStatus, WatchedSet } from '../cluster/watch.js';
+import { apiReason, apiStatus } from '../cluster/client.js';
+import { WatchedSet } from '../cluster/watch.js';
 import {
   advance,
   assess,

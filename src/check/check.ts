@@ -1,14 +1,7 @@
 // `erdma-smcr check`: runs the admission policy over manifests offline, for people and CI.
 import type { PolicyConfig } from '../config/schema.js';
-import {
-  DEFAULT_PROFILE,
-  loadNodesFile,
-  loadProfileFile,
-  parseProfile,
-  PROFILE_KIND,
-  viewFromProfile,
-  type Profile,
-} from '../cluster/profile.js';
+import { resolveView, type ProfileChoice } from '../cluster/offline.js';
+import { PROFILE_KIND } from '../cluster/profile.js';
 import { AppError } from '../errors.js';
 import { evaluate } from '../policy/evaluate.js';
 import { locatePod } from '../policy/locate.js';
@@ -41,11 +34,6 @@ export interface CheckReport {
     readonly denied: number;
     readonly errors: number;
   };
-}
-
-export interface ProfileChoice {
-  readonly profileFile?: string;
-  readonly nodesFile?: string;
 }
 
 function describe(obj: Record<string, unknown>): {
@@ -82,15 +70,6 @@ export function splitProfiles(inputs: readonly SourcedObject[]): {
     );
   }
   return { objects: inputs.filter((i) => i.object.kind !== PROFILE_KIND), profile: profiles[0] };
-}
-
-/** The view: --profile wins over a ClusterProfile among the inputs, which wins over the embedded default. */
-export function resolveView(choice: ProfileChoice, inline?: SourcedObject): ClusterView {
-  let profile: Profile = DEFAULT_PROFILE;
-  if (choice.profileFile) profile = loadProfileFile(choice.profileFile);
-  else if (inline) profile = parseProfile(inline.object, inline.source);
-  const nodes = choice.nodesFile ? loadNodesFile(choice.nodesFile) : undefined;
-  return viewFromProfile(profile, nodes);
 }
 
 /** Where the SMC-R annotation sits in an object we cannot read a pod from (bounded walk), if anywhere. */

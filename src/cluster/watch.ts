@@ -1,33 +1,11 @@
-// The narrow door to the Kubernetes API: the client (client.ts), status helpers, and a watched
-// set of objects (list, then watch from its resourceVersion) that restarts itself with backoff
-// and says when it is stale.
+// A watched set of objects (list in pages, then watch from its resourceVersion) that restarts
+// itself with backoff and says when it is stale: the informer of our processes.
 import type { Logger } from 'pino';
-import { ApiError, type KubeClient, type WatchHandle } from './client.js';
+import { ApiError, apiReason, apiStatus, type KubeClient, type WatchHandle } from './client.js';
 
 /** What a watched object has: metadata with a name, maybe a namespace and a resourceVersion. */
 export interface KubeObject {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
-}
-
-/** HTTP status of a failed API call (ApiError, like client-node's ApiException, carries `code`). */
-export function apiStatus(err: unknown): number | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' ? code : undefined;
-}
-
-/** A short, log-safe description of a failed API call. */
-export function apiReason(err: unknown): string {
-  const status = apiStatus(err);
-  const body = (err as { body?: unknown }).body;
-  let message = (err as Error).message;
-  if (typeof body === 'string') {
-    try {
-      message = (JSON.parse(body) as { message?: string }).message ?? message;
-    } catch {
-      // not a Status object
-    }
-  }
-  return status !== undefined ? `HTTP ${status}: ${message.split('\n')[0]}` : message;
 }
 
 /** What changed in a watched set: one object (kept form, or gone), or the whole set after a list. */

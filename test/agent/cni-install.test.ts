@@ -54,7 +54,7 @@ describe('CNI chaining', () => {
   const dirs: string[] = [];
   const installers: CniInstaller[] = [];
   afterEach(() => {
-    for (const i of installers.splice(0)) i.close();
+    for (const i of installers.splice(0)) void i.close();
     for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 
@@ -62,7 +62,7 @@ describe('CNI chaining', () => {
     conf: string;
     bin: string;
     installer: CniInstaller;
-    problems: string[];
+    problems: (string | undefined)[];
     make: () => CniInstaller;
   } {
     const root = mkdtempSync(join(tmpdir(), 'cni-node-'));
@@ -75,10 +75,11 @@ describe('CNI chaining', () => {
       writeFileSync(join(conf, name), text, { mode: 0o644 });
     const src = join(root, 'erdma-smcr-image-binary');
     writeFileSync(src, '#!/bin/sh\necho plugin v1\n');
-    const problems: string[] = [];
+    const problems: (string | undefined)[] = [];
     const marker = join(root, 'var/lib/cni/erdma-smcr/.uninstalled');
     const make = (): CniInstaller => {
-      const i = new CniInstaller({
+      // wake: what the orchestrator does when the conf dir changes (a pass soon).
+      const i: CniInstaller = new CniInstaller({
         confDir: conf,
         binDir: bin,
         binarySource: src,
@@ -86,8 +87,8 @@ describe('CNI chaining', () => {
         stateDir: '/var/lib/cni/erdma-smcr',
         logFile: '/var/log/erdma-smcr/cni.log',
         logger,
-        retryMs: 100,
         onStatus: (p) => problems.push(p),
+        wake: () => void i.pass(),
         uninstallMarker: marker,
       });
       installers.push(i);
@@ -100,9 +101,9 @@ describe('CNI chaining', () => {
   const json = (path: string): { plugins: { type: string }[]; [k: string]: unknown } =>
     JSON.parse(readFileSync(path, 'utf8'));
 
-  it('appends our entry to a Terway-like conflist, once, keeping everything else', () => {
+  it('appends our entry to a Terway-like conflist, once, keeping everything else', async () => {
     const n = node({ '10-terway.conflist': JSON.stringify(terway) });
-    n.installer.start();
+    await n.installer.start();
     const doc = json(join(n.conf, '10-terway.conflist'));
     expect(doc.plugins.slice(0, 2)).toEqual(terway.plugins);
     expect(doc.plugins[2]).toEqual({
@@ -114,19 +115,19 @@ describe('CNI chaining', () => {
     });
     expect({ ...doc, plugins: undefined }).toEqual({ ...terway, plugins: undefined });
     const before = readFileSync(join(n.conf, '10-terway.conflist'), 'utf8');
-    expect(n.installer.ensureChained()).toBe('');
+    expect(n.installer.ensureChained()).toBeUndefined();
     expect(readFileSync(join(n.conf, '10-terway.conflist'), 'utf8')).toBe(before);
     expect(statSync(join(n.bin, 'erdma-smcr')).mode & 0o777).toBe(0o755);
     expect(readdirSync(n.bin)).toEqual(['erdma-smcr']);
   });
 
-  it('edits only the file runtimes load: the first by name', () => {
+  it('edits only the file runtimes load: the first by name', async () => {
     const n = node({
       '10-flannel.conflist': JSON.stringify(flannel),
       '99-loopback.conf': JSON.stringify({ cniVersion: '0.3.1', name: 'lo', type: 'loopback' }),
     });
     expect(activeConfFile(n.conf)).toBe('10-flannel.conflist');
-    n.installer.start();
+    await n.installer.start();
     expect(json(join(n.conf, '10-flannel.conflist')).plugins.map((p) => p.type)).toEqual([
       'flannel',
       'portmap',
@@ -139,9 +140,9 @@ describe('CNI chaining', () => {
     });
   });
 
-  it('converts a single-plugin .conf into a .conflist', () => {
+  it('converts a single-plugin .conf into a .conflist', async () => {
     const n = node({ '10-bridge.conf': JSON.stringify(bridgeConf) });
-    n.installer.start();
+    await n.installer.start();
     expect(existsSync(join(n.conf, '10-bridge.conf'))).toBe(false);
     const doc = json(join(n.conf, '10-bridge.conflist'));
     const { cniVersion, name, ...plugin } = bridgeConf;
@@ -152,7 +153,7 @@ describe('CNI chaining', () => {
 
   it('re-inserts our entry when the primary CNI rewrites its file', async () => {
     const n = node({ '10-flannel.conflist': JSON.stringify(flannel) });
-    n.installer.start();
+    await n.installer.start();
     writeFileSync(
       join(n.conf, '10-flannel.conflist'),
       JSON.stringify({ ...flannel, cniVersion: '1.0.0' }),
@@ -169,28 +170,30 @@ describe('CNI chaining', () => {
   it('never writes a broken file, reports it, and chains once it is fixed', async () => {
     const broken = '{"name": "cbr0", "plugins": [ {"type": "flannel"}, ';
     const n = node({ '10-flannel.conflist': broken });
-    n.installer.start();
+    await n.installer.start();
     expect(readFileSync(join(n.conf, '10-flannel.conflist'), 'utf8')).toBe(broken);
-    expect(n.installer.problem).toMatch(/10-flannel\.conflist is not valid JSON .*left untouched/);
+    expect(n.installer.problem()).toMatch(
+      /10-flannel\.conflist is not valid JSON .*left untouched/,
+    );
     writeFileSync(join(n.conf, '10-flannel.conflist'), JSON.stringify(flannel));
-    await until('chained after the fix', () => n.installer.problem === '');
+    await until('chained after the fix', () => n.installer.problem() === undefined);
     expect(json(join(n.conf, '10-flannel.conflist')).plugins.at(-1)?.type).toBe(PLUGIN_TYPE);
-    expect(n.problems.at(-1)).toBe('');
+    expect(n.problems.at(-1)).toBeUndefined();
   });
 
   it('waits for the primary CNI when the conf dir is empty', async () => {
     const n = node({});
-    n.installer.start();
-    expect(n.installer.problem).toMatch(/no CNI configuration .* yet/);
+    await n.installer.start();
+    expect(n.installer.problem()).toMatch(/no CNI configuration .* yet/);
     writeFileSync(join(n.conf, '05-terway.conflist'), JSON.stringify(terway));
-    await until('chained', () => n.installer.problem === '');
+    await until('chained', () => n.installer.problem() === undefined);
   });
 
-  it('uninstall removes only our entry and our binary', () => {
+  it('uninstall removes only our entry and our binary', async () => {
     const n = node({ '10-terway.conflist': JSON.stringify(terway) });
     writeFileSync(join(n.bin, 'bridge'), 'other plugin');
-    n.installer.start();
-    n.installer.close();
+    await n.installer.start();
+    await n.installer.close();
     n.installer.uninstall();
     expect(json(join(n.conf, '10-terway.conflist'))).toEqual(terway);
     expect(readdirSync(n.bin)).toEqual(['bridge']);
@@ -198,16 +201,18 @@ describe('CNI chaining', () => {
 
   it("uninstall from another process (the README's exec) is not undone by the agent still running, and a new agent installs again", async () => {
     const n = node({ '10-terway.conflist': JSON.stringify(terway) });
-    n.installer.start(); // the running agent, watching the conf dir
+    await n.installer.start(); // the running agent, watching the conf dir
     expect(json(join(n.conf, '10-terway.conflist')).plugins.map((p) => p.type)).toContain(
       PLUGIN_TYPE,
     );
     n.make().uninstall(); // `kubectl exec ... agent --uninstall`
-    await new Promise((r) => setTimeout(r, 600)); // the watcher fired and had its chance to put the entry back
+    // The running agent's next pass (after its watch fired, or on its schedule) leaves it out.
+    await n.installer.pass();
     expect(json(join(n.conf, '10-terway.conflist'))).toEqual(terway);
+    expect(n.installer.problem()).toBeUndefined();
     expect(existsSync(join(n.bin, 'erdma-smcr'))).toBe(false);
     // A new agent pod (a reinstall, a rolling update) installs and chains again.
-    n.make().start();
+    await n.make().start();
     expect(json(join(n.conf, '10-terway.conflist')).plugins.map((p) => p.type)).toContain(
       PLUGIN_TYPE,
     );

@@ -16,8 +16,8 @@ import {
   parseCidr,
   planEni,
   type EniResult,
-  type NetState,
 } from '../../src/agent/network/eni.js';
+import type { NetState } from '../../src/native/contract.js';
 import { canUseNetns, cleanupNetns, createNetns } from '../helpers/netns.js';
 
 const BINARY = join(process.cwd(), 'native/build/erdma-smcr');

@@ -12,13 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  findPodNetns,
-  judge,
-  readRecords,
-  removeLateRecords,
-  type PluginRecord,
-} from '../../src/agent/observe/pods.js';
+import { findPodNetns, judge, removeLateRecords } from '../../src/agent/observe/pods.js';
+import { readRecords, type PluginRecord } from '../../src/native/contract.js';
 
 const pod = (
   annotations: Record<string, string>,

@@ -16,11 +16,11 @@ import {
   agentNetnsPath,
   describeReason,
   formatStatus,
-  readSummaries,
   type PodSmc,
   type SmcSocket,
   type SmcSummary,
 } from '../../src/agent/observe/smc.js';
+import { NativeBinary } from '../../src/native/binary.js';
 import { runCli } from '../helpers/cli.js';
 
 const fixture = <T>(name: string): T =>
@@ -92,7 +92,7 @@ describe('status from the VM-captured output', () => {
 
   it('reads many netns with one call of the real binary, each failure on its own line', async () => {
     // This kernel has no smc_diag: every line is an error, and the reads still come back per netns.
-    const r = await readSummaries('native/build/erdma-smcr', [
+    const r = await new NativeBinary('native/build/erdma-smcr').smcSummaries([
       '/nonexistent/netns',
       '/proc/self/ns/net',
     ]);

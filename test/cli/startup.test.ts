@@ -64,22 +64,25 @@ describe('CLI start-up', () => {
       expect.arrayContaining(['fastify', 'node-forge', 'prom-client']),
     );
     // No long-running process loads @kubernetes/client-node (~80 MB resident) at start: the live
-    // view, the Secret-kept certificates and the agent talk through cluster/client.ts, which
-    // imports client-node only for a kubeconfig user with an exec plugin or an auth provider.
+    // view, the Secret-kept certificates and the agent talk through cluster/client.ts, and
+    // cluster/kubeconfig.ts imports client-node only for a kubeconfig user with an exec plugin or
+    // an auth provider.
     for (const file of [
       'src/admission/process.ts',
       'src/cluster/live.ts',
       'src/certs/bootstrap.ts',
       'src/agent/process.ts',
       'src/cluster/client.ts',
+      'src/cluster/kubeconfig.ts',
     ]) {
       expect([...closure(file).packages.keys()], file).not.toContain('@kubernetes/client-node');
     }
-    expect(readFileSync('src/cluster/client.ts', 'utf8')).toContain(
+    expect(readFileSync('src/cluster/kubeconfig.ts', 'utf8')).toContain(
       "await import('@kubernetes/client-node')",
     );
-    expect([...closure('src/agent/process.ts').packages.keys()]).toEqual(
-      expect.arrayContaining(['@grpc/grpc-js', 'fastify']),
-    );
+    const agent = [...closure('src/agent/process.ts').packages.keys()];
+    expect(agent).toEqual(expect.arrayContaining(['@grpc/grpc-js', 'prom-client']));
+    // Its two probes and /metrics are plain node:http (src/util/probes.ts): no web framework.
+    expect(agent).not.toContain('fastify');
   });
 });

@@ -24,9 +24,12 @@ import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentMetrics, NodeAgent } from '../../src/agent/agent.js';
+import { NodeAgent } from '../../src/agent/agent.js';
+import { realClock, type Clock } from '../../src/agent/duty.js';
+import { AgentMetrics } from '../../src/agent/metrics.js';
 import { discover } from '../../src/agent/node/discovery.js';
-import { loadKubeClient, type KubeClient } from '../../src/cluster/client.js';
+import type { KubeClient } from '../../src/cluster/client.js';
+import { loadKubeClient } from '../../src/cluster/kubeconfig.js';
 import { loadConfig } from '../../src/config/load.js';
 import {
   ensureBinaries,
@@ -48,6 +51,10 @@ const [SA_NS, SA_NAME] = ['erdma-smcr', 'erdma-smcr-agent'];
 const SA = `system:serviceaccount:${SA_NS}:${SA_NAME}`;
 const PLUGIN = 'native/build/erdma-smcr';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The real clock, moved forward by hand where a test needs time to have passed. */
+let skew = 0;
+const clock: Clock = { now: () => Date.now() + skew, after: realClock.after };
 
 describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => {
   let cp: ControlPlane;
@@ -122,6 +129,7 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
       metrics,
       client: kc,
       discover: () => discover({ hostRoot: host }),
+      clock,
     });
     await agent.start();
   }, 120_000);
@@ -296,7 +304,7 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
     const stateDir = join(host, 'var/lib/cni/erdma-smcr');
     const lateFile = `late-${pod.metadata?.uid}_eth0.json`;
     expect(readdirSync(stateDir)).toContain(lateFile);
-    await sleep(600); // older than podGraceMs
+    skew += 600; // the record is now older than podGraceMs
     await agent.podsPass();
     expect(readdirSync(stateDir), 'the pod still runs').toContain(lateFile);
     await admin.deleteNamespacedPod({

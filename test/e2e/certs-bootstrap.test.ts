@@ -22,7 +22,8 @@ import {
 } from '../../src/certs/bootstrap.js';
 import { generateCA, serviceNames } from '../../src/certs/pki.js';
 import { SECRET_KEYS, splitPem, type RotationPolicy } from '../../src/certs/rotation.js';
-import { loadKubeClient, type KubeClient } from '../../src/cluster/client.js';
+import type { KubeClient } from '../../src/cluster/client.js';
+import { loadKubeClient } from '../../src/cluster/kubeconfig.js';
 import { LiveViewSource } from '../../src/cluster/live.js';
 import { DEFAULT_PROFILE } from '../../src/cluster/profile.js';
 import {

@@ -6,12 +6,8 @@ import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  ApiError,
-  loadKubeClient,
-  type KubeClient,
-  type WatchEvent,
-} from '../../src/cluster/client.js';
+import { ApiError, type KubeClient, type WatchEvent } from '../../src/cluster/client.js';
+import { loadKubeClient } from '../../src/cluster/kubeconfig.js';
 import { WatchedSet } from '../../src/cluster/watch.js';
 import { isAppError } from '../../src/errors.js';
 import { pino } from 'pino';

@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deploymentNodeOptions } from '../../bench/scale.js';
 import { startChild, stop } from '../../bench/webhook.js';
-import { loadKubeClient } from '../../src/cluster/client.js';
+import { loadKubeClient } from '../../src/cluster/kubeconfig.js';
 import { LiveViewSource } from '../../src/cluster/live.js';
 import { DEFAULT_PROFILE } from '../../src/cluster/profile.js';
 import {

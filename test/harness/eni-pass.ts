@@ -4,6 +4,7 @@
 // Prints the results as JSON.
 import pino from 'pino';
 import { MetadataClient, reconcileEnis } from '../../src/agent/network/eni.js';
+import { NativeBinary } from '../../src/native/binary.js';
 import type { RdmaDevice } from '../../src/agent/node/discovery.js';
 
 const a = JSON.parse(process.argv[2] ?? '{}') as {
@@ -22,7 +23,7 @@ const metadata = new MetadataClient({
   backoffMs: 50,
 });
 const results = await reconcileEnis(devices, {
-  binary: a.binary,
+  binary: new NativeBinary(a.binary),
   metadata,
   mtu: a.mtu,
   logger: pino({ level: 'silent' }),

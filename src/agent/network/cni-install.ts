@@ -19,6 +19,7 @@ import {
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { CNI_PLUGIN_TYPE } from '../../constants.js';
+import type { Duty, Problem } from '../duty.js';
 import { writeAtomic } from '../../util/fs.js';
 
 export const PLUGIN_TYPE = CNI_PLUGIN_TYPE;
@@ -121,9 +122,10 @@ export interface InstallerOptions extends PluginEntryOptions {
   /** Our plugin binary inside the image. */
   readonly binarySource: string;
   readonly logger: Logger;
-  /** Told the current problem ('' when the chain is in place). */
-  readonly onStatus?: (problem: string) => void;
-  readonly retryMs?: number;
+  /** Told the current problem (undefined when the chain is in place). */
+  readonly onStatus?: (problem: Problem) => void;
+  /** Asks for a pass soon: the conf dir changed (the primary CNI rewrote its file). */
+  readonly wake?: () => void;
   /**
    * A host file that `uninstall` writes first: an agent still running on the node (the README's
    * uninstall execs into it before the DaemonSet is deleted) then stops putting our entry back.
@@ -132,13 +134,22 @@ export interface InstallerOptions extends PluginEntryOptions {
   readonly uninstallMarker?: string;
 }
 
-export class CniInstaller {
+/**
+ * The CNI duty: our binary in the CNI bin dir and our entry in the active configuration. Its pass
+ * puts the entry back whenever it is missing; the conf dir is watched so that happens soon after
+ * the primary CNI rewrites its file (`wake`), and the orchestrator runs it again while there is a
+ * problem.
+ */
+export class CniInstaller implements Duty {
+  readonly name = 'cni';
   private watcher: FSWatcher | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private closed = false;
-  problem = 'not installed yet';
+  private current: Problem = 'not installed yet';
 
   constructor(private readonly opts: InstallerOptions) {}
+
+  problem(): Problem {
+    return this.current;
+  }
 
   /** Installs the binary (when it differs). */
   installBinary(): boolean {
@@ -150,8 +161,8 @@ export class CniInstaller {
   }
 
   /** Puts our entry into the active config; reports and keeps the file when it cannot. */
-  ensureChained(): string {
-    if (this.uninstalled()) return this.report('');
+  ensureChained(): Problem {
+    if (this.uninstalled()) return this.report(undefined);
     const file = activeConfFile(this.opts.confDir);
     if (!file)
       return this.report(
@@ -169,39 +180,33 @@ export class CniInstaller {
         'erdma-smcr chained into the CNI configuration',
       );
     }
-    return this.report('');
+    return this.report(undefined);
   }
 
-  private report(problem: string): string {
-    if (problem !== this.problem) {
+  private report(problem: Problem): Problem {
+    if (problem !== this.current) {
       if (problem) this.opts.logger.warn({ problem }, 'CNI chain not in place');
       this.opts.onStatus?.(problem);
     }
-    this.problem = problem;
+    this.current = problem;
     return problem;
   }
 
-  /** Installs, then watches the conf dir; retries while something is wrong. */
-  start(): void {
+  /** Installs (a starting agent clears an uninstall marker: starting means installing), then watches the conf dir. */
+  async start(): Promise<void> {
     if (this.opts.uninstallMarker) rmSync(this.opts.uninstallMarker, { force: true });
     this.installBinary();
-    this.ensureSafely();
-    this.watcher = watch(this.opts.confDir, { persistent: false }, () => this.later(150));
+    await this.pass();
+    this.watcher = watch(this.opts.confDir, { persistent: false }, () => this.opts.wake?.());
   }
 
-  private ensureSafely(): void {
+  /** Puts the entry back if it is missing. */
+  async pass(): Promise<void> {
     try {
       this.ensureChained();
     } catch (err) {
       this.report(`cannot update the CNI configuration: ${(err as Error).message}`);
     }
-    if (this.problem && !this.closed) this.later(this.opts.retryMs ?? 5000);
-  }
-
-  private later(ms: number): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.ensureSafely(), ms);
-    this.timer.unref();
   }
 
   private uninstalled(): boolean {
@@ -230,9 +235,7 @@ export class CniInstaller {
     rmSync(join(this.opts.binDir, BINARY_NAME), { force: true });
   }
 
-  close(): void {
-    this.closed = true;
-    clearTimeout(this.timer);
+  async close(): Promise<void> {
     this.watcher?.close();
   }
 }

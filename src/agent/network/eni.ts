@@ -13,12 +13,13 @@
 // hardened mode's token (`PUT /latest/api/token` with `X-aliyun-ecs-metadata-token-ttl-seconds`,
 // then `X-aliyun-ecs-metadata-token` on each GET; ECS "Access mode of instance metadata") is used
 // when the service hands one out.
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import type { Logger } from 'pino';
+import type { Clock, Duty } from '../duty.js';
+import { Told, type EventSink } from '../events.js';
+import type { AgentMetrics } from '../metrics.js';
+import type { NativeBinary } from '../../native/binary.js';
+import type { NetConfigure, NetLink, NetRoute, NetState } from '../../native/contract.js';
 import type { RdmaDevice } from '../node/discovery.js';
-
-const run = promisify(execFile);
 
 /** Metric the platform gives eRDMA ENI routes, below NICs in the same CIDR (platform docs). */
 export const ENI_BASE_METRIC = 200;
@@ -151,31 +152,6 @@ export class MetadataClient {
 
 // ---- the node's network as `erdma-smcr net show` prints it ----
 
-export interface NetLink {
-  readonly index: number;
-  readonly name: string;
-  readonly mac?: string;
-  readonly mtu: number;
-  readonly up: boolean;
-}
-export interface NetAddr {
-  readonly index: number;
-  readonly addr: string;
-  readonly prefix: number;
-  readonly scope: number;
-}
-export interface NetRoute {
-  readonly dst: string;
-  readonly oif: number;
-  readonly metric: number;
-  readonly gateway?: string;
-}
-export interface NetState {
-  readonly links: readonly NetLink[];
-  readonly addrs: readonly NetAddr[];
-  readonly routes: readonly NetRoute[];
-}
-
 // ---- IPv4 helpers ----
 
 function ipToInt(ip: string): number | undefined {
@@ -210,18 +186,6 @@ const isLinkLocal = (ip: string): boolean => ip.startsWith('169.254.');
 
 export type EniStatus = 'primary' | 'configured' | 'already-configured' | 'foreign' | 'failed';
 
-export interface EniConfigure {
-  readonly dev: string;
-  readonly address: string;
-  readonly prefix: number;
-  readonly cidr: string;
-  readonly gateway: string;
-  readonly metricSubnet: number;
-  readonly metricDefault: number;
-  /** 0: leave the MTU. */
-  readonly mtu: number;
-}
-
 export type EniPlan =
   | {
       readonly status: 'primary' | 'already-configured';
@@ -233,7 +197,7 @@ export type EniPlan =
       readonly status: 'configure';
       readonly dev: string;
       readonly detail: string;
-      readonly conf: EniConfigure;
+      readonly conf: NetConfigure;
     };
 
 /** Metric for a new route to `dst`: the base, or one above the highest already there. */
@@ -299,7 +263,7 @@ export function planEni(
     };
   }
   const primary = state.links.find((l) => l.mac?.toLowerCase() === primaryMac);
-  const conf: EniConfigure = {
+  const conf: NetConfigure = {
     dev,
     address: meta.address,
     prefix: cidr.prefix,
@@ -328,45 +292,10 @@ export interface EniResult {
 }
 
 export interface EniPassOptions {
-  readonly binary: string;
+  readonly binary: NativeBinary;
   readonly metadata: MetadataClient;
   readonly mtu: 'auto' | number;
   readonly logger: Logger;
-}
-
-async function netShow(binary: string): Promise<NetState> {
-  const { stdout } = await run(binary, ['net', 'show'], { timeout: 10_000, maxBuffer: 16 << 20 });
-  return JSON.parse(stdout) as NetState;
-}
-
-async function netConfigure(
-  binary: string,
-  c: EniConfigure,
-): Promise<{ code: number; stderr: string }> {
-  const args = [
-    'net',
-    'configure',
-    '--dev',
-    c.dev,
-    '--addr',
-    `${c.address}/${c.prefix}`,
-    '--cidr',
-    c.cidr,
-    '--gateway',
-    c.gateway,
-  ];
-  args.push('--metric-subnet', String(c.metricSubnet), '--metric-default', String(c.metricDefault));
-  if (c.mtu) args.push('--mtu', String(c.mtu));
-  try {
-    await run(binary, args, { timeout: 10_000 });
-    return { code: 0, stderr: '' };
-  } catch (err) {
-    const e = err as { code?: number; stderr?: string; message: string };
-    return {
-      code: typeof e.code === 'number' ? e.code : 1,
-      stderr: (e.stderr ?? e.message).trim(),
-    };
-  }
 }
 
 /**
@@ -393,7 +322,7 @@ export async function reconcileEnis(
   }
   for (const d of withMac) {
     try {
-      const before = await netShow(o.binary);
+      const before = await o.binary.netShow();
       const needsMeta = d.mac.toLowerCase() !== primaryMac;
       const meta = needsMeta ? await o.metadata.eni(d.mac) : undefined;
       const plan = planEni(before, d.mac, primaryMac, meta, o.mtu);
@@ -407,8 +336,8 @@ export async function reconcileEnis(
         });
         continue;
       }
-      const r = await netConfigure(o.binary, plan.conf);
-      if (r.code === 0) {
+      const done = await o.binary.netConfigure(plan.conf);
+      if (done === 'configured') {
         o.logger.info({ device: d.name, ...plan.conf }, 'eRDMA ENI configured');
         results.push({
           device: d.name,
@@ -417,7 +346,7 @@ export async function reconcileEnis(
           status: 'configured',
           detail: `${plan.conf.address}/${plan.conf.prefix}, metrics ${plan.conf.metricSubnet}/${plan.conf.metricDefault}`,
         });
-      } else if (r.code === 3) {
+      } else {
         results.push({
           device: d.name,
           mac: d.mac,
@@ -425,8 +354,6 @@ export async function reconcileEnis(
           status: 'already-configured',
           detail: `${plan.dev} was configured meanwhile by someone else`,
         });
-      } else {
-        fail(d, plan.dev, r.stderr || `net configure exited ${r.code}`);
       }
     } catch (err) {
       fail(d, d.netdev, (err as Error).message);
@@ -438,10 +365,61 @@ export async function reconcileEnis(
   return results;
 }
 
-/** Why the node cannot use its eRDMA ENIs, or '' when every one is usable. */
-export function eniProblem(results: readonly EniResult[]): string {
-  return results
+/** Why the node cannot use its eRDMA ENIs, or undefined when every one is usable. */
+export function eniProblem(results: readonly EniResult[]): string | undefined {
+  const failed = results
     .filter((r) => r.status === 'failed')
-    .map((r) => `${r.device}${r.dev ? ` (${r.dev})` : ''}: ${r.detail}`)
-    .join('; ');
+    .map((r) => `${r.device}${r.dev ? ` (${r.dev})` : ''}: ${r.detail}`);
+  return failed.length > 0 ? failed.join('; ') : undefined;
+}
+
+/**
+ * The ENI duty (agent.manageEni): configures the secondary eRDMA ENIs of the devices found in
+ * this refresh; an ENI someone else configured differently is told on the Node once.
+ */
+export class EniDuty implements Duty {
+  readonly name = 'eni';
+  results: EniResult[] = [];
+  private readonly foreign: Told;
+
+  constructor(
+    private readonly o: Omit<EniPassOptions, 'metadata'> & {
+      readonly metadata: MetadataOptions;
+      readonly devices: () => readonly RdmaDevice[];
+      readonly events: EventSink;
+      readonly metrics: AgentMetrics;
+      readonly clock: Clock;
+    },
+  ) {
+    this.foreign = new Told(o.clock);
+  }
+
+  private client: MetadataClient | undefined;
+
+  problem(): string | undefined {
+    return eniProblem(this.results);
+  }
+
+  async pass(): Promise<void> {
+    this.client ??= new MetadataClient(this.o.metadata);
+    this.results = await reconcileEnis(this.o.devices(), { ...this.o, metadata: this.client });
+    for (const status of [
+      'primary',
+      'configured',
+      'already-configured',
+      'foreign',
+      'failed',
+    ] as const) {
+      this.o.metrics.enis.set({ status }, this.results.filter((r) => r.status === status).length);
+    }
+    for (const r of this.results) {
+      if (r.status !== 'foreign' || !this.foreign.due(r.dev, r.detail)) continue;
+      const told = await this.o.events.node({
+        reason: 'ERDMAENIAddressMismatch',
+        message: `${r.device}: ${r.detail}`,
+        type: 'Warning',
+      });
+      if (told) this.foreign.told(r.dev, r.detail);
+    }
+  }
 }

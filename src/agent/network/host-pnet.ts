@@ -1,19 +1,17 @@
 // Host side of the pnet table: each SMC-R-capable eRDMA device is mapped to its PNETID (the ENI
 // MAC) with our native binary's `pnet add` (idempotent: an existing entry is success), and the
 // node file the CNI plugin reads gets the PNETID to give pod interfaces.
-import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { promisify } from 'node:util';
 import type { Logger } from 'pino';
+import type { NativeBinary } from '../../native/binary.js';
+import type { Duty, Problem } from '../duty.js';
+import type { AgentMetrics } from '../metrics.js';
 import { writeAtomic } from '../../util/fs.js';
 import type { RdmaDevice } from '../node/discovery.js';
 
-const run = promisify(execFile);
-
 export interface HostPnetOptions {
-  /** The erdma-smcr native binary. */
-  readonly binary: string;
+  readonly binary: NativeBinary;
   /** Node file the CNI plugin reads (as the agent sees it). */
   readonly pnetIdFile: string;
   readonly logger: Logger;
@@ -43,15 +41,10 @@ export async function ensureHostPnet(
   for (const d of usable) {
     const port = d.ports.find((p) => p.healthy)?.port ?? 1;
     try {
-      await run(
-        o.binary,
-        ['pnet', 'add', '--id', d.pnetId, '--ib', d.name, '--port', String(port)],
-        { timeout: 10_000 },
-      );
+      await o.binary.pnetAdd(d.pnetId, { ib: d.name, port });
       mapped.push(d.name);
     } catch (err) {
-      const e = err as { stderr?: string; message: string };
-      errors.push(`${d.name}: ${(e.stderr ?? '').trim() || e.message}`);
+      errors.push(`${d.name}: ${(err as Error).message}`);
     }
   }
   // The first usable device's PNETID is the one pods' eth0 gets (the primary ENI's device sorts first).
@@ -69,4 +62,29 @@ export async function ensureHostPnet(
   }
   if (errors.length > 0) o.logger.warn({ errors }, 'host pnet entries not all in place');
   return { pnetId, mapped, errors };
+}
+
+/** The host pnet duty: the pnet entries and the node file, while the node is capable. */
+export class HostPnetDuty implements Duty {
+  readonly name = 'pnet';
+  private why: Problem;
+
+  constructor(
+    private readonly o: HostPnetOptions & {
+      readonly devices: () => readonly RdmaDevice[];
+      readonly capable: () => boolean;
+      readonly metrics: AgentMetrics;
+    },
+  ) {}
+
+  problem(): Problem {
+    return this.why;
+  }
+
+  async pass(): Promise<void> {
+    if (!this.o.capable()) return;
+    const r = await ensureHostPnet(this.o.devices(), this.o);
+    this.o.metrics.pnetErrors.set(r.errors.length);
+    this.why = r.errors.length > 0 ? r.errors.join('; ') : undefined;
+  }
 }

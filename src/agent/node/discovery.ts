@@ -4,6 +4,7 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { DriverMode } from '../../policy/types.js';
+import type { Duty } from '../duty.js';
 
 export const ERDMA_DRIVER = 'erdma';
 export const ERDMA_VENDOR = '0x1ded';
@@ -175,4 +176,29 @@ export function formatDevices(devices: readonly RdmaDevice[]): string {
     )
     .join('\n')
     .concat('\n');
+}
+
+/** Discovery options from the agent configuration. */
+export function discoveryOptions(a: {
+  readonly hostRoot: string;
+  readonly driverMode: DiscoveryOptions['driverMode'];
+  readonly extraDrivers: readonly string[];
+}): DiscoveryOptions {
+  return { hostRoot: a.hostRoot, driverMode: a.driverMode, extraDrivers: a.extraDrivers };
+}
+
+/** The devices duty: reads the node's devices once per refresh, for the duties after it. */
+export class DevicesDuty implements Duty {
+  readonly name = 'devices';
+  current: RdmaDevice[] = [];
+
+  constructor(private readonly find: () => RdmaDevice[]) {}
+
+  problem(): undefined {
+    return undefined;
+  }
+
+  async pass(): Promise<void> {
+    this.current = this.find();
+  }
 }

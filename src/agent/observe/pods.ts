@@ -3,69 +3,14 @@
 // each outcome into one Kubernetes Event on the pod (and per-node counts in metrics). A pod the
 // plugin never saw (it was not chained when the pod started) can be fixed late: the settings are
 // applied to its running network namespace, and the Event says earlier connections stay on TCP.
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { SMCR_ANNOTATION } from '../../constants.js';
+import type { NativeBinary } from '../../native/binary.js';
+import type { PluginRecord } from '../../native/contract.js';
 import { parseGoBool } from '../../policy/parse-bool.js';
 import { pluginEntry, PLUGIN_TYPE, type PluginEntryOptions } from '../network/cni-install.js';
-
-/** What the CNI plugin wrote for one sandbox (native/src/cni.c state_doc). */
-export interface PluginRecord {
-  readonly podUid: string;
-  readonly podNamespace: string;
-  readonly podName: string;
-  /** The sandbox's netns as the runtime named it (a host path, or /proc/PID/ns/net for a late apply). */
-  readonly netns: string;
-  readonly containerId: string;
-  readonly outcome: 'applied' | 'partial' | string;
-  readonly missing: readonly string[];
-  readonly pnet?: { readonly id?: string; readonly added?: boolean };
-  /** The pod had only IPv6 addresses: the plugin kept IPv6 on (SMC-R cannot serve it). */
-  readonly ipv6Only?: boolean;
-  readonly mtimeMs: number;
-}
-
-/** A record from the plugin's JSON (undefined when it names no pod). */
-function recordOf(doc: Partial<PluginRecord>, mtimeMs: number): PluginRecord | undefined {
-  if (typeof doc.podUid !== 'string' || doc.podUid === '') return undefined;
-  const str = (v: unknown): string => String(v ?? '');
-  return {
-    podUid: doc.podUid,
-    podNamespace: str(doc.podNamespace),
-    podName: str(doc.podName),
-    netns: str(doc.netns),
-    containerId: str(doc.containerId),
-    outcome: str(doc.outcome),
-    missing: Array.isArray(doc.missing) ? doc.missing.map(String) : [],
-    ...(doc.pnet ? { pnet: doc.pnet } : {}),
-    ...(doc.ipv6Only === true ? { ipv6Only: true } : {}),
-    mtimeMs,
-  };
-}
-
-/** The newest record per pod UID in the plugin's state dir. */
-export function readRecords(stateDir: string): Map<string, PluginRecord> {
-  const out = new Map<string, PluginRecord>();
-  if (!existsSync(stateDir)) return out;
-  for (const f of readdirSync(stateDir)) {
-    if (!f.endsWith('.json')) continue;
-    try {
-      const path = join(stateDir, f);
-      const rec = recordOf(
-        JSON.parse(readFileSync(path, 'utf8')) as Partial<PluginRecord>,
-        statSync(path).mtimeMs,
-      );
-      if (!rec) continue;
-      const prev = out.get(rec.podUid);
-      if (!prev || prev.mtimeMs < rec.mtimeMs) out.set(rec.podUid, rec);
-    } catch {
-      // a record being written or removed: the next pass reads it
-    }
-  }
-  return out;
-}
 
 export type OutcomeKind = 'applied' | 'partial' | 'tcp' | 'missed' | 'late';
 
@@ -229,16 +174,19 @@ export function findPodNetns(procRoot: string, podUid: string): string | undefin
 }
 
 export interface LateApplyOptions extends PluginEntryOptions {
-  readonly binary: string;
-  readonly timeoutMs?: number;
+  readonly binary: NativeBinary;
 }
 
 /**
  * Runs our CNI plugin's ADD against the pod's live netns, as the runtime would have: the same
- * code applies the same settings and writes the same record. Resolves with the plugin's stderr
- * on failure, '' on success.
+ * code applies the same settings and writes the same record. Resolves with why it failed, or
+ * undefined when it succeeded.
  */
-export function lateApply(pod: V1Pod, netns: string, o: LateApplyOptions): Promise<string> {
+export async function lateApply(
+  pod: V1Pod,
+  netns: string,
+  o: LateApplyOptions,
+): Promise<string | undefined> {
   const md = pod.metadata ?? {};
   const conf = {
     cniVersion: '1.0.0',
@@ -257,20 +205,11 @@ export function lateApply(pod: V1Pod, netns: string, o: LateApplyOptions): Promi
     CNI_PATH: '/opt/cni/bin',
     CNI_ARGS: `K8S_POD_NAMESPACE=${md.namespace ?? ''};K8S_POD_NAME=${md.name ?? ''};K8S_POD_UID=${md.uid ?? ''};IgnoreUnknown=1`,
   };
-  return new Promise((resolve) => {
-    const child = spawn(o.binary, [], {
-      env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      timeout: o.timeoutMs ?? 10_000,
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', (e) => resolve(e.message));
-    child.on('close', (code) =>
-      resolve(code === 0 ? '' : `${err.trim()} ${out.trim()}`.trim() || `exit ${code}`),
-    );
-    child.stdin.end(JSON.stringify(conf));
-  });
+  try {
+    const r = await o.binary.cni(env, conf);
+    if (r.exitCode === 0) return undefined;
+    return `${r.stderr.trim()} ${r.stdout.trim()}`.trim() || `exit code ${r.exitCode}`;
+  } catch (err) {
+    return (err as Error).message;
+  }
 }

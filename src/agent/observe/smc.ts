@@ -1,54 +1,12 @@
 // What a pod's connections really run on: the native binary's `smc sockets|summary|stats`
 // (smc_diag and the SMC generic netlink family, read inside the pod's network namespace), the
 // fallback reason codes decoded, and the per-pod view the agent samples and `status` prints.
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import type { NativeBinary } from '../../native/binary.js';
+import type { SmcSocket, SmcSummary } from '../../native/contract.js';
 
-const run = promisify(execFile);
-
-export interface SmcSocket {
-  readonly state: string;
-  readonly mode: 'SMCR' | 'SMCD' | 'TCP' | 'UNKNOWN';
-  readonly family: 'IPv4' | 'IPv6';
-  readonly local: string;
-  readonly peer: string;
-  readonly uid: number;
-  readonly inode: number;
-  readonly fallback?: { readonly reason: string; readonly peerReason: string };
-  readonly link?: {
-    readonly dev: string;
-    readonly port: number;
-    readonly gid: string;
-    readonly peerGid: string;
-    readonly role: 'client' | 'server';
-  };
-  readonly conn?: {
-    readonly token: number;
-    readonly sndbuf: number;
-    readonly rmbe: number;
-    readonly txBytes: number;
-    readonly rxBytes: number;
-  };
-}
-
-export interface SmcSummary {
-  readonly sockets: number;
-  readonly listening: number;
-  readonly byMode: { readonly SMCR: number; readonly SMCD: number; readonly TCP: number };
-  readonly txBytes: number;
-  readonly rxBytes: number;
-  /** Local fallback reason code (0x%08x) → connections. */
-  readonly fallbacks: Readonly<Record<string, number>>;
-  /** Connections whose reason did not fit the binary's bounded table. */
-  readonly otherFallbacks: number;
-  readonly devices: readonly {
-    readonly dev: string;
-    readonly port: number;
-    readonly connections: number;
-  }[];
-}
+export type { SmcSocket, SmcSummary } from '../../native/contract.js';
 
 export interface Reason {
   readonly code: string;
@@ -155,34 +113,6 @@ export function reachNetns(
   return found ?? byPod?.() ?? direct;
 }
 
-async function native<T>(binary: string, args: string[], timeoutMs: number): Promise<T> {
-  try {
-    const { stdout } = await run(binary, args, { timeout: timeoutMs, maxBuffer: 256 << 20 });
-    return JSON.parse(stdout) as T;
-  } catch (err) {
-    const e = err as { stderr?: string; message: string };
-    throw new Error((e.stderr ?? '').trim() || e.message);
-  }
-}
-
-/** Bounded counters of a netns's SMC sockets (memory flat in the number of sockets). */
-export function readSummary(
-  binary: string,
-  netns: string,
-  timeoutMs = 10_000,
-): Promise<SmcSummary> {
-  return native<SmcSummary>(binary, ['smc', 'summary', '--netns', netns], timeoutMs);
-}
-
-/** Every SMC socket of a netns (for `status --pod`, where one pod's list is wanted). */
-export function readSockets(
-  binary: string,
-  netns: string,
-  timeoutMs = 10_000,
-): Promise<SmcSocket[]> {
-  return native<SmcSocket[]>(binary, ['smc', 'sockets', '--netns', netns], timeoutMs);
-}
-
 export interface PodSmc {
   readonly namespace: string;
   readonly name: string;
@@ -272,49 +202,13 @@ export function formatStatus(pods: readonly PodSmc[]): string {
 }
 
 export interface CollectOptions {
-  readonly binary: string;
+  readonly binary: NativeBinary;
   readonly hostRoot: string;
   /** Pods (namespace/name) whose socket list is wanted too. */
   readonly socketsOf?: ReadonlySet<string>;
   readonly timeoutMs?: number;
   /** A pod's netns through one of its processes, when the recorded path is not reachable (hostPID). */
   readonly byPod?: (uid: string) => string | undefined;
-}
-
-/** Network namespaces per native call: one process reads them all (one setns and one dump each). */
-const BATCH = 512;
-
-/** Summaries of many netns with one native call per batch: path → summary or why not. */
-export async function readSummaries(
-  binary: string,
-  paths: readonly string[],
-  timeoutMs = 30_000,
-): Promise<Map<string, SmcSummary | { error: string }>> {
-  const out = new Map<string, SmcSummary | { error: string }>();
-  for (let i = 0; i < paths.length; i += BATCH) {
-    const batch = paths.slice(i, i + BATCH);
-    let stdout = '';
-    try {
-      ({ stdout } = await run(binary, ['smc', 'summary', ...batch.flatMap((p) => ['--netns', p])], {
-        timeout: timeoutMs,
-        maxBuffer: 64 << 20,
-      }));
-    } catch (err) {
-      // Exit 1 when some netns could not be read: its lines say which; anything else fails the batch.
-      const e = err as { code?: number; stdout?: string; stderr?: string; message: string };
-      if (e.code !== 1 || !e.stdout) {
-        for (const p of batch) out.set(p, { error: (e.stderr ?? '').trim() || e.message });
-        continue;
-      }
-      stdout = e.stdout;
-    }
-    for (const line of stdout.split('\n')) {
-      if (!line.trim()) continue;
-      const r = JSON.parse(line) as { netns: string; summary?: SmcSummary; error?: string };
-      out.set(r.netns, r.summary ?? { error: r.error ?? 'no answer' });
-    }
-  }
-  return out;
 }
 
 /** One summary (and, when asked, the sockets) per SMC-R pod. */
@@ -335,7 +229,7 @@ export async function collectPodSmc(
         reachNetns(o.hostRoot, p.netns, o.byPod ? () => o.byPod?.(p.uid) : undefined),
       ]),
   );
-  const summaries = await readSummaries(o.binary, [...where.values()], o.timeoutMs);
+  const summaries = await o.binary.smcSummaries([...where.values()], o.timeoutMs);
   const out: PodSmc[] = [];
   for (const p of pods) {
     const base = { namespace: p.namespace, name: p.name, uid: p.uid };
@@ -352,7 +246,7 @@ export async function collectPodSmc(
     let sockets: SmcSocket[] | undefined;
     if (o.socketsOf?.has(`${p.namespace}/${p.name}`)) {
       try {
-        sockets = await readSockets(o.binary, netns);
+        sockets = await o.binary.smcSockets(netns);
       } catch (err) {
         out.push({ ...base, summary: r, error: (err as Error).message });
         continue;

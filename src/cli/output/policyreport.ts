@@ -9,7 +9,7 @@
 // Per object whose pod carries the SMC-R annotation: one `pass`, or one `fail` per denial; one
 // `warn` per warning (of any object). Objects the policy does not apply to are not listed.
 import type { CheckResult } from '../../check/check.js';
-import { nested, title, type ReportWriter } from './writer.js';
+import { nested, title, type ReportWriter } from './common.js';
 import { Spool } from './spool.js';
 
 export const POLICY_REPORT_API_VERSION = 'wgpolicyk8s.io/v1alpha2';

@@ -4,7 +4,7 @@
 // Written as results arrive: the run's `results` come first and its `tool` (whose rule list is
 // known only at the end) after them; SARIF, being JSON, gives property order no meaning.
 import type { InputError } from '../../check/inputs.js';
-import { headed, nested, title, type ReportWriter } from './writer.js';
+import { headed, nested, title, type ReportWriter } from './common.js';
 
 const SCHEMA = 'https://json.schemastore.org/sarif-2.1.0.json';
 const INFO_URI = 'https://github.com/erdma-smcr/erdma-smcr';

@@ -1,0 +1,54 @@
+// `erdma-smcr certs generate`: a CA and serving certificate for people who manage them
+// themselves (node-forge loads when it runs).
+import type { Command } from 'commander';
+import { AppError } from '../../errors.js';
+import type { CliIO } from '../io.js';
+
+interface GenerateOpts {
+  service: string;
+  namespace: string;
+  out: string;
+  name?: string[];
+  days?: string;
+}
+
+export function certsCommand(program: Command, io: CliIO, setCode: (c: number) => void): void {
+  const certs = program
+    .command('certs')
+    .description('certificates for people who manage them themselves');
+  certs
+    .command('generate')
+    .description(
+      'write ca.crt, ca.key, tls.crt, tls.key for the webhook Service into a directory (keys 0600)',
+    )
+    .requiredOption('--service <name>', 'webhook Service name')
+    .requiredOption('--namespace <ns>', 'namespace of the Service')
+    .requiredOption('--out <dir>', 'output directory (existing certificates there are kept)')
+    .option('--name <dns...>', 'extra DNS names or IPs')
+    .option('--days <n>', 'serving certificate validity in days (CA: three times that)', '365')
+    .action(async (opts: GenerateOpts) => {
+      const [{ ensureLocalCerts }, { serviceNames }] = await Promise.all([
+        import('../../certs/local.js'),
+        import('../../certs/pki.js'),
+      ]);
+      const days = Number.parseInt(opts.days ?? '365', 10);
+      if (!(days > 0))
+        throw new AppError('USAGE', `--days must be a positive integer, got ${opts.days}`);
+      const { generated, paths } = ensureLocalCerts({
+        dir: opts.out,
+        service: opts.service,
+        namespace: opts.namespace,
+        extraNames: opts.name ?? [],
+        validityDays: days,
+        localhost: false,
+      });
+      const names = serviceNames(opts.service, opts.namespace, opts.name ?? []).join(', ');
+      io.out(
+        generated
+          ? `wrote ${paths.caCert}, ${paths.cert}, ${paths.key} (and ca.key) for ${names}\n` +
+              `caBundle for the webhook configurations: base64 -w0 ${paths.caCert}\n`
+          : `${opts.out} already holds a CA and serving certificate; nothing written (remove them to regenerate)\n`,
+      );
+      setCode(0);
+    });
+}

@@ -1,0 +1,94 @@
+// `erdma-smcr check`: the admission policy over manifests, offline, for people and CI pipelines.
+import { Option, type Command } from 'commander';
+import { checkPaths } from '../../check/check.js';
+import { configFrom, packageVersion, type GlobalOpts } from '../config.js';
+import type { CliIO } from '../io.js';
+import { OUTPUT_FORMATS, reportWriter, type OutputFormat } from '../output/writer.js';
+
+interface CheckOpts {
+  profile?: string;
+  nodes?: string;
+  output: OutputFormat;
+  showPatch?: boolean;
+  color?: boolean;
+}
+
+/** Many small writes gathered into a few large ones (each `process.stdout.write` is a system call). */
+function coalesced(
+  write: (text: string) => void,
+  limit = 64 << 10,
+): { write: (text: string) => void; flush: () => void } {
+  let parts: string[] = [];
+  let size = 0;
+  const flush = (): void => {
+    if (parts.length > 0) write(parts.join(''));
+    parts = [];
+    size = 0;
+  };
+  return {
+    write(text) {
+      parts.push(text);
+      size += text.length;
+      if (size >= limit) flush();
+    },
+    flush,
+  };
+}
+
+export function checkCommand(program: Command, io: CliIO, setCode: (c: number) => void): void {
+  program
+    .command('check')
+    .description(
+      'check manifests against the SMC-R admission policy, offline (exit 0 allowed, 1 denied, 2 input error)',
+    )
+    .argument('[paths...]', 'files, directories (recursive) or - for stdin', ['.'])
+    .option('--profile <file>', 'cluster profile (YAML): driverMode, ipFamilies, nodes')
+    .option('--nodes <file>', 'NodeList (kubectl get nodes -o yaml) for node checks')
+    .addOption(
+      new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS).default('text'),
+    )
+    .option('--show-patch', 'print the JSON Patch the webhook would apply to each pod')
+    .option('--no-color', 'never colour the text output')
+    .action((paths: string[], opts: CheckOpts) => {
+      const config = configFrom(program.opts<GlobalOpts>(), io, {
+        'cluster.profile': opts.profile,
+        'cluster.nodes': opts.nodes,
+      });
+      const choice = {
+        ...(config.cluster.profile ? { profileFile: config.cluster.profile } : {}),
+        ...(config.cluster.nodes ? { nodesFile: config.cluster.nodes } : {}),
+      };
+      // Patches are kept only where they are shown: memory stays flat in the size of the tree.
+      const keepPatch = opts.output === 'json' || opts.showPatch === true;
+      const text = {
+        color: opts.color !== false && io.stdoutIsTTY && io.env.NO_COLOR === undefined,
+        showPatch: opts.showPatch === true,
+      };
+      // Every format is written as results arrive; no result is kept.
+      const out = coalesced(io.out);
+      const writer = reportWriter(opts.output, out.write, {
+        text,
+        version: packageVersion(),
+        now: new Date(),
+      });
+      let report;
+      try {
+        report = checkPaths(
+          paths,
+          () => io.stdin(),
+          choice,
+          config.policy,
+          keepPatch,
+          (r) => writer.result(r),
+        );
+        writer.end(report);
+      } finally {
+        out.flush();
+        writer.close?.();
+      }
+      // Input errors also go to stderr, where a CI log shows them whatever the output format.
+      for (const e of report.errors) io.err(`erdma-smcr: ${e.message}\n`);
+      // 2 when an input could not be read (every other file was still checked and reported).
+      setCode(report.summary.errors > 0 ? 2 : report.summary.denied > 0 ? 1 : 0);
+    });
+}

@@ -1,0 +1,99 @@
+// `erdma-smcr devices`: the eRDMA devices of this node, like a short ibv_devinfo; with --watch,
+// their traffic per second like `eadm stat -l`.
+import type { Command } from 'commander';
+import { discover, discoveryOptions, formatDevices } from '../../agent/node/discovery.js';
+import { AppError } from '../../errors.js';
+import type { ConfigFor } from '../config.js';
+import type { CliIO } from '../io.js';
+
+export function devicesCommand(
+  program: Command,
+  io: CliIO,
+  configFor: ConfigFor,
+  setCode: (c: number) => void,
+): void {
+  program
+    .command('devices')
+    .description('list the eRDMA devices of this node (from sysfs)')
+    .option('--host-root <dir>', 'root of the host filesystem', undefined)
+    .option('--json', 'print JSON')
+    .option(
+      '--watch',
+      'traffic per device and port like `eadm stat -l`: rates each interval, max/avg/min, totals (Ctrl-C ends)',
+    )
+    .option('--interval <ms>', 'with --watch: sampling interval', '1000')
+    .option('--count <n>', 'with --watch: stop after this many samples')
+    .action(
+      async (opts: {
+        hostRoot?: string;
+        json?: boolean;
+        watch?: boolean;
+        interval: string;
+        count?: string;
+      }) => {
+        const config = configFor({ 'agent.hostRoot': opts.hostRoot });
+        const devices = discover(discoveryOptions(config.agent));
+        if (!opts.watch) {
+          io.out(opts.json ? `${JSON.stringify(devices, null, 2)}\n` : formatDevices(devices));
+          return setCode(0);
+        }
+        const interval = Number(opts.interval);
+        const count = opts.count === undefined ? Infinity : Number(opts.count);
+        if (!Number.isInteger(interval) || interval < 100)
+          throw new AppError(
+            'USAGE',
+            `--interval must be at least 100 (ms), got "${opts.interval}"`,
+          );
+        if (!(count >= 1))
+          throw new AppError('USAGE', `--count must be a positive number, got "${opts.count}"`);
+        if (devices.length === 0)
+          throw new AppError('USAGE', 'no eRDMA devices to watch on this node');
+        await watchDevices(
+          io,
+          devices.map((d) => d.name),
+          config.agent.hostRoot,
+          interval,
+          count,
+          opts.json === true,
+        );
+        setCode(0);
+      },
+    );
+}
+
+/**
+ * Samples the devices' counters every interval: on a terminal the view is redrawn in place, on a
+ * pipe each sample is appended (JSON lines with --json). Ends after `count` samples or on SIGINT.
+ */
+async function watchDevices(
+  io: CliIO,
+  names: readonly string[],
+  hostRoot: string,
+  interval: number,
+  count: number,
+  json: boolean,
+): Promise<void> {
+  const { RateWatch, formatRates, readDeviceCounters } =
+    await import('../../agent/observe/counters.js');
+  const watch = new RateWatch();
+  let stop = false;
+  const onInt = (): void => {
+    stop = true;
+  };
+  process.once('SIGINT', onInt);
+  try {
+    for (let n = 0; n < count && !stop; n++) {
+      if (n > 0) await new Promise((r) => setTimeout(r, interval));
+      const rows = watch.sample(
+        names.flatMap((d) => readDeviceCounters(hostRoot, d)),
+        Date.now(),
+      );
+      if (json) io.out(`${JSON.stringify({ time: new Date().toISOString(), ports: rows })}\n`);
+      else if (io.stdoutIsTTY)
+        io.out(`\x1b[H\x1b[2J${new Date().toISOString()}\n${formatRates(rows)}`);
+      else io.out(`${new Date().toISOString()}\n${formatRates(rows)}`);
+    }
+  } finally {
+    process.removeListener('SIGINT', onInt);
+  }
+}

@@ -1,0 +1,74 @@
+// `erdma-smcr review`: one AdmissionReview (JSON) through the webhook's own code, offline; the
+// response printed as the webhook would send it.
+import { Option, type Command } from 'commander';
+import { admit, type Endpoint } from '../../admission/handler.js';
+import { decodeReview, encodeReview } from '../../admission/review.js';
+import { offlineView } from '../../cluster/offline.js';
+import { AppError } from '../../errors.js';
+import type { ConfigFor } from '../config.js';
+import type { CliIO } from '../io.js';
+
+interface ReviewOpts {
+  profile?: string;
+  nodes?: string;
+  endpoint?: Endpoint;
+  showPatch?: boolean;
+}
+
+export function reviewCommand(
+  program: Command,
+  io: CliIO,
+  configFor: ConfigFor,
+  setCode: (c: number) => void,
+): void {
+  program
+    .command('review')
+    .description(
+      'run one AdmissionReview (JSON) through the webhook code and print the response (exit 0 allowed, 1 denied, 2 bad input)',
+    )
+    .argument('[file]', 'AdmissionReview JSON file, or - for stdin', '-')
+    .option('--profile <file>', 'offline cluster profile')
+    .option('--nodes <file>', 'NodeList for the offline view')
+    .addOption(
+      new Option(
+        '--endpoint <name>',
+        'mutate or validate (default: mutate for pods, validate otherwise)',
+      ).choices(['mutate', 'validate']),
+    )
+    .option('--show-patch', 'also print the decoded JSON Patch on stderr')
+    .action(async (file: string, opts: ReviewOpts) => {
+      const config = configFor({ 'cluster.profile': opts.profile, 'cluster.nodes': opts.nodes });
+      const text =
+        file === '-'
+          ? io.stdin()
+          : await import('node:fs').then((fs) => {
+              try {
+                return fs.readFileSync(file, 'utf8');
+              } catch (err) {
+                throw new AppError(
+                  'INPUT_UNREADABLE',
+                  `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+                );
+              }
+            });
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch (err) {
+        throw new AppError(
+          'REVIEW_NOT_JSON',
+          `${file === '-' ? '<stdin>' : file}: not JSON: ${(err as Error).message}`,
+        );
+      }
+      const req = decodeReview(body);
+      const endpoint = opts.endpoint ?? (req.kind.kind === 'Pod' ? 'mutate' : 'validate');
+      const decision = admit(req, endpoint, offlineView(config).current(), config.policy);
+      io.out(`${JSON.stringify(encodeReview(decision.response), null, 2)}\n`);
+      if (opts.showPatch && decision.response.patch) {
+        io.err(
+          `${JSON.stringify(JSON.parse(Buffer.from(decision.response.patch, 'base64').toString()), null, 2)}\n`,
+        );
+      }
+      setCode(decision.response.allowed ? 0 : 1);
+    });
+}

@@ -1,0 +1,58 @@
+// `erdma-smcr status`: what this node's SMC-R pods' connections run on, read from the kernel
+// through the native binary, from the same records and with the same reading as the agent.
+import type { Command } from 'commander';
+import { join } from 'node:path';
+import { AppError } from '../../errors.js';
+import type { ConfigFor } from '../config.js';
+import type { CliIO } from '../io.js';
+
+interface StatusOpts {
+  hostRoot?: string;
+  pod?: string;
+  output: string;
+}
+
+export function statusCommand(
+  program: Command,
+  io: CliIO,
+  configFor: ConfigFor,
+  setCode: (c: number) => void,
+): void {
+  program
+    .command('status')
+    .description(
+      "what this node's SMC-R pods' connections run on (SMC-R or TCP, why they fell back, which device), read from the kernel",
+    )
+    .option('--host-root <dir>', 'root of the host filesystem')
+    .option('--pod <namespace/name>', 'one pod, with its connections listed (like smcss)')
+    .option('-o, --output <format>', 'text or json', 'text')
+    .action(async (opts: StatusOpts) => {
+      if (opts.output !== 'text' && opts.output !== 'json')
+        throw new AppError('USAGE', `--output must be text or json, got "${opts.output}"`);
+      if (opts.pod !== undefined && !/^[^/]+\/[^/]+$/.test(opts.pod))
+        throw new AppError('USAGE', `--pod must be namespace/name, got "${opts.pod}"`);
+      const { agent: a } = configFor({ 'agent.hostRoot': opts.hostRoot });
+      const { findPodNetns } = await import('../../agent/observe/pods.js');
+      const { collectPodSmc, formatStatus } = await import('../../agent/observe/smc.js');
+      const { NativeBinary } = await import('../../native/binary.js');
+      const { recordedPods } = await import('../../native/contract.js');
+      const records = recordedPods(join(a.hostRoot, a.cniStateDir))
+        .filter((r) => opts.pod === undefined || `${r.namespace}/${r.name}` === opts.pod)
+        .sort((x, y) => `${x.namespace}/${x.name}`.localeCompare(`${y.namespace}/${y.name}`));
+      if (opts.pod !== undefined && records.length === 0)
+        throw new AppError(
+          'USAGE',
+          `no SMC-R pod ${opts.pod} on this node (our CNI plugin has no record of it)`,
+        );
+      const pods = await collectPodSmc(records, {
+        binary: new NativeBinary(a.nativeBinary),
+        hostRoot: a.hostRoot,
+        byPod: (uid) => findPodNetns(a.procRoot, uid),
+        ...(opts.pod ? { socketsOf: new Set([opts.pod]) } : {}),
+      });
+      io.out(
+        opts.output === 'json' ? `${JSON.stringify({ pods }, null, 2)}\n` : formatStatus(pods),
+      );
+      setCode(pods.some((p) => p.error) ? 1 : 0);
+    });
+}

@@ -1,0 +1,34 @@
+// The configuration of one CLI run: the global options (--config, --log-level) over the
+// environment over the file over the defaults (src/config/load.ts), plus each command's flags.
+import { readFileSync } from 'node:fs';
+import { loadConfig } from '../config/load.js';
+import type { Config } from '../config/schema.js';
+import type { CliIO } from './io.js';
+
+/** The configuration for a command's flags (dotted keys, undefined left out). */
+export type ConfigFor = (flags: Record<string, unknown>) => Readonly<Config>;
+
+export interface GlobalOpts {
+  config?: string;
+  logLevel?: string;
+}
+
+export function configFrom(
+  globals: GlobalOpts,
+  io: CliIO,
+  flags: Record<string, unknown> = {},
+): Readonly<Config> {
+  return loadConfig({
+    ...(globals.config ? { file: globals.config } : {}),
+    env: io.env,
+    flags: { logLevel: globals.logLevel, ...flags },
+  });
+}
+
+/** This package's version (package.json). */
+export function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}

@@ -1,0 +1,46 @@
+// What every output format of `check` shares: the writer's shape, how an object is named, and
+// helpers for formats that write a document piece by piece.
+import type { CheckReport, CheckResult } from '../../check/check.js';
+
+/**
+ * Writes one output format as results arrive: `result` per object, `end` once with the tail;
+ * `close` (always called, also after a failure) frees what the writer holds.
+ */
+export interface ReportWriter {
+  result(r: CheckResult): void;
+  end(report: ReportTail): void;
+  close?(): void;
+}
+
+/** What is known only at the end of a run. */
+export type ReportTail = Pick<CheckReport, 'errors' | 'summary'>;
+
+/** `Kind namespace/name`, as the text output and the other formats name an object. */
+export function title(r: CheckResult): string {
+  return `${r.kind} ${r.namespace ? `${r.namespace}/` : ''}${r.name}`;
+}
+
+/**
+ * `write`, with `header` written before the first text: nothing reaches stdout when the run fails
+ * before its first result (a bad --profile), so stdout never holds half a document.
+ */
+export function headed(write: (text: string) => void, header: string): (text: string) => void {
+  let started = false;
+  return (text) => {
+    if (!started) {
+      started = true;
+      write(header);
+    }
+    write(text);
+  };
+}
+
+/** `JSON.stringify(value, null, 2)`, its lines after the first indented by `depth` spaces. */
+export function nested(value: unknown, depth: number): string {
+  return JSON.stringify(value, null, 2).replace(/\n/g, `\n${' '.repeat(depth)}`);
+}
+
+/** The file of a result's source (`file:line#index` without the position). */
+export function fileOf(source: string): string {
+  return source.replace(/:\d+(#.*)?$/, '');
+}

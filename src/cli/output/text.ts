@@ -1,0 +1,61 @@
+// `check --output text`: for people, one block per object as it is known, coloured on a terminal.
+import { title, type ReportTail, type ReportWriter } from './common.js';
+import type { CheckResult } from '../../check/check.js';
+
+const ANSI = {
+  red: '\x1b[31m',
+  green: '\x1b[32m',
+  yellow: '\x1b[33m',
+  dim: '\x1b[2m',
+  bold: '\x1b[1m',
+  reset: '\x1b[0m',
+};
+
+function paint(color: boolean, code: keyof typeof ANSI, text: string): string {
+  return color ? `${ANSI[code]}${text}${ANSI.reset}` : text;
+}
+
+export interface TextOptions {
+  readonly color: boolean;
+  readonly showPatch: boolean;
+}
+
+/** The text lines of one result (printed as soon as it is known: `check` streams text output). */
+export function formatTextResult(r: CheckResult, opts: TextOptions): string {
+  const c = opts.color;
+  const tag = r.allowed ? paint(c, 'green', 'PASS') : paint(c, 'red', 'DENY');
+  const lines = [`${tag}  ${paint(c, 'bold', title(r))}  ${paint(c, 'dim', r.source)}`];
+  for (const d of r.denials) {
+    lines.push(`      ${paint(c, 'red', `✘ [${d.rule}]`)} ${d.message}`);
+    lines.push(`        ${paint(c, 'dim', `at ${d.path}`)}`);
+  }
+  for (const w of r.warnings) lines.push(`      ${paint(c, 'yellow', '! warning:')} ${w}`);
+  if (opts.showPatch && r.patch.length > 0) {
+    lines.push(`      ${paint(c, 'dim', 'patch:')}`);
+    for (const op of r.patch) lines.push(`        ${JSON.stringify(op)}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** The input errors and the summary line that end the text output. */
+export function formatTextFooter(report: ReportTail, opts: TextOptions): string {
+  const c = opts.color;
+  const lines = report.errors.map(
+    (e) => `${paint(c, 'red', 'ERROR')} ${paint(c, 'dim', e.source)}  ${e.message}`,
+  );
+  const s = report.summary;
+  const errors = s.errors > 0 ? `, ${s.errors} input error(s)` : '';
+  const summary = `${s.objects} object(s) checked: ${s.allowed} allowed, ${s.denied} denied${errors}`;
+  lines.push(
+    '',
+    s.denied > 0 || s.errors > 0 ? paint(c, 'red', summary) : paint(c, 'green', summary),
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+export function textWriter(out: (text: string) => void, opts: TextOptions): ReportWriter {
+  return {
+    result: (r) => out(formatTextResult(r, opts)),
+    end: (report) => out(formatTextFooter(report, opts)),
+  };
+}

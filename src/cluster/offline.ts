@@ -1,0 +1,39 @@
+// The cluster view without a cluster: the policy's view from a ClusterProfile (a file, or one
+// among the manifests `check` reads) and a node list, for `check`, `review` and `serve --cluster
+// offline`.
+import type { SourcedObject } from '../check/inputs.js';
+import type { Config } from '../config/schema.js';
+import type { ClusterView } from '../policy/types.js';
+import {
+  DEFAULT_PROFILE,
+  loadNodesFile,
+  loadProfileFile,
+  parseProfile,
+  viewFromProfile,
+  type Profile,
+} from './profile.js';
+import { StaticViewSource } from './view.js';
+
+export interface ProfileChoice {
+  readonly profileFile?: string;
+  readonly nodesFile?: string;
+}
+
+/** The view: --profile wins over a ClusterProfile among the inputs, which wins over the embedded default. */
+export function resolveView(choice: ProfileChoice, inline?: SourcedObject): ClusterView {
+  let profile: Profile = DEFAULT_PROFILE;
+  if (choice.profileFile) profile = loadProfileFile(choice.profileFile);
+  else if (inline) profile = parseProfile(inline.object, inline.source);
+  const nodes = choice.nodesFile ? loadNodesFile(choice.nodesFile) : undefined;
+  return viewFromProfile(profile, nodes);
+}
+
+/** The offline view from the configured profile and node list (cluster.profile, cluster.nodes). */
+export function offlineView(config: Readonly<Config>): StaticViewSource {
+  return new StaticViewSource(
+    resolveView({
+      ...(config.cluster.profile ? { profileFile: config.cluster.profile } : {}),
+      ...(config.cluster.nodes ? { nodesFile: config.cluster.nodes } : {}),
+    }),
+  );
+}

@@ -1,0 +1,190 @@
+// What crosses the boundary to the native binary, in both directions: the JSON each tool
+// subcommand prints (native/src/main.c), the state record the CNI plugin writes per sandbox
+// (native/src/cni.c state_doc), and the plugin's sysctl allow-list (native/src/settings.c).
+// test/integration/native/contract.test.ts holds the C side to these shapes.
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+
+// ---- smc sockets | summary ----
+
+export interface SmcSocket {
+  readonly state: string;
+  readonly mode: 'SMCR' | 'SMCD' | 'TCP' | 'UNKNOWN';
+  readonly family: 'IPv4' | 'IPv6';
+  readonly local: string;
+  readonly peer: string;
+  readonly uid: number;
+  readonly inode: number;
+  readonly fallback?: { readonly reason: string; readonly peerReason: string };
+  readonly link?: {
+    readonly dev: string;
+    readonly port: number;
+    readonly gid: string;
+    readonly peerGid: string;
+    readonly role: 'client' | 'server';
+  };
+  readonly conn?: {
+    readonly token: number;
+    readonly sndbuf: number;
+    readonly rmbe: number;
+    readonly txBytes: number;
+    readonly rxBytes: number;
+  };
+}
+
+export interface SmcSummary {
+  readonly sockets: number;
+  readonly listening: number;
+  readonly byMode: { readonly SMCR: number; readonly SMCD: number; readonly TCP: number };
+  readonly txBytes: number;
+  readonly rxBytes: number;
+  /** Local fallback reason code (0x%08x) → connections. */
+  readonly fallbacks: Readonly<Record<string, number>>;
+  /** Connections whose reason did not fit the binary's bounded table. */
+  readonly otherFallbacks: number;
+  readonly devices: readonly {
+    readonly dev: string;
+    readonly port: number;
+    readonly connections: number;
+  }[];
+}
+
+// ---- net show | configure ----
+
+export interface NetLink {
+  readonly index: number;
+  readonly name: string;
+  readonly mac?: string;
+  readonly mtu: number;
+  readonly up: boolean;
+}
+export interface NetAddr {
+  readonly index: number;
+  readonly addr: string;
+  readonly prefix: number;
+  readonly scope: number;
+}
+export interface NetRoute {
+  readonly dst: string;
+  readonly oif: number;
+  readonly metric: number;
+  readonly gateway?: string;
+}
+export interface NetState {
+  readonly links: readonly NetLink[];
+  readonly addrs: readonly NetAddr[];
+  readonly routes: readonly NetRoute[];
+}
+
+/** One ENI for `net configure`. */
+export interface NetConfigure {
+  readonly dev: string;
+  readonly address: string;
+  readonly prefix: number;
+  readonly cidr: string;
+  readonly gateway: string;
+  readonly metricSubnet: number;
+  readonly metricDefault: number;
+  /** 0: leave the MTU. */
+  readonly mtu: number;
+}
+
+// ---- sysctls ----
+
+/** The knobs the plugin writes under net.smc, with the range it accepts for each. */
+export interface SysctlTable {
+  readonly knobs: readonly { readonly sysctl: string; readonly min: number; readonly max: number }[];
+}
+
+// ---- the plugin's state record ----
+
+/**
+ * The record exactly as the plugin writes it (state_doc): every field, and no other. The reader
+ * below is lenient (a record from an older or newer plugin is read for what it has); the contract
+ * test parses the plugin's real output with this strict schema.
+ */
+export const pluginRecordSchema = z
+  .object({
+    podNamespace: z.string(),
+    podName: z.string(),
+    podUid: z.string(),
+    containerId: z.string(),
+    ifname: z.string(),
+    netns: z.string(),
+    outcome: z.enum(['pending', 'applied', 'partial']),
+    sysctls: z.record(z.string(), z.string()),
+    missing: z.array(z.string()),
+    pnet: z.object({ id: z.string(), eth: z.string(), added: z.boolean() }).strict(),
+    warnings: z.array(z.string()),
+    ipv6Only: z.boolean(),
+  })
+  .strict();
+
+/** What the CNI plugin wrote for one sandbox (native/src/cni.c state_doc). */
+export interface PluginRecord {
+  readonly podUid: string;
+  readonly podNamespace: string;
+  readonly podName: string;
+  /** The sandbox's netns as the runtime named it (a host path, or /proc/PID/ns/net for a late apply). */
+  readonly netns: string;
+  readonly containerId: string;
+  readonly outcome: 'applied' | 'partial' | string;
+  readonly missing: readonly string[];
+  readonly pnet?: { readonly id?: string; readonly added?: boolean };
+  /** The pod had only IPv6 addresses: the plugin kept IPv6 on (SMC-R cannot serve it). */
+  readonly ipv6Only?: boolean;
+  readonly mtimeMs: number;
+}
+
+/** A record from the plugin's JSON (undefined when it names no pod). */
+function recordOf(doc: Partial<Record<keyof PluginRecord, unknown>>, mtimeMs: number): PluginRecord | undefined {
+  if (typeof doc.podUid !== 'string' || doc.podUid === '') return undefined;
+  const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+  const pnet = typeof doc.pnet === 'object' && doc.pnet !== null ? (doc.pnet as { id?: unknown; added?: unknown }) : undefined;
+  return {
+    podUid: doc.podUid,
+    podNamespace: str(doc.podNamespace),
+    podName: str(doc.podName),
+    netns: str(doc.netns),
+    containerId: str(doc.containerId),
+    outcome: str(doc.outcome),
+    missing: Array.isArray(doc.missing) ? doc.missing.map(String) : [],
+    ...(pnet ? { pnet: { id: str(pnet.id), added: pnet.added === true } } : {}),
+    ...(doc.ipv6Only === true ? { ipv6Only: true } : {}),
+    mtimeMs,
+  };
+}
+
+/** The newest record per pod UID in the plugin's state dir. */
+export function readRecords(stateDir: string): Map<string, PluginRecord> {
+  const out = new Map<string, PluginRecord>();
+  if (!existsSync(stateDir)) return out;
+  for (const f of readdirSync(stateDir)) {
+    if (!f.endsWith('.json')) continue;
+    try {
+      const path = join(stateDir, f);
+      const rec = recordOf(JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>, statSync(path).mtimeMs);
+      if (!rec) continue;
+      const prev = out.get(rec.podUid);
+      if (!prev || prev.mtimeMs < rec.mtimeMs) out.set(rec.podUid, rec);
+    } catch {
+      // a record being written or removed: the next pass reads it
+    }
+  }
+  return out;
+}
+
+/** The SMC-R pods the plugin has records of, as the agent samples them and `status` lists them. */
+export interface RecordedPod {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly netns: string;
+}
+
+export function recordedPods(stateDir: string): RecordedPod[] {
+  return [...readRecords(stateDir).values()]
+    .filter((r) => r.netns !== '' && r.podName !== '')
+    .map((r) => ({ namespace: r.podNamespace, name: r.podName, uid: r.podUid, netns: r.netns }));
+}
