@@ -26,7 +26,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/config/**/*.ts', 'src/cli/io.ts'],
+    files: ['src/config/**/*.ts', 'src/util/io.ts'],
     rules: { 'no-restricted-properties': 'off' },
   },
   {

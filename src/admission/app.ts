@@ -5,9 +5,10 @@ import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
+  type FastifyHttp2SecureOptions,
   type FastifyRequest,
-  type FastifyServerOptions,
 } from 'fastify';
+import type { Http2SecureServer } from 'node:http2';
 import secureJson from 'secure-json-parse';
 import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
@@ -19,22 +20,18 @@ import { admit, kindLabel, type Decision, type Endpoint } from './handler.js';
 import type { WebhookMetrics } from './metrics.js';
 import { decodeReview, encodeReviewJson, type AdmissionRequest } from './review.js';
 import { clip } from '../util/text.js';
+import { probeRoutes, type Readiness } from '../util/probes.js';
 
 const SAFE_PARSE = { protoAction: 'remove', constructorAction: 'remove' } as const;
 /** What fastify sends for an object it serialises: reviews keep it when we serialise them. */
 const JSON_UTF8 = 'application/json; charset=utf-8';
-
-export interface Readiness {
-  /** '' when ready, else why not. */
-  (): string;
-}
 
 export interface AppDeps {
   readonly config: Readonly<Config>;
   readonly views: ClusterViewSource;
   readonly metrics: WebhookMetrics;
   readonly logger: FastifyBaseLogger;
-  /** Extra readiness conditions (certificates loaded, not shutting down). */
+  /** Extra readiness conditions (not shutting down); the cluster view's sync is checked anyway. */
   readonly readiness?: Readiness;
   /** Serve /metrics on this app too (when there is no separate metrics port). */
   readonly serveMetrics?: boolean;
@@ -110,22 +107,6 @@ function objectName(req: AdmissionRequest): string {
   if (req.name) return req.name;
   if (typeof md.name === 'string') return md.name;
   return typeof md.generateName === 'string' ? `${md.generateName}*` : '';
-}
-
-function healthRoutes(app: FastifyInstance, deps: AppDeps): void {
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_req, reply) => {
-    const reason = deps.readiness?.() || (deps.views.synced ? '' : 'cluster view not synced yet');
-    if (reason) return reply.code(503).send({ status: 'not ready', reason });
-    return { status: 'ready' };
-  });
-}
-
-export function metricsRoute(app: FastifyInstance, metrics: WebhookMetrics): void {
-  app.get('/metrics', async (_req, reply) => {
-    reply.header('content-type', metrics.registry.contentType);
-    return metrics.registry.metrics();
-  });
 }
 
 /** The size of a request's body, kept on the raw request for the batch (batch.ts). */
@@ -294,8 +275,11 @@ export function registerWebhook(app: FastifyInstance, deps: AppDeps): void {
       message: `no route for ${request.method} ${clip(request.url.split('?')[0] ?? '', 100)}`,
     });
   });
-  healthRoutes(app, deps);
-  if (deps.serveMetrics) metricsRoute(app, deps.metrics);
+  probeRoutes(app, {
+    ready: () =>
+      deps.readiness?.() ?? (deps.views.synced ? undefined : 'cluster view not synced yet'),
+    ...(deps.serveMetrics ? { metrics: deps.metrics.registry } : {}),
+  });
   const batch = new ReplyBatch((err) =>
     deps.logger.error({ err }, 'sending or recording a review response failed'),
   );
@@ -308,20 +292,26 @@ export function quietRequests(): LogController {
   return new LogController({ disableRequestLogging: true });
 }
 
-/** Builds the webhook app. `server` carries transport options (https/http2) from server.ts. */
+/**
+ * Builds the webhook app: plain HTTP/1.1 without `transport` (tests drive it with inject()), or
+ * on the TLS transport of ./transport.ts.
+ */
 export function buildApp(
   deps: AppDeps,
-  server: Partial<FastifyServerOptions> = {},
+  transport?: FastifyHttp2SecureOptions<Http2SecureServer>,
 ): FastifyInstance {
-  const app = Fastify({
+  const common = {
     loggerInstance: deps.logger,
     logController: quietRequests(),
     // Every line a request logs is its one decision (or error) line, which names the review's
     // uid: no per-request child logger (and its reqId binding) is built.
     childLoggerFactory: (logger: FastifyBaseLogger) => logger,
     bodyLimit: deps.config.webhook.bodyLimit,
-    ...server,
-  } as FastifyServerOptions) as unknown as FastifyInstance;
+  };
+  // fastify's instance type follows its server (HTTP/1 or HTTP/2); the routes use what both have.
+  const app = (transport
+    ? Fastify({ ...common, ...transport })
+    : Fastify(common)) as unknown as FastifyInstance;
   registerWebhook(app, deps);
   return app;
 }

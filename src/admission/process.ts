@@ -7,16 +7,17 @@ import { fileURLToPath } from 'node:url';
 import type { KubeClient } from '../cluster/client.js';
 import type { Logger } from 'pino';
 import { WebhookMetrics } from './metrics.js';
-import { startServer, type RunningServer, type ServerOptions } from './server.js';
+import { startServer } from './server.js';
 import { certPaths, ensureLocalCerts } from '../certs/local.js';
+import { FileCertificates, type CertificateSource } from '../certs/source.js';
 import { serviceNames } from '../certs/pki.js';
 import type { RotationPolicy } from '../certs/rotation.js';
 import { DEFAULT_PROFILE, loadProfileFile, type Profile } from '../cluster/profile.js';
 import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
 import { createLogger } from '../util/log.js';
-import type { CliIO } from '../cli/io.js';
-import { runUntilSignal } from '../cli/signals.js';
+import type { CliIO } from '../util/io.js';
+import { runUntilSignal } from '../util/signals.js';
 import { offlineView } from '../cluster/offline.js';
 
 function baseProfile(config: Readonly<Config>): Profile {
@@ -55,11 +56,10 @@ function rotationPolicy(w: Readonly<Config>['webhook']): RotationPolicy {
   };
 }
 
+/** The serving certificate's source, and where its CA is, for the banner. */
 interface Certificates {
-  readonly start: Partial<Pick<ServerOptions, 'keyPath' | 'certPath' | 'certificate'>>;
+  readonly source: CertificateSource;
   readonly caPath: string;
-  attach(server: RunningServer): void;
-  close(): Promise<void>;
 }
 
 function fileCertificates(config: Readonly<Config>, logger: Logger): Certificates {
@@ -75,12 +75,7 @@ function fileCertificates(config: Readonly<Config>, logger: Logger): Certificate
   if (certs?.generated)
     logger.info({ dir: w.certDir }, 'generated a development CA and serving certificate');
   const paths = certs?.paths ?? certPaths(w.certDir);
-  return {
-    start: { keyPath: paths.key, certPath: paths.cert },
-    caPath: shown(paths.caCert),
-    attach: () => {},
-    close: async () => {},
-  };
+  return { source: new FileCertificates(paths.key, paths.cert), caPath: shown(paths.caCert) };
 }
 
 async function secretCertificates(
@@ -92,8 +87,6 @@ async function secretCertificates(
   const w = config.webhook;
   const { KubeSecretStore, SecretCertManager, WebhookConfigTarget } =
     await import('../certs/bootstrap.js');
-  let server: RunningServer | undefined;
-  let pending: { key: string; cert: string } | undefined;
   const targets = [
     ...(w.mutatingWebhookConfiguration
       ? [new WebhookConfigTarget(kc, 'mutating', w.mutatingWebhookConfiguration)]
@@ -112,19 +105,9 @@ async function secretCertificates(
     logger,
     checkIntervalMs: w.certCheckIntervalSeconds * 1000,
     onStep: (step) => metrics.certSteps.inc({ step }),
-    onServing: (key, cert) =>
-      server ? server.applyCertificate(key, cert) : (pending = { key, cert }),
   });
-  const pair = await manager.start();
-  return {
-    start: { certificate: pair },
-    caPath: `<ca.crt of Secret ${w.namespace}/${w.secretName}>`,
-    attach: (s) => {
-      server = s;
-      if (pending) s.applyCertificate(pending.key, pending.cert);
-    },
-    close: () => manager.close(),
-  };
+  await manager.start();
+  return { source: manager, caPath: `<ca.crt of Secret ${w.namespace}/${w.secretName}>` };
 }
 
 /** A path as the user should type it: relative when under the working directory, else absolute. */
@@ -179,11 +162,7 @@ export async function runServe(config: Readonly<Config>, io: CliIO): Promise<voi
       ? await secretCertificates(config, await kube(), logger, metrics)
       : fileCertificates(config, logger);
   const views = await viewSource(config, kube, logger, metrics);
-  const server = await startServer({ config, views, logger, metrics, ...certs.start });
-  certs.attach(server);
+  const server = await startServer({ config, views, logger, metrics, certificates: certs.source });
   io.out(banner(config, server.port, server.metricsPort, certs.caPath));
-  await runUntilSignal(logger, 'shutting down', async () => {
-    await server.close();
-    await certs.close();
-  });
+  await runUntilSignal(logger, 'shutting down', () => server.close());
 }

@@ -3,8 +3,8 @@
 // the process: the device plugins, the duties (./agent.ts), the probe port, the signals.
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { CliIO } from '../cli/io.js';
-import { runUntilSignal } from '../cli/signals.js';
+import type { CliIO } from '../util/io.js';
+import { runUntilSignal } from '../util/signals.js';
 import { loadKubeClient, type Env, type KubeClient } from '../cluster/kubeconfig.js';
 import type { AgentConfig, Config } from '../config/schema.js';
 import { createLogger } from '../util/log.js';

@@ -12,6 +12,7 @@ import { AppError } from '../errors.js';
 import type { KubeClient } from '../cluster/client.js';
 import { apiReason, apiStatus } from '../cluster/client.js';
 import { WatchedSet } from '../cluster/watch.js';
+import { checkKeyCert, PairEvents, type CertificateSource, type KeyCert } from './source.js';
 import {
   advance,
   assess,
@@ -251,14 +252,17 @@ export interface CertManagerOptions extends SecretCertsOptions {
   readonly secretName: string;
   /** How often to re-check expiry and the caBundle (drift repair). */
   readonly checkIntervalMs: number;
-  /** Called with each new serving pair seen in the Secret. */
-  readonly onServing: (key: string, cert: string) => void;
   readonly onStale?: (stale: boolean) => void;
 }
 
-/** Runs SecretCerts at start and then periodically, and follows the Secret through a watch. */
-export class SecretCertManager {
+/**
+ * Runs SecretCerts at start and then periodically, and follows the Secret through a watch; the
+ * webhook's certificate source in secret mode (its pair: the Secret's, once started).
+ */
+export class SecretCertManager implements CertificateSource {
   private readonly certs: SecretCerts;
+  private readonly events = new PairEvents();
+  private pair: KeyCert | undefined;
   private readonly watch: WatchedSet<V1Secret>;
   private timer: NodeJS.Timeout | undefined;
   private lastCert = '';
@@ -279,7 +283,7 @@ export class SecretCertManager {
   }
 
   /** Ensures the Secret and returns the serving pair to start with; then keeps it current. */
-  async start(): Promise<{ key: string; cert: string }> {
+  async start(): Promise<KeyCert> {
     let ensured: Ensured;
     try {
       ensured = await this.certs.ensure();
@@ -291,14 +295,24 @@ export class SecretCertManager {
         { cause: err },
       );
     }
-    const pair = {
-      key: ensured.secret.data[SECRET_KEYS.key] as string,
-      cert: ensured.secret.data[SECRET_KEYS.cert] as string,
-    };
+    const pair = checkKeyCert(
+      ensured.secret.data[SECRET_KEYS.key] as string,
+      ensured.secret.data[SECRET_KEYS.cert] as string,
+    );
+    this.pair = pair;
     this.lastCert = pair.cert;
     await this.watch.start();
     this.schedule();
     return pair;
+  }
+
+  current(): KeyCert {
+    if (!this.pair) throw new Error('SecretCertManager.current() before start()');
+    return this.pair;
+  }
+
+  subscribe(onPair: (pair: KeyCert) => void, onError: (reason: string) => void): void {
+    this.events.subscribe(onPair, onError);
   }
 
   /**
@@ -358,7 +372,12 @@ export class SecretCertManager {
     const key = secret.data[SECRET_KEYS.key];
     if (!cert || !key || cert === this.lastCert) return;
     this.lastCert = cert;
-    this.opts.onServing(key, cert);
+    try {
+      this.pair = checkKeyCert(key, cert);
+    } catch (err) {
+      return this.events.error((err as Error).message);
+    }
+    this.events.pair(this.pair);
   }
 
   async close(): Promise<void> {

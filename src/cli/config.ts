@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
-import type { CliIO } from './io.js';
+import type { CliIO } from '../util/io.js';
 
 /** The configuration for a command's flags (dotted keys, undefined left out). */
 export type ConfigFor = (flags: Record<string, unknown>) => Readonly<Config>;

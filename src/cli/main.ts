@@ -9,7 +9,7 @@ import { reviewCommand } from './commands/review.js';
 import { serveCommand } from './commands/serve.js';
 import { statusCommand } from './commands/status.js';
 import { configFrom, packageVersion, type ConfigFor, type GlobalOpts } from './config.js';
-import { processIO, type CliIO } from './io.js';
+import { processIO, type CliIO } from '../util/io.js';
 
 /** Builds the program; `setCode` receives each command's exit code. */
 export function buildProgram(io: CliIO, setCode: (c: number) => void): Command {

@@ -81,8 +81,8 @@ describe.skipIf(why !== '')(
     const certManager = (
       checkIntervalMs: number,
       onServing: (cert: string) => void = () => {},
-    ): SecretCertManager =>
-      new SecretCertManager({
+    ): SecretCertManager => {
+      const m = new SecretCertManager({
         client: kc,
         namespace: NS,
         secretName: SECRET,
@@ -91,8 +91,13 @@ describe.skipIf(why !== '')(
         policy,
         logger,
         checkIntervalMs,
-        onServing: (_k, cert) => onServing(cert),
       });
+      m.subscribe(
+        (pair) => onServing(pair.cert),
+        () => undefined,
+      );
+      return m;
+    };
     const caBundles = async (): Promise<string[]> => {
       const api = admin.makeApiClient(AdmissionregistrationV1Api);
       const m = await api.readMutatingWebhookConfiguration({ name: 'erdma-smcr' });

@@ -1,6 +1,6 @@
 // Drives the CLI in-process with captured streams.
 import { main } from '../../src/cli/main.js';
-import type { CliIO } from '../../src/cli/io.js';
+import type { CliIO } from '../../src/util/io.js';
 
 export interface CliRun {
   code: number;

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { startServer, type RunningServer } from '../../src/admission/server.js';
 import { ensureLocalCerts, type CertPaths } from '../../src/certs/local.js';
+import { FileCertificates } from '../../src/certs/source.js';
 import { StaticViewSource } from '../../src/cluster/view.js';
 import { loadConfig } from '../../src/config/load.js';
 import { nodeSet } from '../../src/policy/nodes.js';
@@ -115,8 +116,7 @@ export async function startTestServer(flags: Record<string, unknown> = {}): Prom
     config,
     views,
     logger: pino({ level: 'silent' }),
-    keyPath: paths.key,
-    certPath: paths.cert,
+    certificates: new FileCertificates(paths.key, paths.cert),
   });
   return {
     server,

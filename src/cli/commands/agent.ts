@@ -2,7 +2,7 @@
 // duties, probes) loads when it runs (src/agent/process.ts).
 import type { Command } from 'commander';
 import type { ConfigFor } from '../config.js';
-import type { CliIO } from '../io.js';
+import type { CliIO } from '../../util/io.js';
 
 interface AgentOpts {
   hostRoot?: string;

@@ -2,7 +2,7 @@
 // themselves (node-forge loads when it runs).
 import type { Command } from 'commander';
 import { AppError } from '../../errors.js';
-import type { CliIO } from '../io.js';
+import type { CliIO } from '../../util/io.js';
 
 interface GenerateOpts {
   service: string;

@@ -2,7 +2,7 @@
 import { Option, type Command } from 'commander';
 import { checkPaths } from '../../check/check.js';
 import { configFrom, packageVersion, type GlobalOpts } from '../config.js';
-import type { CliIO } from '../io.js';
+import type { CliIO } from '../../util/io.js';
 import { OUTPUT_FORMATS, reportWriter, type OutputFormat } from '../output/writer.js';
 
 interface CheckOpts {

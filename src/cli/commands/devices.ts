@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { discover, discoveryOptions, formatDevices } from '../../agent/node/discovery.js';
 import { AppError } from '../../errors.js';
 import type { ConfigFor } from '../config.js';
-import type { CliIO } from '../io.js';
+import type { CliIO } from '../../util/io.js';
 
 export function devicesCommand(
   program: Command,

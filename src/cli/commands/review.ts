@@ -6,7 +6,7 @@ import { decodeReview, encodeReview } from '../../admission/review.js';
 import { offlineView } from '../../cluster/offline.js';
 import { AppError } from '../../errors.js';
 import type { ConfigFor } from '../config.js';
-import type { CliIO } from '../io.js';
+import type { CliIO } from '../../util/io.js';
 
 interface ReviewOpts {
   profile?: string;

@@ -2,7 +2,7 @@
 // its heavy modules (fastify, node-forge, prom-client) load when it runs (src/admission/process.ts).
 import { Option, type Command } from 'commander';
 import type { ConfigFor } from '../config.js';
-import type { CliIO } from '../io.js';
+import type { CliIO } from '../../util/io.js';
 
 interface ServeOpts {
   host?: string;

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { join } from 'node:path';
 import { AppError } from '../../errors.js';
 import type { ConfigFor } from '../config.js';
-import type { CliIO } from '../io.js';
+import type { CliIO } from '../../util/io.js';
 
 interface StatusOpts {
   hostRoot?: string;
