@@ -236,25 +236,45 @@ static void keep_ipv6_if_only_family(struct applied *a, struct settings *s, cons
 		warn(a, lg, "%s", "the pod has only IPv6 addresses: IPv6 kept so it stays reachable; SMC-R carries IPv4 only, so its connections use TCP");
 }
 
+/* What apply_here needs, inside the pod netns. */
+struct apply_ctx {
+	const struct cni_env *env;
+	struct netconf *c;
+	struct applied *a;
+	const struct logger *lg;
+	struct cni_error *e;
+};
+
+static int apply_here(void *p)
+{
+	struct apply_ctx *x = p;
+	struct settings s;
+	if (settings_resolve(x->c->annotations, x->env->ifname, x->c->disable_ipv6, &s, x->lg))
+		cni_fail(x->e, CNI_ERR_INVALID_CONFIG, "%s holds more than %d sysctls: refusing it rather than dropping any",
+			 SETTINGS_ANNOTATION, MAX_SYSCTLS);
+	else
+		keep_ipv6_if_only_family(x->a, &s, x->c->prev_result, x->lg);
+	if (x->e->code || apply_sysctls(x->a, &s, x->c, x->env->ifname, x->lg, x->e) ||
+	    apply_pnet(x->a, x->c, x->env->ifname, x->lg, x->e))
+		rollback(x->a, x->c, x->env->ifname);
+	return x->e->code;
+}
+
+/* The CNI error for a pod netns we could not enter, or not come back from. */
+static int netns_fail(struct cni_error *e, int rc, const char *netns)
+{
+	if (rc == NETNS_ERR_LEAVE)
+		return e->code ? e->code : cni_fail(e, CNI_ERR_IO, "cannot return to the host netns");
+	return cni_fail(e, NETNS_NOT_A_POD(rc) ? CNI_ERR_INVALID_ENV : CNI_ERR_IO, "cannot enter netns %s: %s", netns,
+			netns_strerror(rc));
+}
+
 static int apply_in_netns(const struct cni_env *env, struct netconf *c, struct applied *a, const struct logger *lg,
 			  struct cni_error *e)
 {
-	struct settings s;
-	struct netns_guard g;
-	int rc = netns_enter(&g, env->netns);
-	if (rc)
-		return cni_fail(e, rc <= NETNS_ERR_SELF ? CNI_ERR_INVALID_ENV : CNI_ERR_IO, "cannot enter netns %s: %s", env->netns,
-				netns_strerror(rc));
-	if (settings_resolve(c->annotations, env->ifname, c->disable_ipv6, &s, lg))
-		cni_fail(e, CNI_ERR_INVALID_CONFIG, "%s holds more than %d sysctls: refusing it rather than dropping any",
-			 SETTINGS_ANNOTATION, MAX_SYSCTLS);
-	else
-		keep_ipv6_if_only_family(a, &s, c->prev_result, lg);
-	if (e->code || apply_sysctls(a, &s, c, env->ifname, lg, e) || apply_pnet(a, c, env->ifname, lg, e))
-		rollback(a, c, env->ifname);
-	if (netns_leave(&g) && !e->code)
-		return cni_fail(e, CNI_ERR_IO, "cannot return to the host netns");
-	return e->code;
+	struct apply_ctx x = {env, c, a, lg, e};
+	int result, rc = netns_run(env->netns, 0, apply_here, &x, &result);
+	return rc ? netns_fail(e, rc, env->netns) : e->code;
 }
 
 static int cmd_add(const struct cni_env *env, struct netconf *c, FILE *out, const struct logger *lg, struct cni_error *e)
@@ -302,49 +322,62 @@ static int cmd_add(const struct cni_env *env, struct netconf *c, FILE *out, cons
 	return e->code;
 }
 
+/* The pnet entry CHECK looks for, and whether the kernel lists it. */
+struct pnet_search {
+	struct pnet_entry want;
+	int found;
+};
+
 static int pnet_entry_match(const struct nlmsghdr *h, void *ctx)
 {
-	struct pnet_entry pe, *want = ctx;
-	if (pnet_parse(h, &pe) == 0 && !strcmp(pe.name, want->name) && !strcmp(pe.eth, want->eth))
-		want->port = 1;
+	struct pnet_search *search = ctx;
+	struct pnet_entry pe;
+	if (pnet_parse(h, &pe) == 0 && !strcmp(pe.name, search->want.name) && !strcmp(pe.eth, search->want.eth))
+		search->found = 1;
 	return 0;
 }
 
-static int check_drift(const cJSON *state, const struct netconf *c, const char *ifname, struct cni_error *e)
+struct drift_ctx {
+	const cJSON *state;
+	const char *ifname;
+	struct cni_error *e;
+};
+
+static int check_drift(void *p)
 {
-	const cJSON *item, *pnet = cJSON_GetObjectItemCaseSensitive(state, "pnet");
+	struct drift_ctx *x = p;
+	const cJSON *item, *pnet = cJSON_GetObjectItemCaseSensitive(x->state, "pnet");
 	char path[128], actual[64];
 	int rc;
-	cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(state, "sysctls"))
+	cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(x->state, "sysctls"))
 	{
-		if (!cJSON_IsString(item) || sysctl_path(item->string, ifname, path, sizeof(path)))
+		if (!cJSON_IsString(item) || sysctl_path(item->string, x->ifname, path, sizeof(path)))
 			continue;
 		rc = sysctl_read(path, actual, sizeof(actual));
 		if (rc) /* e.g. the interface was renamed or removed since ADD */
-			return cni_fail(e, CNI_ERR_DRIFT, "%s could not be read (%s), expected %s", item->string, strerror(-rc),
+			return cni_fail(x->e, CNI_ERR_DRIFT, "%s could not be read (%s), expected %s", item->string, strerror(-rc),
 					item->valuestring);
 		if (strcmp(actual, item->valuestring))
-			return cni_fail(e, CNI_ERR_DRIFT, "%s is %s, expected %s", item->string, actual, item->valuestring);
+			return cni_fail(x->e, CNI_ERR_DRIFT, "%s is %s, expected %s", item->string, actual, item->valuestring);
 	}
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pnet, "added"))) {
-		struct pnet_entry want;
+		struct pnet_search search;
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(pnet, "id");
-		memset(&want, 0, sizeof(want));
-		copy_str(want.name, sizeof(want.name), cJSON_IsString(id) ? id->valuestring : "");
-		copy_str(want.eth, sizeof(want.eth), ifname);
-		if (pnet_list(pnet_entry_match, &want) || !want.port)
-			return cni_fail(e, CNI_ERR_DRIFT, "the pnet entry %s for %s is gone", want.name, ifname);
+		memset(&search, 0, sizeof(search));
+		copy_str(search.want.name, sizeof(search.want.name), cJSON_IsString(id) ? id->valuestring : "");
+		copy_str(search.want.eth, sizeof(search.want.eth), x->ifname);
+		if (pnet_list(pnet_entry_match, &search) || !search.found)
+			return cni_fail(x->e, CNI_ERR_DRIFT, "the pnet entry %s for %s is gone", search.want.name, x->ifname);
 	}
-	(void)c;
 	return 0;
 }
 
 static int cmd_check(const struct cni_env *env, struct netconf *c, const struct logger *lg, struct cni_error *e)
 {
 	char path[512];
-	struct netns_guard g;
+	struct drift_ctx x;
 	cJSON *state;
-	int rc;
+	int result, rc;
 	(void)lg;
 	if (need_env(env, 1, e))
 		return e->code;
@@ -357,33 +390,40 @@ static int cmd_check(const struct cni_env *env, struct netconf *c, const struct 
 	state = state_read(path);
 	if (!state)
 		return cni_fail(e, CNI_ERR_DRIFT, "no state recorded for %s/%s: ADD did not run or its state was lost", env->container_id, env->ifname);
-	rc = netns_enter(&g, env->netns);
-	if (rc) {
-		cJSON_Delete(state);
-		return cni_fail(e, rc <= NETNS_ERR_SELF ? CNI_ERR_INVALID_ENV : CNI_ERR_IO, "cannot enter netns %s: %s", env->netns,
-				netns_strerror(rc));
-	}
-	check_drift(state, c, env->ifname, e);
-	netns_leave(&g);
+	x.state = state;
+	x.ifname = env->ifname;
+	x.e = e;
+	rc = netns_run(env->netns, 0, check_drift, &x, &result);
 	cJSON_Delete(state);
-	return e->code;
+	return rc ? netns_fail(e, rc, env->netns) : e->code;
 }
 
-/* Best effort: removes the pod's pnet entry when its netns still exists. */
+struct undo_ctx {
+	const char *id;
+	const struct logger *lg;
+};
+
+static int undo_here(void *p)
+{
+	struct undo_ctx *x = p;
+	int rc = pnet_del(x->id);
+	if (rc && rc != -ENOENT)
+		log_msg(x->lg, "warning", "cannot remove pnet entry %s: %s", x->id, strerror(-rc));
+	return 0;
+}
+
+/* Best effort: removes the pod's pnet entry when its netns still exists (gone: its pnet table went with it). */
 static void undo_pnet(const cJSON *state, const char *netns, const struct logger *lg)
 {
 	const cJSON *pnet = cJSON_GetObjectItemCaseSensitive(state, "pnet");
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(pnet, "id");
-	struct netns_guard g;
-	int rc;
+	struct undo_ctx x;
+	int result;
 	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pnet, "added")) || !cJSON_IsString(id) || !netns || !netns[0])
 		return;
-	if (netns_enter(&g, netns))
-		return; /* netns already gone: its pnet table went with it */
-	rc = pnet_del(id->valuestring);
-	if (rc && rc != -ENOENT)
-		log_msg(lg, "warning", "cannot remove pnet entry %s: %s", id->valuestring, strerror(-rc));
-	netns_leave(&g);
+	x.id = id->valuestring;
+	x.lg = lg;
+	netns_run(netns, 0, undo_here, &x, &result);
 }
 
 static int cmd_del(const struct cni_env *env, struct netconf *c, const struct logger *lg, struct cni_error *e)

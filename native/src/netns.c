@@ -48,12 +48,32 @@ int netns_enter(struct netns_guard *g, const char *path)
 	return 0;
 }
 
+int netns_run(const char *path, int flags, int (*fn)(void *ctx), void *ctx, int *result)
+{
+	struct netns_guard g;
+	int rc, entered;
+	if (!path) {
+		*result = fn(ctx);
+		return 0;
+	}
+	rc = netns_enter(&g, path);
+	if (rc && !(rc == NETNS_ERR_SELF && (flags & NETNS_ALLOW_SELF)))
+		return rc;
+	entered = rc == 0; /* NETNS_ERR_SELF allowed: already there */
+	*result = fn(ctx);
+	if (entered && netns_leave(&g))
+		return NETNS_ERR_LEAVE;
+	return 0;
+}
+
 const char *netns_strerror(int rc)
 {
 	if (rc == NETNS_ERR_SELF)
 		return "it is the plugin's own network namespace (the host's), which the plugin never changes";
 	if (rc == NETNS_ERR_NOT_NETNS)
 		return "not a network namespace";
+	if (rc == NETNS_ERR_LEAVE)
+		return "could not return to the original network namespace";
 	return strerror(-rc);
 }
 

@@ -20,6 +20,16 @@ static const struct knob KNOBS[] = {
 	{"smcr_testlink_time", 0, 2147483},
 };
 
+void settings_print_knobs(FILE *out)
+{
+	size_t i;
+	fputs("{\"knobs\":[", out);
+	for (i = 0; i < sizeof(KNOBS) / sizeof(KNOBS[0]); i++)
+		fprintf(out, "%s{\"sysctl\":\"net.smc.%s\",\"min\":%llu,\"max\":%llu}", i ? "," : "", KNOBS[i].name,
+			KNOBS[i].min, KNOBS[i].max);
+	fputs("]}\n", out);
+}
+
 int parse_go_bool(const char *s)
 {
 	static const char *yes[] = {"1", "t", "T", "TRUE", "true", "True"};

@@ -3,6 +3,7 @@
 #define ERDMA_SMCR_SETTINGS_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include "cJSON.h"
 #include "util.h"
 
@@ -47,5 +48,8 @@ int settings_resolve(const cJSON *annotations, const char *ifname, int disable_i
 
 /* Removes every net.ipv6.conf.*.disable_ipv6 entry; returns how many. */
 int settings_drop_ipv6(struct settings *s);
+
+/* Prints the net.smc knobs and their ranges as JSON: {"knobs":[{"sysctl","min","max"},...]}. */
+void settings_print_knobs(FILE *out);
 
 #endif

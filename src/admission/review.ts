@@ -118,7 +118,7 @@ export function encodeReview(response: AdmissionResponse): AdmissionReviewRespon
 
 /**
  * JSON.stringify(encodeReview(response)), byte for byte, for a response built as the handler
- * builds it (keys in AdmissionResponse's order; test/admission/review.test.ts checks both). The
+ * builds it (keys in AdmissionResponse's order; test/unit/admission/review.test.ts checks both). The
  * base64 patch, most of the text, is copied as it is: base64 has nothing JSON must escape.
  */
 export function encodeReviewJson(r: AdmissionResponse): string {

@@ -2,7 +2,7 @@
 //
 // The copy shares every subtree a mutation did not descend into, so only the containers on a
 // changed path differ by identity. This walks those alone and emits exactly the operations
-// fast-json-patch's compare() emits for the same pair, in the same order (test/policy/patch.test.ts
+// fast-json-patch's compare() emits for the same pair, in the same order (test/unit/policy/patch.test.ts
 // checks that on generated objects and mutations): per container, the changed existing keys in
 // reverse order (descending into containers of the same shape, else "replace"; "remove" for
 // keys gone), then, when keys were removed or added, an "add" per new key in insertion order.
@@ -129,7 +129,7 @@ function valueJson(value: unknown): string {
 }
 
 /**
- * The patch as JSON, the same string as JSON.stringify(ops) (test/policy/patch.test.ts checks it),
+ * The patch as JSON, the same string as JSON.stringify(ops) (test/unit/policy/patch.test.ts checks it),
  * built per operation so that repeated values (the settings annotation is a string full of quotes,
  * slow to escape) are escaped once.
  */

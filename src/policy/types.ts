@@ -2,7 +2,7 @@
 
 /**
  * One RFC 6902 operation of the patches the policy makes: it adds, removes and replaces only (the
- * operations fast-json-patch's `compare` emits, which test/policy/patch.test.ts holds it to).
+ * operations fast-json-patch's `compare` emits, which test/unit/policy/patch.test.ts holds it to).
  */
 export type PatchOperation =
   | { readonly op: 'add'; readonly path: string; readonly value: unknown }

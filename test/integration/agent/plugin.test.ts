@@ -1,0 +1,287 @@
+// The device plugin over real gRPC on unix sockets, against a test kubelet that speaks the
+// upstream protocol (see test/helpers/fake-kubelet.ts for why it is a stand-in).
+import { existsSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs';
+import http2 from 'node:http2';
+import { connect as netConnect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { discover } from '../../../src/agent/node/discovery.js';
+import { ErdmaDevicePlugin } from '../../../src/agent/deviceplugin/server.js';
+import { FakeKubelet, type DeviceMsg } from '../../helpers/fake-kubelet.js';
+import { until } from '../../helpers/wait.js';
+import { addDevice, removeDevice, setPortState } from '../../helpers/sysfs.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function setup(opts: { kubeletFirst?: boolean } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'dp-'));
+  const hostRoot = join(dir, 'host');
+  const kubeletDir = join(dir, 'kubelet');
+  addDevice(hostRoot, {
+    name: 'erdma_0',
+    driver: 'erdma',
+    guid: '0216:3eff:fe10:f8b0',
+    numa: 0,
+    uverbs: 'uverbs0',
+  });
+  addDevice(hostRoot, {
+    name: 'erdma_1',
+    driver: 'erdma',
+    guid: '0216:3eff:fe10:f8b1',
+    numa: -1,
+    uverbs: 'uverbs1',
+  });
+  const kubelet = new FakeKubelet(kubeletDir);
+  const plugin = new ErdmaDevicePlugin({
+    kubeletDir,
+    resourceName: 'aliyun/erdma',
+    socketName: 'erdma-smcr.sock',
+    slotsPerDevice: 2,
+    allocation: 'numa',
+    pollMs: 200,
+    discover: () => discover({ hostRoot }),
+    logger: pino({ level: 'silent' }),
+  });
+  cleanups.push(
+    () => rmSync(dir, { recursive: true, force: true }),
+    () => kubelet.stop(),
+    () => plugin.stop(),
+  );
+  void opts;
+  return { dir, hostRoot, kubeletDir, kubelet, plugin };
+}
+
+const last = (k: FakeKubelet): DeviceMsg[] | undefined => k.updates[k.updates.length - 1];
+
+describe('device plugin with a kubelet', () => {
+  it('registers, streams devices with health and NUMA topology (omitted when unknown), and allocates', async () => {
+    const { kubelet, plugin } = setup();
+    await kubelet.start();
+    await plugin.start();
+    await until('registration', () => kubelet.registrations.length === 1);
+    expect(kubelet.registrations[0]).toMatchObject({
+      version: 'v1beta1',
+      endpoint: 'erdma-smcr.sock',
+      resource_name: 'aliyun/erdma',
+      options: { get_preferred_allocation_available: true },
+    });
+    const devs = await until('first list', () => last(kubelet));
+    expect(devs.map((d) => [d.ID, d.health, d.topology?.nodes?.[0]?.ID ?? null])).toEqual([
+      ['erdma_0-0', 'Healthy', 0],
+      ['erdma_0-1', 'Healthy', 0],
+      ['erdma_1-0', 'Healthy', null],
+      ['erdma_1-1', 'Healthy', null],
+    ]);
+    const alloc = await kubelet.unary<{
+      container_responses: {
+        envs: Record<string, string>;
+        devices: { host_path: string; permissions: string }[];
+      }[];
+    }>('Allocate', {
+      container_requests: [{ devicesIDs: ['erdma_0-1'] }],
+    });
+    expect(alloc.container_responses[0]?.envs).toEqual({
+      ERDMA_DEVICES: 'erdma_0',
+      ERDMA_PNETIDS: '00163E10F8B0',
+    });
+    expect(alloc.container_responses[0]?.devices.map((d) => [d.host_path, d.permissions])).toEqual([
+      ['/dev/infiniband/uverbs0', 'rw'],
+      ['/dev/infiniband/rdma_cm', 'rw'],
+    ]);
+    const pref = await kubelet.unary<{ container_responses: { deviceIDs: string[] }[] }>(
+      'GetPreferredAllocation',
+      {
+        container_requests: [
+          {
+            available_deviceIDs: ['erdma_1-0', 'erdma_0-0', 'erdma_0-1'],
+            must_include_deviceIDs: [],
+            allocation_size: 2,
+          },
+        ],
+      },
+    );
+    expect(pref.container_responses[0]?.deviceIDs).toEqual(['erdma_0-0', 'erdma_0-1']);
+    await expect(
+      kubelet.unary('Allocate', { container_requests: [{ devicesIDs: ['nope-0'] }] }),
+    ).rejects.toThrow(/unknown device IDs: "nope-0"/);
+  });
+
+  it('reports a port going down and coming back within 2 s, and devices removed or added', async () => {
+    const { kubelet, plugin, hostRoot } = setup();
+    await kubelet.start();
+    await plugin.start();
+    await until('first list', () => last(kubelet));
+    setPortState(hostRoot, 'erdma_0', 1, '1: DOWN');
+    await until(
+      'unhealthy',
+      () => last(kubelet)?.find((d) => d.ID === 'erdma_0-0')?.health === 'Unhealthy',
+      2000,
+    );
+    setPortState(hostRoot, 'erdma_0', 1, '4: ACTIVE');
+    await until(
+      'healthy again',
+      () => last(kubelet)?.find((d) => d.ID === 'erdma_0-0')?.health === 'Healthy',
+      2000,
+    );
+    removeDevice(hostRoot, 'erdma_1');
+    await until('device gone', () => last(kubelet)?.length === 2, 2000);
+    addDevice(hostRoot, {
+      name: 'erdma_5',
+      driver: 'erdma',
+      guid: '0216:3eff:fe10:f8b5',
+      numa: 1,
+      uverbs: 'uverbs5',
+    });
+    await until('device added', () => last(kubelet)?.some((d) => d.ID === 'erdma_5-1'), 2000);
+  });
+
+  it('re-registers when the kubelet restarts (kubelet.sock recreated)', async () => {
+    const { kubelet, plugin } = setup();
+    await kubelet.start();
+    await plugin.start();
+    await until('first list', () => kubelet.updates.length === 1);
+    await kubelet.stop();
+    await kubelet.start();
+    await until('re-registration', () => kubelet.registrations.length === 2, 5000);
+    await until('list after restart', () => kubelet.updates.length >= 2);
+    expect(kubelet.errors).toEqual([]);
+    expect(plugin.isRegistered).toBe(true);
+  });
+
+  it('registers once a kubelet that was absent at start appears', async () => {
+    const { kubelet, plugin } = setup();
+    await plugin.start();
+    expect(plugin.isRegistered).toBe(false);
+    await new Promise((r) => setTimeout(r, 500));
+    await kubelet.start();
+    await until('late registration', () => kubelet.registrations.length === 1, 5000);
+  });
+
+  it('serves again when its own socket disappears, and removes it on stop', async () => {
+    const { kubelet, plugin } = setup();
+    await kubelet.start();
+    await plugin.start();
+    await until('registration', () => kubelet.registrations.length === 1);
+    unlinkSync(plugin.socketPath);
+    await until(
+      'socket back and registered',
+      () => existsSync(plugin.socketPath) && kubelet.registrations.length === 2,
+      5000,
+    );
+    await plugin.stop();
+    expect(existsSync(plugin.socketPath)).toBe(false);
+  });
+});
+
+/** Opens an Allocate call on the plugin's socket and sends only part of its message, as a stuck or hostile client would. */
+function halfSentAllocate(socketPath: string): { close: () => void } {
+  const session = http2.connect('http://localhost', {
+    createConnection: () => netConnect(socketPath),
+  });
+  session.on('error', () => undefined);
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': '/v1beta1.DevicePlugin/Allocate',
+    'content-type': 'application/grpc',
+    te: 'trailers',
+  });
+  stream.on('error', () => undefined);
+  // gRPC framing: uncompressed flag, a 100-byte length, then only 10 of those bytes.
+  stream.write(Buffer.concat([Buffer.from([0, 0, 0, 0, 100]), Buffer.alloc(10)]));
+  return { close: () => session.destroy() };
+}
+
+describe('device plugin with hostile clients', () => {
+  it('stops within its grace period while a client holds a half-sent Allocate', async () => {
+    const { kubelet, plugin } = setup();
+    await kubelet.start();
+    await plugin.start();
+    await until('registration', () => kubelet.registrations.length === 1);
+    const stuck = halfSentAllocate(plugin.socketPath);
+    cleanups.push(() => stuck.close());
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    await plugin.stop();
+    expect(Date.now() - started).toBeLessThan(4000);
+    expect(existsSync(plugin.socketPath)).toBe(false);
+  });
+
+  it('re-registers after a kubelet restart while a client holds a half-sent Allocate', async () => {
+    const { kubelet, plugin } = setup();
+    await kubelet.start();
+    await plugin.start();
+    await until('first list', () => kubelet.updates.length === 1);
+    const stuck = halfSentAllocate(plugin.socketPath);
+    cleanups.push(() => stuck.close());
+    await kubelet.stop();
+    await kubelet.start();
+    await until('re-registration', () => kubelet.registrations.length === 2, 8000);
+    expect(plugin.isRegistered).toBe(true);
+  });
+
+  it('answers an Allocate naming 20,000 unknown IDs at once, with a short message', async () => {
+    const { kubelet, plugin } = setup();
+    await kubelet.start();
+    await plugin.start();
+    await until('registration', () => kubelet.registrations.length === 1);
+    const ids = Array.from({ length: 20_000 }, (_, i) => `nope-${i}`);
+    const err = await kubelet
+      .unary('Allocate', { container_requests: [{ devicesIDs: ids }] })
+      .catch((e: Error & { code?: number }) => e);
+    expect((err as { code?: number }).code).toBe(3); // INVALID_ARGUMENT
+    expect((err as Error).message.length).toBeLessThan(300);
+    const mixed = await kubelet
+      .unary('Allocate', {
+        container_requests: [
+          { devicesIDs: ['x1', 'x2', 'x3', 'x4'] },
+          { devicesIDs: ['x5', 'x6', 'x7', 'erdma_0-0'] },
+        ],
+      })
+      .catch((e: Error) => e);
+    expect((mixed as Error).message).toMatch(
+      /unknown device IDs: "x1", "x2", "x3", "x4", "x5" and 2 more/,
+    );
+  });
+
+  it('refuses GetPreferredAllocation offers far beyond what it advertises (100,000 IDs unread, 5,000 before any sorting), and still serves', async () => {
+    const { kubelet, plugin } = setup();
+    await kubelet.start();
+    await plugin.start();
+    await until('registration', () => kubelet.registrations.length === 1);
+    const offer = (n: number) =>
+      kubelet
+        .unary('GetPreferredAllocation', {
+          container_requests: [
+            {
+              available_deviceIDs: Array.from({ length: n }, (_, i) => `erdma_0-${i}`),
+              must_include_deviceIDs: [],
+              allocation_size: 2,
+            },
+          ],
+        })
+        .catch((e: Error & { code?: number }) => e);
+    const huge = (await offer(100_000)) as Error & { code?: number };
+    expect(huge.code).toBe(8); // RESOURCE_EXHAUSTED: over the message size limit, never decoded
+    const many = (await offer(5_000)) as Error & { code?: number };
+    expect(many.code).toBe(3);
+    expect(many.message).toMatch(/names 5000 device IDs; this plugin serves 4/);
+    const ok = await kubelet.unary<{ container_responses: { deviceIDs: string[] }[] }>(
+      'GetPreferredAllocation',
+      {
+        container_requests: [
+          {
+            available_deviceIDs: ['erdma_0-0', 'erdma_1-0'],
+            must_include_deviceIDs: [],
+            allocation_size: 1,
+          },
+        ],
+      },
+    );
+    expect(ok.container_responses[0]?.deviceIDs).toEqual(['erdma_0-0']);
+  });
+});

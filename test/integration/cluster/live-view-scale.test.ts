@@ -1,0 +1,167 @@
+// The webhook's live view at production size, against the harness's real v1.20.2 API server (#37):
+// ACK-shaped Nodes (test/harness/k8s/nodes.ts) listed in pages and cut to facts, each watch event
+// applied to the node index; and `serve --cluster live` as its own process, with the NODE_OPTIONS
+// of its Deployment, within #37's memory targets at 5,000 nodes. Speed (ready time, CPU, p99)
+// is measured by `npm run bench scale`, not here.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deploymentNodeOptions } from '../../../bench/scale.js';
+import { startChild, stop } from '../../../bench/webhook.js';
+import { loadKubeClient } from '../../../src/cluster/kubeconfig.js';
+import { LiveViewSource } from '../../../src/cluster/live.js';
+import { DEFAULT_PROFILE } from '../../../src/cluster/profile.js';
+import {
+  ensureBinaries,
+  startControlPlane,
+  type ControlPlane,
+} from '../../harness/k8s/control-plane.js';
+import { ackNode, Api, churn, createNodes } from '../../harness/k8s/nodes.js';
+import { until } from '../../helpers/wait.js';
+import { requires } from '../../helpers/requires.js';
+
+const why = requires('the live view at scale', ensureBinaries);
+
+const NODES = 5000;
+const MB = 1e6;
+const nameOf = (i: number): string => (ackNode(i).metadata as { name: string }).name;
+
+describe.skipIf(why !== '')('the live view at 5,000 ACK-shaped nodes', () => {
+  let cp: ControlPlane;
+  let api: Api;
+
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    api = new Api(cp);
+    await createNodes(api, 0, NODES);
+  }, 300_000);
+
+  afterAll(async () => {
+    api?.close();
+    await cp?.stop();
+  });
+
+  it('lists every node in pages, keeps only facts, and applies label changes, deletions and status updates one by one', async () => {
+    const client = await loadKubeClient(cp.kubeconfig, {});
+    const view = new LiveViewSource({
+      client,
+      namespace: 'erdma-smcr',
+      configMap: 'erdma-smcr-cluster',
+      baseProfile: DEFAULT_PROFILE,
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      expect(await view.start(60_000)).toBe(true);
+      const nodes = view.current().nodes;
+      expect(nodes.size).toBe(NODES);
+      expect(nodes.usable('default').size).toBe(NODES / 4);
+      const facts = nodes.get(nameOf(8))!;
+      expect(Object.keys(facts).sort()).toEqual(['kernelVersion', 'labels', 'name', 'osImage']);
+      expect(Object.getPrototypeOf(facts.labels)).toBeNull();
+      // kubelet status updates change no fact: the entries stay the same objects.
+      const updates = churn(api, 40, 200);
+      await until('40 status updates', () => (updates.sent() >= 40 ? true : undefined), {
+        timeoutMs: 30_000,
+      });
+      await updates.stop();
+      await new Promise((r) => setTimeout(r, 500));
+      expect(nodes.get(nameOf(8))).toBe(facts);
+      // A label change moves one node out of the usable set; a deletion removes it.
+      const patched = await api.call(
+        'PATCH',
+        `/api/v1/nodes/${nameOf(8)}`,
+        { metadata: { labels: { 'smcr.erdma.io/capable': 'false' } } },
+        'application/merge-patch+json',
+      );
+      expect(patched.status).toBe(200);
+      await until('the label change in the view', () =>
+        nodes.get(nameOf(8))?.labels['smcr.erdma.io/capable'] === 'false' ? true : undefined,
+      );
+      expect(nodes.usable('default').size).toBe(NODES / 4 - 1);
+      expect((await api.call('DELETE', `/api/v1/nodes/${nameOf(12)}`)).status).toBe(200);
+      await until('the deletion in the view', () =>
+        nodes.get(nameOf(12)) === undefined ? true : undefined,
+      );
+      expect(nodes.size).toBe(NODES - 1);
+      expect(nodes.usable('default').size).toBe(NODES / 4 - 2);
+      // Back as it was, for the next test.
+      await createNodes(api, 12, 13);
+      expect(
+        (
+          await api.call(
+            'PATCH',
+            `/api/v1/nodes/${nameOf(8)}`,
+            { metadata: { labels: { 'smcr.erdma.io/capable': 'true' } } },
+            'application/merge-patch+json',
+          )
+        ).status,
+      ).toBe(200);
+      await until('both back in the view', () =>
+        nodes.usable('default').size === NODES / 4 ? true : undefined,
+      );
+    } finally {
+      await view.close();
+    }
+  }, 120_000);
+
+  it('serve stays within 128 MB idle and 192 MB from the first list through kubelet status updates', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'live-scale-'));
+    const server = await startChild(
+      [
+        'bin/erdma-smcr.js',
+        'serve',
+        '--port',
+        '0',
+        '--metrics-port',
+        '0',
+        '--cert-dir',
+        dir,
+        '--log-level',
+        'warn',
+        '--cluster',
+        'live',
+        '--kubeconfig',
+        cp.kubeconfig,
+      ],
+      /listening on https:\/\/127\.0\.0\.1:(\d+)/,
+      { NODE_OPTIONS: deploymentNodeOptions() },
+    );
+    try {
+      const metricsPort = Number(
+        /metrics and probes on http:\/\/127\.0\.0\.1:(\d+)/.exec(server.out)?.[1],
+      );
+      await until(
+        'serve ready',
+        async () =>
+          (await fetch(`http://127.0.0.1:${metricsPort}/readyz`).catch(() => undefined))?.status ===
+          200
+            ? true
+            : undefined,
+        { timeoutMs: 60_000 },
+      );
+      await new Promise((r) => setTimeout(r, 3000));
+      const read = (key: string): number =>
+        Number(
+          new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(
+            readFileSync(`/proc/${server.child.pid}/status`, 'utf8'),
+          )?.[1],
+        ) * 1024;
+      const idle = read('VmRSS');
+      const updates = churn(api, NODES, NODES / 300);
+      await new Promise((r) => setTimeout(r, 10_000));
+      await updates.stop();
+      const peak = read('VmHWM');
+      console.log(
+        `serve at ${NODES} nodes: RSS idle ${(idle / MB).toFixed(0)} MB, peak ${(peak / MB).toFixed(0)} MB over ${updates.sent()} status updates`,
+      );
+      expect(updates.sent()).toBeGreaterThan(100);
+      expect(idle).toBeLessThan(128 * MB);
+      expect(peak).toBeLessThan(192 * MB);
+    } finally {
+      await stop(server.child);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});

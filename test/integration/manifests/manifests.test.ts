@@ -1,0 +1,285 @@
+// The kustomizations render (with kubectl kustomize from the Kubernetes build the suite uses), every
+// object passes the Kubernetes OpenAPI schema (kubernetes-models; cert-manager's CRD schemas for
+// its kinds), and the manifests agree with the code: ports, paths, names, labels, env vars.
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import yaml from 'js-yaml';
+import { describe, expect, it } from 'vitest';
+import { buildApp } from '../../../src/admission/app.js';
+import { WebhookMetrics } from '../../../src/admission/metrics.js';
+import { StaticViewSource } from '../../../src/cluster/view.js';
+import { ENV_VARS, loadConfig } from '../../../src/config/load.js';
+import { NODE_LABELS, SMCR_ANNOTATION } from '../../../src/constants.js';
+import { PROFILE_KEY } from '../../../src/cluster/live.js';
+import { parseProfile } from '../../../src/cluster/profile.js';
+import { KUBECTL, kubectlMissing } from '../../harness/k8s/control-plane.js';
+import { silentLogger } from '../../helpers/reviews.js';
+import { nodeSet } from '../../../src/policy/nodes.js';
+import { requires } from '../../helpers/requires.js';
+
+type Obj = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  [k: string]: unknown;
+};
+const kubectl = KUBECTL;
+const why = requires('the manifests suite (kubectl kustomize)', kubectlMissing);
+
+function render(dir: string): Obj[] {
+  const r = spawnSync(kubectl, ['kustomize', dir], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`kubectl kustomize ${dir}: ${r.stderr}`);
+  return yaml.loadAll(r.stdout) as Obj[];
+}
+
+/** The model class for apiVersion/kind from kubernetes-models (or cert-manager's models). */
+async function modelFor(
+  o: Obj,
+): Promise<(new (data: unknown) => { validate(): void }) | undefined> {
+  const [group = '', version = ''] = o.apiVersion.includes('/')
+    ? o.apiVersion.split('/')
+    : ['', o.apiVersion];
+  const mod = group.endsWith('cert-manager.io')
+    ? await import(`@kubernetes-models/cert-manager/${group}/${version}`)
+    : await import(
+        group === '' ? `kubernetes-models/${version}` : `kubernetes-models/${group}/${version}`
+      );
+  return (mod as Record<string, new (data: unknown) => { validate(): void }>)[o.kind];
+}
+
+const config = loadConfig({});
+// Rendered objects are walked freely below; the schema test above is what types them.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Loose = Obj & Record<string, any>;
+const find = (objs: Obj[], kind: string, name: string): Loose => {
+  const o = objs.find((x) => x.kind === kind && x.metadata.name === name);
+  if (!o) throw new Error(`${kind}/${name} not rendered`);
+  return o as Loose;
+};
+
+describe.skipIf(why !== '')('manifests', () => {
+  const base = why ? [] : render('manifests/base');
+  const certManager = why ? [] : render('manifests/overlays/cert-manager');
+  const matchConditions = why ? [] : render('manifests/overlays/match-conditions');
+
+  it.each([
+    ['base', () => base],
+    ['cert-manager overlay', () => certManager],
+    ['match-conditions overlay', () => matchConditions],
+  ])('%s: every object passes its Kubernetes OpenAPI schema', async (_name, objs) => {
+    const list = objs();
+    expect(list.length).toBeGreaterThan(10);
+    for (const o of list) {
+      const Model = await modelFor(o);
+      expect(Model, `${o.apiVersion} ${o.kind} has a schema`).toBeDefined();
+      expect(
+        () => new (Model as NonNullable<typeof Model>)(o).validate(),
+        `${o.kind}/${o.metadata.name}`,
+      ).not.toThrow();
+    }
+  });
+
+  it('schema validation catches a broken object (the check can fail)', async () => {
+    const d = structuredClone(find(base, 'Deployment', 'erdma-smcr-webhook'));
+    d.spec.replicas = 'two';
+    const Model = await modelFor(d);
+    expect(() => new (Model as NonNullable<typeof Model>)(d).validate()).toThrow();
+  });
+
+  it('webhook Deployment: ports, probes and hardening match the server', async () => {
+    const d = find(base, 'Deployment', 'erdma-smcr-webhook');
+    const c = d.spec.template.spec.containers[0];
+    const ports = Object.fromEntries(
+      c.ports.map((p: { name: string; containerPort: number }) => [p.name, p.containerPort]),
+    );
+    const arg = (flag: string): string => c.args[c.args.indexOf(flag) + 1];
+    expect(Number(arg('--port'))).toBe(ports.https);
+    expect(arg('--cert-source')).toBe('secret');
+    expect(arg('--cluster')).toBe('live');
+    const env = Object.fromEntries(
+      c.env.map((e: { name: string; value?: string }) => [e.name, e.value]),
+    );
+    // NODE_OPTIONS is Node's own; it must hold only V8 flags Node accepts there, or Node refuses to start.
+    expect(env.NODE_OPTIONS).toMatch(/^--max-semi-space-size=\d+ --max-old-space-size=\d+$/);
+    for (const name of Object.keys(env))
+      if (name !== 'NODE_OPTIONS')
+        expect(ENV_VARS, `${name} is read by the code`).toHaveProperty(name);
+    expect(Number(env.ERDMA_SMCR_METRICS_PORT)).toBe(ports.metrics);
+    expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+    expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
+    expect(d.spec.replicas).toBe(2);
+    expect(d.spec.template.spec.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(c.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
+    expect(d.spec.template.spec.serviceAccountName).toBe('erdma-smcr-webhook');
+    const pdb = find(base, 'PodDisruptionBudget', 'erdma-smcr-webhook');
+    expect(pdb.spec.selector.matchLabels).toEqual(d.spec.selector.matchLabels);
+    expect(
+      d.spec.template.spec.affinity.podAntiAffinity
+        .preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.labelSelector
+        .matchLabels,
+    ).toEqual(d.spec.selector.matchLabels);
+  });
+
+  it('Service and webhook configurations reach the routes the server has, under the names the code manages', async () => {
+    const svc = find(base, 'Service', config.webhook.serviceName);
+    expect(svc.metadata.namespace).toBe(config.webhook.namespace);
+    expect(svc.spec.ports[0].targetPort).toBe('https');
+    const app = buildApp({
+      config,
+      views: new StaticViewSource({ nodesKnown: false, nodes: nodeSet() }),
+      metrics: new WebhookMetrics({ defaultMetrics: false }),
+      logger: silentLogger,
+      readiness: () => '',
+    });
+    const m = find(
+      base,
+      'MutatingWebhookConfiguration',
+      config.webhook.mutatingWebhookConfiguration,
+    );
+    const v = find(
+      base,
+      'ValidatingWebhookConfiguration',
+      config.webhook.validatingWebhookConfiguration,
+    );
+    for (const [cfg, path] of [
+      [m, '/mutate'],
+      [v, '/validate'],
+    ] as const) {
+      const hook = cfg.webhooks[0];
+      expect(hook.clientConfig.service).toEqual({
+        name: svc.metadata.name,
+        namespace: svc.metadata.namespace,
+        path,
+        port: svc.spec.ports[0].port,
+      });
+      expect(app.hasRoute({ method: 'POST', url: path })).toBe(true);
+      expect(hook).toMatchObject({
+        sideEffects: 'None',
+        admissionReviewVersions: ['v1'],
+        failurePolicy: 'Ignore',
+      });
+      expect(hook.timeoutSeconds).toBeGreaterThan(0);
+      expect(hook.namespaceSelector.matchExpressions[0].values).toEqual([
+        'kube-system',
+        config.webhook.namespace,
+      ]);
+      // The base must apply on API servers without matchConditions (before 1.27): no such field.
+      expect(hook.matchConditions).toBeUndefined();
+      const withConditions = find(matchConditions, cfg.kind, cfg.metadata.name).webhooks[0];
+      expect(withConditions.matchConditions[0].expression).toContain(`'${SMCR_ANNOTATION}'`);
+      // The overlay adds matchConditions, and fails closed for pods only (docs/webhook.md says why).
+      const failurePolicy = cfg.kind === 'MutatingWebhookConfiguration' ? 'Fail' : 'Ignore';
+      expect(withConditions.failurePolicy).toBe(failurePolicy);
+      expect({ ...withConditions, matchConditions: undefined, failurePolicy: undefined }).toEqual({
+        ...hook,
+        matchConditions: undefined,
+        failurePolicy: undefined,
+      });
+    }
+    expect(m.webhooks[0].reinvocationPolicy).toBe('IfNeeded');
+    // UPDATE too: the webhook puts its settings annotation back and checks changed tuning (docs/policy.md).
+    expect(m.webhooks[0].rules).toEqual([
+      {
+        apiGroups: [''],
+        apiVersions: ['v1'],
+        operations: ['CREATE', 'UPDATE'],
+        resources: ['pods'],
+        scope: 'Namespaced',
+      },
+    ]);
+    await app.close();
+  });
+
+  it('webhook RBAC names exactly what the code uses', () => {
+    const role = find(base, 'Role', 'erdma-smcr-webhook');
+    const names = role.rules.flatMap((r: { resourceNames?: string[] }) => r.resourceNames ?? []);
+    expect(names.sort()).toEqual([config.cluster.configMap, config.webhook.secretName].sort());
+    const cr = find(base, 'ClusterRole', 'erdma-smcr-webhook');
+    const hooks = cr.rules.find(
+      (r: { apiGroups: string[] }) => r.apiGroups[0] === 'admissionregistration.k8s.io',
+    );
+    expect(hooks.resourceNames).toEqual([config.webhook.mutatingWebhookConfiguration]);
+    expect(hooks.verbs).toEqual(['get', 'update']);
+    const profile = find(base, 'ConfigMap', config.cluster.configMap);
+    expect(parseProfile(yaml.load(profile.data[PROFILE_KEY]), 'configmap')).toEqual({
+      apiVersion: 'smcr.erdma.io/v1alpha1',
+      kind: 'ClusterProfile',
+      driverMode: 'default',
+      ipFamilies: ['IPv4'],
+    });
+  });
+
+  it('agent DaemonSet: mounts where the code looks, env the code reads, probes on its port', () => {
+    const ds = find(base, 'DaemonSet', 'erdma-smcr-agent');
+    const spec = ds.spec.template.spec;
+    const c = spec.containers[0];
+    const env = Object.fromEntries(
+      c.env.map((e: { name: string; value?: string }) => [e.name, e.value]),
+    );
+    // NODE_OPTIONS is Node's own; it must hold only V8 flags Node accepts there, or Node refuses to start.
+    expect(env.NODE_OPTIONS).toMatch(/^--max-semi-space-size=\d+$/);
+    for (const name of Object.keys(env))
+      if (name !== 'NODE_OPTIONS')
+        expect(ENV_VARS, `${name} is read by the code`).toHaveProperty(name);
+    const a = config.agent;
+    const hostRoot = env.ERDMA_SMCR_HOST_ROOT as string;
+    const mounts = Object.fromEntries(
+      c.volumeMounts.map((m: { name: string; mountPath: string }) => [m.mountPath, m.name]),
+    );
+    const hostPathOf = (mountPath: string): string =>
+      spec.volumes.find((v: { name: string }) => v.name === mounts[mountPath]).hostPath.path;
+    for (const p of [a.cniConfDir, a.cniBinDir, a.cniStateDir, '/sys'])
+      expect(hostPathOf(join(hostRoot, p))).toBe(p);
+    for (const f of [a.pnetIdFile, a.cniLogFile]) {
+      const dir = f.slice(0, f.lastIndexOf('/'));
+      expect(hostPathOf(join(hostRoot, dir))).toBe(dir);
+    }
+    expect(hostPathOf(join(a.kubeletDir, 'device-plugins'))).toBe(
+      join(a.kubeletDir, 'device-plugins'),
+    );
+    expect(Number(env.ERDMA_SMCR_AGENT_METRICS_PORT)).toBe(c.readinessProbe.httpGet.port);
+    expect(c.readinessProbe.httpGet.path).toBe('/readyz');
+    expect(spec).toMatchObject({
+      hostNetwork: true,
+      hostPID: true,
+      serviceAccountName: 'erdma-smcr-agent',
+      priorityClassName: 'system-node-critical',
+    });
+    expect(c.securityContext.capabilities).toEqual({
+      drop: ['ALL'],
+      add: ['NET_ADMIN', 'SYS_ADMIN', 'SYS_PTRACE'],
+    });
+    // The agent cannot be scheduled by the labels it writes itself.
+    for (const k of Object.keys(spec.nodeSelector))
+      expect(Object.values(NODE_LABELS)).not.toContain(k);
+  });
+
+  it('cert-manager overlay: files mode from the issued Secret, caBundle injected, same names', () => {
+    const d = find(certManager, 'Deployment', 'erdma-smcr-webhook');
+    const c = d.spec.template.spec.containers[0];
+    expect(c.args).toContain('files');
+    const certDir = c.args[c.args.indexOf('--cert-dir') + 1];
+    const mount = c.volumeMounts.find((m: { mountPath: string }) => m.mountPath === certDir);
+    const secret = d.spec.template.spec.volumes.find((v: { name: string }) => v.name === mount.name)
+      .secret.secretName;
+    const cert = find(certManager, 'Certificate', 'erdma-smcr-webhook');
+    expect(cert.spec.secretName).toBe(secret);
+    expect(cert.spec.dnsNames).toContain(
+      `${config.webhook.serviceName}.${config.webhook.namespace}.svc`,
+    );
+    for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
+      expect(find(certManager, kind, 'erdma-smcr').metadata).toMatchObject({
+        annotations: {
+          'cert-manager.io/inject-ca-from': `${config.webhook.namespace}/erdma-smcr-webhook`,
+        },
+      });
+    }
+  });
+});

@@ -1,0 +1,11 @@
+// What the integration and VM suites run, built once before them: the compiled CLI (dist/, which
+// bin/erdma-smcr.js loads) and the native plugin with its sanitizer build. The unit suites need
+// neither: they import the TypeScript sources.
+import { execFileSync } from 'node:child_process';
+
+export default function setup(): void {
+  execFileSync('make', ['-s', '-C', 'native', 'all', 'sanitize'], { stdio: 'inherit' });
+  execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
+    stdio: 'inherit',
+  });
+}

@@ -1,0 +1,300 @@
+// The node agent's orchestration in process: its duties run by a clock the test moves, Events
+// going to a list, pods from a fixed list, a fixture host tree. What the real API server adds
+// (RBAC, the pod watch, Events as stored) is in test/integration/cluster/agent.test.ts.
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { NodeAgent } from '../../../src/agent/agent.js';
+import { Schedule, type Clock } from '../../../src/agent/duty.js';
+import { Told, type EventSink, type EventText } from '../../../src/agent/events.js';
+import { AgentMetrics } from '../../../src/agent/metrics.js';
+import type { PodSource } from '../../../src/agent/observe/pod-events.js';
+import { discover } from '../../../src/agent/node/discovery.js';
+import { loadConfig } from '../../../src/config/load.js';
+
+/** A clock the test moves: timers fire only when `advance` passes their time. */
+class ManualClock implements Clock {
+  /** Starts at the real time: file times (records) are compared with it. */
+  t = Date.now();
+  private timers: { at: number; f: () => void; live: boolean }[] = [];
+  now(): number {
+    return this.t;
+  }
+  after(ms: number, f: () => void): { cancel(): void } {
+    const timer = { at: this.t + ms, f, live: true };
+    this.timers.push(timer);
+    return { cancel: () => void (timer.live = false) };
+  }
+  /** Moves time forward, firing each due timer in order. */
+  async advance(ms: number): Promise<void> {
+    const end = this.t + ms;
+    for (;;) {
+      const due = this.timers.filter((x) => x.live && x.at <= end).sort((a, b) => a.at - b.at)[0];
+      if (!due) break;
+      due.live = false;
+      this.t = due.at;
+      due.f();
+      await new Promise((r) => setImmediate(r));
+    }
+    this.t = end;
+  }
+  get pending(): number {
+    return this.timers.filter((x) => x.live).length;
+  }
+}
+
+class Events implements EventSink {
+  readonly told: { about: string; what: EventText }[] = [];
+  fail = false;
+  async pod(pod: V1Pod, what: EventText): Promise<boolean> {
+    if (this.fail) return false;
+    this.told.push({ about: `${pod.metadata?.namespace}/${pod.metadata?.name}`, what });
+    return true;
+  }
+  async node(what: EventText): Promise<boolean> {
+    this.told.push({ about: 'node', what });
+    return true;
+  }
+}
+
+class Pods implements PodSource {
+  list: V1Pod[] = [];
+  synced = true;
+  fresh = true;
+  async start(): Promise<boolean> {
+    return true;
+  }
+  objects(): readonly V1Pod[] {
+    return this.list;
+  }
+  async close(): Promise<void> {}
+}
+
+const smcrPod = (name: string, uid: string, since: number): V1Pod => ({
+  metadata: {
+    name,
+    namespace: 'apps',
+    uid,
+    annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' },
+  },
+  spec: { containers: [] },
+  status: { podIP: '10.0.0.9', startTime: new Date(since) },
+});
+
+describe('Told: each thing said once', () => {
+  it('is due for a new value, not for the same one, and again after its window', () => {
+    const clock = new ManualClock();
+    const told = new Told(clock, 1000);
+    expect(told.due('pod-1', 'SMCRPartial')).toBe(true);
+    told.told('pod-1', 'SMCRPartial');
+    expect(told.due('pod-1', 'SMCRPartial')).toBe(false);
+    expect(told.due('pod-1', 'SMCREnabled')).toBe(true);
+    clock.t += 999;
+    expect(told.due('pod-1', 'SMCRPartial')).toBe(false);
+    clock.t += 1;
+    expect(told.due('pod-1', 'SMCRPartial')).toBe(true);
+    told.forgetExcept((k) => k !== 'pod-1');
+    expect(told.size).toBe(0);
+  });
+});
+
+describe('Schedule', () => {
+  it('runs one pass at a time, plans the next a period after, and stops when closed', async () => {
+    const clock = new ManualClock();
+    let runs = 0;
+    let release!: () => void;
+    const s = new Schedule(
+      () => {
+        runs += 1;
+        return new Promise<void>((r) => (release = r));
+      },
+      100,
+      clock,
+      () => undefined,
+    );
+    const first = s.now();
+    const joined = s.now();
+    expect(runs).toBe(1);
+    release();
+    await first;
+    await joined;
+    expect(runs).toBe(1);
+    await clock.advance(99);
+    expect(runs).toBe(1);
+    await clock.advance(1);
+    expect(runs).toBe(2);
+    release();
+    await s.close();
+    await clock.advance(1000);
+    expect(runs).toBe(2);
+    expect(clock.pending).toBe(0);
+  });
+
+  it('reports a failed pass and goes on', async () => {
+    const clock = new ManualClock();
+    const errors: unknown[] = [];
+    let runs = 0;
+    const s = new Schedule(
+      async () => {
+        runs += 1;
+        throw new Error(`pass ${runs}`);
+      },
+      10,
+      clock,
+      (e) => errors.push(e),
+    );
+    await s.now();
+    await clock.advance(10);
+    expect(errors.map((e) => (e as Error).message)).toEqual(['pass 1', 'pass 2']);
+    await s.close();
+  });
+});
+
+describe('the agent, in process', () => {
+  let dir: string;
+  let host: string;
+  let proc: string;
+  let clock: ManualClock;
+  let events: Events;
+  let pods: Pods;
+  let agent: NodeAgent | undefined;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'agent-unit-'));
+    host = join(dir, 'host');
+    proc = join(dir, 'proc');
+    cpSync('test/fixtures/sysfs/node-a', host, { recursive: true });
+    writeFileSync(join(dir, 'os-release'), '');
+    mkdirSync(join(host, 'etc'), { recursive: true });
+    writeFileSync(
+      join(host, 'etc/os-release'),
+      'PRETTY_NAME="Alibaba Cloud Linux 3.2104 U11 (OpenAnolis Edition)"\n',
+    );
+    mkdirSync(join(proc, 'sys/kernel'), { recursive: true });
+    mkdirSync(join(proc, 'sys/net/smc'), { recursive: true });
+    writeFileSync(join(proc, 'sys/kernel/osrelease'), '5.10.134-17.3.al8.x86_64\n');
+    writeFileSync(join(proc, 'sys/net/smc/tcp2smc'), '0\n');
+    mkdirSync(join(host, 'var/lib/cni/erdma-smcr'), { recursive: true });
+    clock = new ManualClock();
+    events = new Events();
+    pods = new Pods();
+  });
+
+  afterEach(async () => {
+    await agent?.close();
+    agent = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function start(flags: Record<string, unknown> = {}): Promise<void> {
+    const config = loadConfig({
+      flags: {
+        'agent.hostRoot': host,
+        'agent.procRoot': proc,
+        'agent.nodeName': 'node-1',
+        'agent.cniInstall': false,
+        'agent.hostPnet': false,
+        'agent.smcSampleMs': 0,
+        'agent.podGraceMs': 1000,
+        'agent.lateApply': false,
+        ...flags,
+      },
+    });
+    agent = new NodeAgent({
+      config: config.agent,
+      logger: pino({ level: 'silent' }),
+      metrics: new AgentMetrics({ defaultMetrics: false }),
+      discover: () => discover({ hostRoot: host }),
+      clock,
+      events,
+      pods,
+    });
+    return agent.start();
+  }
+
+  const record = (uid: string, outcome: string, missing: string[] = []): void =>
+    writeFileSync(
+      join(host, 'var/lib/cni/erdma-smcr', `c-${uid}_eth0.json`),
+      JSON.stringify({
+        podNamespace: 'apps',
+        podName: uid,
+        podUid: uid,
+        containerId: `c-${uid}`,
+        ifname: 'eth0',
+        netns: '/var/run/netns/x',
+        outcome,
+        sysctls: {},
+        missing,
+        pnet: { id: '', eth: 'eth0', added: false },
+        warnings: [],
+        ipv6Only: false,
+      }),
+    );
+
+  it('says why it is not ready, duty by duty, and nothing once every duty is in place', async () => {
+    await start();
+    expect(agent!.readiness()).toBe('labels: node labels needs a Kubernetes API connection');
+    expect(agent!.last).toMatchObject({ capable: true });
+    await agent!.close();
+    agent = undefined;
+    await start({ 'agent.nodeLabels': false });
+    expect(agent!.readiness()).toBeUndefined();
+  });
+
+  it('tells each pod outcome once, again when it changes, and forgets pods that left', async () => {
+    pods.list = [smcrPod('a', 'uid-a', clock.t), smcrPod('b', 'uid-b', clock.t)];
+    record('uid-a', 'partial', ['net.smc.wmem']);
+    await start({ 'agent.nodeLabels': false });
+    // b has no record: it is missed only once its grace has passed.
+    expect(events.told.map((e) => [e.about, e.what.reason])).toEqual([['apps/a', 'SMCRPartial']]);
+    await clock.advance(5000);
+    expect(events.told.map((e) => [e.about, e.what.reason])).toEqual([
+      ['apps/a', 'SMCRPartial'],
+      ['apps/b', 'SMCRNotApplied'],
+    ]);
+    record('uid-a', 'applied');
+    await agent!.podsPass();
+    expect(events.told.at(-1)).toMatchObject({
+      about: 'apps/a',
+      what: { reason: 'SMCREnabled', type: 'Normal' },
+    });
+    const told = events.told.length;
+    await clock.advance(60_000);
+    expect(events.told).toHaveLength(told);
+    // a leaves and comes back with the same outcome: told again.
+    pods.list = [smcrPod('b', 'uid-b', clock.t)];
+    await agent!.podsPass();
+    pods.list = [smcrPod('a', 'uid-a', clock.t), smcrPod('b', 'uid-b', clock.t)];
+    await agent!.podsPass();
+    expect(events.told.at(-1)).toMatchObject({ about: 'apps/a', what: { reason: 'SMCREnabled' } });
+  });
+
+  it('tells again after an Event could not be posted', async () => {
+    pods.list = [smcrPod('a', 'uid-a', clock.t)];
+    record('uid-a', 'partial', ['net.smc.wmem']);
+    events.fail = true;
+    await start({ 'agent.nodeLabels': false });
+    expect(events.told).toEqual([]);
+    events.fail = false;
+    await agent!.podsPass();
+    expect(events.told.map((e) => e.what.reason)).toEqual(['SMCRPartial']);
+  });
+
+  it('reports a broken pod watch and keeps late records while it is not current', async () => {
+    pods.list = [];
+    await start({ 'agent.nodeLabels': false });
+    pods.fresh = false;
+    expect(agent!.readiness()).toBe('pods: pod watch broken; retrying');
+    const late = join(host, 'var/lib/cni/erdma-smcr', 'late-uid-x_eth0.json');
+    writeFileSync(late, JSON.stringify({ podUid: 'uid-x', podName: 'x', podNamespace: 'apps' }));
+    clock.t += 10_000;
+    await agent!.podsPass();
+    expect((await import('node:fs')).existsSync(late)).toBe(true);
+    pods.fresh = true;
+    await agent!.podsPass();
+    expect((await import('node:fs')).existsSync(late)).toBe(false);
+  });
+});

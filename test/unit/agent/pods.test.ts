@@ -1,0 +1,165 @@
+// Verdicts on SMC-R pods from the CNI plugin's records (the record format is native/src/cni.c's).
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { afterAll, describe, expect, it } from 'vitest';
+import { findPodNetns, judge, removeLateRecords } from '../../../src/agent/observe/pods.js';
+import { readRecords, type PluginRecord } from '../../../src/native/contract.js';
+
+const pod = (
+  annotations: Record<string, string>,
+  status: V1Pod['status'] = { podIP: '10.0.0.5', startTime: new Date(0) },
+): V1Pod => ({
+  metadata: { name: 'p', namespace: 'n', uid: 'u-1', annotations },
+  spec: { containers: [] },
+  status,
+});
+const on = { 'network.alibabacloud.com/erdma-smcr': 'true' };
+const rec = (r: Partial<PluginRecord>): PluginRecord => ({
+  podUid: 'u-1',
+  podNamespace: 'n',
+  podName: 'p',
+  netns: '',
+  containerId: 'abc',
+  outcome: 'applied',
+  missing: [],
+  mtimeMs: 0,
+  ...r,
+});
+
+describe('pod verdicts', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pods-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('keeps the newest record per pod and skips files that are not records', () => {
+    writeFileSync(
+      join(dir, 'old_eth0.json'),
+      JSON.stringify({
+        podUid: 'u-1',
+        containerId: 'old',
+        outcome: 'partial',
+        missing: ['net.smc.wmem'],
+      }),
+    );
+    writeFileSync(
+      join(dir, 'new_eth0.json'),
+      JSON.stringify({ podUid: 'u-1', containerId: 'new', outcome: 'applied', missing: [] }),
+    );
+    writeFileSync(join(dir, 'torn_eth0.json'), '{"podUid": "u-2", ');
+    writeFileSync(join(dir, 'nouid_eth0.json'), JSON.stringify({ outcome: 'applied' }));
+    utimesSync(join(dir, 'old_eth0.json'), 1000, 1000);
+    const records = readRecords(dir);
+    expect([...records.keys()]).toEqual(['u-1']);
+    expect(records.get('u-1')?.containerId).toBe('new');
+  });
+
+  it('judges only SMC-R pods that have started, after the grace period', () => {
+    expect(judge(pod({}), undefined, 10_000, 1000)).toBeUndefined();
+    expect(
+      judge(pod({ 'network.alibabacloud.com/erdma-smcr': 'false' }), undefined, 10_000, 1000),
+    ).toBeUndefined();
+    expect(judge(pod(on, {}), undefined, 10_000, 1000)).toBeUndefined();
+    expect(
+      judge(pod(on, { podIP: '10.0.0.5', startTime: new Date(9_500) }), undefined, 10_000, 1000),
+    ).toBeUndefined();
+    expect(judge(pod(on), undefined, 10_000, 1000)).toMatchObject({
+      kind: 'missed',
+      reason: 'SMCRNotApplied',
+      type: 'Warning',
+    });
+  });
+
+  it('turns each record outcome into a reason and a fix', () => {
+    expect(judge(pod(on), rec({}), 0, 0)).toMatchObject({
+      kind: 'applied',
+      reason: 'SMCREnabled',
+      type: 'Normal',
+    });
+    expect(
+      judge(pod(on), rec({ outcome: 'partial', missing: ['net.smc.tcp2smc', 'SMC_PNETID'] }), 0, 0),
+    ).toMatchObject({ kind: 'tcp', reason: 'SMCRUnavailable' });
+    expect(
+      judge(pod(on), rec({ outcome: 'partial', missing: ['SMC_PNETID'] }), 0, 0)?.message,
+    ).toMatch(/fall back to TCP/);
+    expect(
+      judge(pod(on), rec({ outcome: 'partial', missing: ['net.smc.autocorking_size'] }), 0, 0)
+        ?.message,
+    ).toMatch(/still use SMC-R/);
+    expect(judge(pod(on), rec({ ipv6Only: true }), 0, 0)).toMatchObject({
+      kind: 'tcp',
+      reason: 'SMCRIPv6Only',
+      type: 'Warning',
+      message: expect.stringMatching(/only addresses are IPv6/),
+    });
+    const late = judge(
+      pod(on),
+      rec({ containerId: 'late-u-1', mtimeMs: Date.UTC(2026, 10, 22, 12) }),
+      0,
+      0,
+    );
+    expect(late).toMatchObject({ kind: 'late', reason: 'SMCRAppliedLate' });
+    expect(late?.message).toMatch(
+      /enabled at 2026-11-22T12:00:00.000Z, after the pod started.*Connections opened before stay on TCP/,
+    );
+  });
+
+  it('finds a pod process by its UID in cgroupfs and systemd cgroup paths', () => {
+    const proc = join(dir, 'proc');
+    for (const [pid, cg] of [
+      ['10', '0::/kubepods/besteffort/podu-9/abc\n'],
+      ['11', '0::/kubepods.slice/kubepods-podu_1.slice/x.scope\n'],
+    ] as const) {
+      mkdirSync(join(proc, pid, 'ns'), { recursive: true });
+      writeFileSync(join(proc, pid, 'cgroup'), cg);
+      writeFileSync(join(proc, pid, 'ns', 'net-target'), '');
+    }
+    // ns/net is a link in /proc; a relative symlink stands in.
+    for (const pid of ['10', '11']) symlinkSync('net-target', join(proc, pid, 'ns', 'net'));
+    expect(findPodNetns(proc, 'u-1')).toBe(join(proc, '11', 'ns', 'net'));
+    expect(findPodNetns(proc, 'u-9')).toBe(join(proc, '10', 'ns', 'net'));
+    expect(findPodNetns(proc, 'u-404')).toBeUndefined();
+  });
+});
+
+describe('late-apply records', () => {
+  it('removes only late records of pods that left, once they are old enough; runtime records stay', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'late-'));
+    try {
+      const files = [
+        'late-gone_eth0.json',
+        'late-alive_eth0.json',
+        'late-young_eth0.json',
+        'c0ffee_eth0.json',
+        'late-gone_eth0.json.tmp.1',
+      ];
+      for (const f of files) writeFileSync(join(dir, f), '{}');
+      for (const f of [
+        'late-gone_eth0.json',
+        'late-alive_eth0.json',
+        'c0ffee_eth0.json',
+        'late-gone_eth0.json.tmp.1',
+      ])
+        utimesSync(join(dir, f), 1000, 1000);
+      const removed = removeLateRecords(dir, new Set(['alive']), Date.now() - 60_000);
+      expect(removed).toEqual(['late-gone_eth0.json']);
+      expect(readdirSync(dir).sort()).toEqual([
+        'c0ffee_eth0.json',
+        'late-alive_eth0.json',
+        'late-gone_eth0.json.tmp.1',
+        'late-young_eth0.json',
+      ]);
+      expect(removeLateRecords(join(dir, 'missing'), new Set(), Date.now())).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,279 @@
+// What `check` reads, against what kubectl reads: symlinks (and a symlink cycle), dot-directories,
+// typed Lists, kinds we do not know that carry a pod template, and a bad file among good ones in
+// every output format. Each case is a DaemonSet-like object with the annotation and hostNetwork,
+// which must be denied: a manifest kubectl applies must never pass unchecked.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import Ajv04 from 'ajv-draft-04';
+import formats from 'ajv-formats';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../helpers/cli.js';
+
+const template = {
+  metadata: {
+    annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' },
+    labels: { app: 'agent' },
+  },
+  spec: { hostNetwork: true, containers: [{ name: 'app', image: 'busybox' }] },
+};
+const daemonSet = (name: string): object => ({
+  apiVersion: 'apps/v1',
+  kind: 'DaemonSet',
+  metadata: { name, namespace: 'default' },
+  spec: { selector: { matchLabels: { app: 'agent' } }, template },
+});
+
+let root: string;
+let tree: string; // what kubectl can read too
+let hostile: string; // cases only we read: a cycle, a bad file, a kind kubectl does not know
+
+function write(path: string, content: unknown): void {
+  mkdirSync(join(path, '..'), { recursive: true });
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content, null, 2));
+}
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'check-reading-'));
+  tree = join(root, 'tree');
+  hostile = join(root, 'hostile');
+  write(join(root, 'real/ds.yaml'), daemonSet('linked'));
+  mkdirSync(tree, { recursive: true });
+  symlinkSync('../real/ds.yaml', join(tree, 'linked.yaml'));
+  write(join(tree, '.k8s/ds.yaml'), daemonSet('in-dot-dir'));
+  write(join(tree, '.hidden.yaml'), daemonSet('dot-file'));
+  write(join(tree, 'list.json'), {
+    apiVersion: 'apps/v1',
+    kind: 'DaemonSetList',
+    items: [
+      {
+        metadata: { name: 'from-list', namespace: 'default' },
+        spec: (daemonSet('from-list') as { spec: unknown }).spec,
+      },
+    ],
+  });
+  write(join(tree, '.git/ds.yaml'), daemonSet('in-git'));
+
+  write(join(hostile, 'a/ds.yaml'), daemonSet('in-a'));
+  symlinkSync('..', join(hostile, 'a/loop'));
+  write(
+    join(hostile, 'b/bad.yaml'),
+    'apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\n  labels: [unclosed\n',
+  );
+  write(join(hostile, 'c/rollout.yaml'), {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Rollout',
+    metadata: { name: 'rollout', namespace: 'default' },
+    spec: { template },
+  });
+  write(join(hostile, 'c/odd.yaml'), {
+    apiVersion: 'example.com/v1',
+    kind: 'Odd',
+    metadata: { name: 'odd', namespace: 'default' },
+    spec: { pods: [{ metadata: template.metadata }] },
+  });
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+interface JsonReport {
+  results: {
+    source: string;
+    kind: string;
+    name: string;
+    allowed: boolean;
+    denials: { rule: string }[];
+    warnings: string[];
+  }[];
+  errors: { source: string; code: string; message: string }[];
+  summary: { objects: number; denied: number; errors: number };
+}
+
+async function check(dir: string, format = 'json') {
+  return runCli(['check', '-o', format, dir]);
+}
+
+describe('check reads what kubectl reads', () => {
+  it('follows symlinked files, reads dot-files and dot-directories, types List items, skips .git', async () => {
+    const r = await check(tree);
+    const report = JSON.parse(r.stdout) as JsonReport;
+    expect(report.results.map((x) => `${x.kind}/${x.name}`).sort()).toEqual([
+      'DaemonSet/dot-file',
+      'DaemonSet/from-list',
+      'DaemonSet/in-dot-dir',
+      'DaemonSet/linked',
+    ]);
+    expect(
+      report.results.every((x) => !x.allowed && x.denials.some((d) => d.rule === 'host-network')),
+    ).toBe(true);
+    expect(r.code).toBe(1);
+  });
+});
+
+describe('check on a tree kubectl cannot fully read', () => {
+  it('ends a symlink cycle, reports the bad file with its line and still checks everything else (exit 2)', async () => {
+    const r = await check(hostile);
+    expect(r.code).toBe(2);
+    const report = JSON.parse(r.stdout) as JsonReport;
+    expect(report.results.map((x) => `${x.kind}/${x.name}`).sort()).toEqual([
+      'DaemonSet/in-a',
+      'Odd/odd',
+      'Rollout/rollout',
+    ]);
+    expect(report.errors).toEqual([
+      {
+        source: expect.stringMatching(/b\/bad\.yaml:\d+$/),
+        code: 'INPUT_PARSE',
+        message: expect.stringMatching(/invalid YAML/),
+      },
+    ]);
+    expect(report.summary).toMatchObject({ objects: 3, errors: 1 });
+  });
+
+  it('checks a kind it does not know as a template when it carries one at spec.template, and warns where it cannot tell', async () => {
+    const report = JSON.parse((await check(hostile)).stdout) as JsonReport;
+    const rollout = report.results.find((x) => x.kind === 'Rollout')!;
+    expect(rollout.allowed).toBe(false);
+    expect(rollout.denials.map((d) => d.rule)).toContain('host-network');
+    const odd = report.results.find((x) => x.kind === 'Odd')!;
+    expect(odd.warnings.join()).toMatch(
+      /set at spec\.pods\[0\]\.metadata\.annotations.*not checked/,
+    );
+  });
+
+  it.each([
+    [
+      'text',
+      /ERROR .*bad\.yaml:\d+ .*invalid YAML[\s\S]*3 object\(s\) checked: 1 allowed, 2 denied, 1 input error\(s\)/,
+    ],
+    [
+      'junit',
+      /<testsuite name="[^"]*bad\.yaml" tests="1" failures="0" errors="1"[\s\S]*<error type="INPUT_PARSE"/,
+    ],
+    [
+      'policyreport',
+      /"kind": "ClusterPolicyReport"[\s\S]*"result": "error"[\s\S]*"manifest": "[^"]*bad\.yaml:\d+"/,
+    ],
+  ])('reports the bad file in the %s output too', async (format, pattern) => {
+    const r = await check(hostile, format);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toMatch(pattern);
+  });
+
+  it.each(['json', 'sarif', 'policyreport'])(
+    'writes %s result by result, as one well-formed document',
+    async (format) => {
+      const r = await check(hostile, format);
+      expect(r.stdout).toBe(`${JSON.stringify(JSON.parse(r.stdout), null, 2)}\n`);
+    },
+  );
+
+  it.each(['json', 'sarif', 'junit', 'policyreport'])(
+    'writes no half %s document when the run fails before its first result',
+    async (format) => {
+      const r = await runCli([
+        'check',
+        '-o',
+        format,
+        '--profile',
+        join(root, 'no-such-profile.yaml'),
+        hostile,
+      ]);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(/no-such-profile\.yaml/);
+    },
+  );
+
+  it('reads a repeated key as kubectl does: the last value wins', async () => {
+    const dir = join(root, 'dup');
+    write(
+      join(dir, 'pod.yaml'),
+      'apiVersion: v1\nkind: Pod\nmetadata:\n  name: dup\n  annotations:\n    network.alibabacloud.com/erdma-smcr: "true"\nspec:\n  hostNetwork: false\n  hostNetwork: true\n  containers: [{name: a, image: b}]\n',
+    );
+    const r = await check(dir);
+    const report = JSON.parse(r.stdout) as JsonReport;
+    expect(report.errors).toEqual([]);
+    expect(report.results[0]?.denials.map((d) => d.rule)).toContain('host-network');
+  });
+});
+
+describe('SARIF output', () => {
+  /** The published SARIF 2.1.0 schema (rtm.5, JSON Schema draft-04), as Microsoft ships it with its SARIF test matchers. */
+  const schema = JSON.parse(
+    readFileSync(
+      join(
+        dirname(createRequire(import.meta.url).resolve('@microsoft/jest-sarif/package.json')),
+        'lib/schemas/sarif-2.1.0-rtm.5.json',
+      ),
+      'utf8',
+    ),
+  ) as object;
+  // unicodeRegExp off: the schema's language pattern is valid only without the u flag. CommonJS default, as ajv-formats below.
+  const ajv = new Ajv04.default({ allErrors: true, strict: false, unicodeRegExp: false });
+  formats.default(ajv);
+  const validate = ajv.compile(schema);
+
+  it('is a valid SARIF 2.1.0 log with each denial, warning and bad file on its manifest line', async () => {
+    const r = await check(hostile, 'sarif');
+    expect(r.code).toBe(2);
+    const log = JSON.parse(r.stdout) as {
+      runs: {
+        results: {
+          ruleId: string;
+          level: string;
+          locations: {
+            physicalLocation: { artifactLocation: { uri: string }; region?: { startLine: number } };
+          }[];
+        }[];
+        invocations: { executionSuccessful: boolean }[];
+        tool: { driver: { rules: { id: string }[] } };
+      }[];
+    };
+    expect(validate(log), JSON.stringify(validate.errors)).toBe(true);
+    const run = log.runs[0]!;
+    const byRule = (id: string) => run.results.filter((x) => x.ruleId === id);
+    expect(
+      byRule('host-network')
+        .map((x) => x.locations[0]!.physicalLocation.artifactLocation.uri)
+        .sort(),
+    ).toEqual([join(hostile, 'a/ds.yaml'), join(hostile, 'c/rollout.yaml')].sort());
+    expect(
+      byRule('host-network').every(
+        (x) =>
+          x.level === 'error' && (x.locations[0]!.physicalLocation.region?.startLine ?? 0) >= 1,
+      ),
+    ).toBe(true);
+    expect(byRule('input-error')).toHaveLength(1);
+    expect(
+      byRule('input-error')[0]!.locations[0]!.physicalLocation.region?.startLine,
+    ).toBeGreaterThan(1);
+    expect(byRule('policy-warning')[0]!.level).toBe('warning');
+    expect(run.invocations[0]!.executionSuccessful).toBe(false);
+    expect(run.tool.driver.rules.map((x) => x.id)).toEqual(
+      expect.arrayContaining(['host-network', 'input-error', 'policy-warning']),
+    );
+  });
+
+  it('a clean tree gives a valid log with no results', async () => {
+    const clean = join(root, 'clean');
+    write(join(clean, 'cm.yaml'), {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'x' },
+      data: { a: 'b' },
+    });
+    const r = await check(clean, 'sarif');
+    expect(r.code).toBe(0);
+    const log = JSON.parse(r.stdout) as { runs: { results: unknown[] }[] };
+    expect(validate(log), JSON.stringify(validate.errors)).toBe(true);
+    expect(log.runs[0]!.results).toEqual([]);
+    // The validator does refuse what the schema refuses (a level SARIF does not define).
+    expect(
+      validate({
+        ...log,
+        runs: [{ ...log.runs[0], results: [{ message: { text: 'x' }, level: 'fatal' }] }],
+      }),
+    ).toBe(false);
+  });
+});

@@ -1,0 +1,195 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../helpers/cli.js';
+
+const POD = (value: string, extra = ''): string => `apiVersion: v1
+kind: Pod
+metadata:
+  name: p-${value || 'empty'}
+  namespace: ns
+  annotations:
+    network.alibabacloud.com/erdma-smcr: "${value}"
+spec:
+${extra}  containers:
+    - name: app
+      image: busybox
+`;
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'check-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function file(name: string, text: string): string {
+  const p = join(dir, name);
+  mkdirSync(join(p, '..'), { recursive: true });
+  writeFileSync(p, text);
+  return p;
+}
+
+describe('erdma-smcr check', () => {
+  it('exits 1 on the shipped examples and explains every invalid example', async () => {
+    const r = await runCli(['check', 'examples/']);
+    expect(r.code).toBe(1);
+    const denied = r.stdout.split('\n').filter((l) => l.startsWith('DENY'));
+    const invalidFiles = new Set(denied.map((l) => /examples\/invalid\/[^:]+/.exec(l)?.[0]));
+    expect([...invalidFiles].sort()).toEqual([
+      'examples/invalid/acl4-and-ofed.yaml',
+      'examples/invalid/annotation-value.yaml',
+      'examples/invalid/container-missing.yaml',
+      'examples/invalid/erdma-mismatch.yaml',
+      'examples/invalid/erdma-zero.yaml',
+      'examples/invalid/host-network.yaml',
+      'examples/invalid/ipv6-dns.yaml',
+      'examples/invalid/old-kernel.yaml',
+      'examples/invalid/tuning-range.yaml',
+    ]);
+    expect(r.stdout).not.toMatch(/DENY.*examples\/valid/);
+  });
+
+  it('exits 0 on the valid examples', async () => {
+    const r = await runCli(['check', 'examples/valid/']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/7 object\(s\) checked: 7 allowed, 0 denied/);
+  });
+
+  it('prints the documented JSON shape', async () => {
+    const r = await runCli(['check', '-o', 'json', file('one.yaml', POD('yes'))]);
+    expect(r.code).toBe(1);
+    const report = JSON.parse(r.stdout);
+    expect(report.summary).toEqual({ objects: 1, allowed: 0, denied: 1, errors: 0 });
+    expect(report.errors).toEqual([]);
+    expect(report.results[0]).toMatchObject({
+      source: expect.stringMatching(/one\.yaml:1$/),
+      kind: 'Pod',
+      namespace: 'ns',
+      name: 'p-yes',
+      allowed: false,
+      denials: [
+        {
+          rule: 'annotation-value',
+          message: expect.any(String),
+          path: 'metadata.annotations[network.alibabacloud.com/erdma-smcr]',
+        },
+      ],
+      warnings: [],
+      patch: [],
+    });
+  });
+
+  it('prints the patch of an allowed pod in JSON and with --show-patch', async () => {
+    const f = file('ok.yaml', POD('true'));
+    const json = JSON.parse((await runCli(['check', '-o', 'json', f])).stdout);
+    expect(json.results[0].patch.length).toBeGreaterThan(0);
+    const text = await runCli(['check', '--show-patch', f]);
+    expect(text.stdout).toContain('"path":"/metadata/annotations/smcr.erdma.io~1settings"');
+  });
+
+  it('writes JUnit XML with one failure per denied object', async () => {
+    const f = file('mixed.yaml', `${POD('true')}---\n${POD('nope')}`);
+    const r = await runCli(['check', '--output', 'junit', f]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>/);
+    expect(r.stdout).toMatch(
+      /<testsuites name="erdma-smcr check" tests="2" failures="1" errors="0">/,
+    );
+    expect(r.stdout.match(/<failure /g)).toHaveLength(1);
+    expect(r.stdout).toContain('type="annotation-value"');
+    expect(r.stdout).toContain('&quot;true&quot; or &quot;false&quot;');
+  });
+
+  it('reads stdin for "-", multi-document YAML, and kind: List', async () => {
+    const list = JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [
+        JSON.parse(
+          JSON.stringify({
+            kind: 'Pod',
+            metadata: { name: 'x', annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' } },
+            spec: { hostNetwork: true },
+          }),
+        ),
+      ],
+    });
+    const r = await runCli(['check', '-o', 'json', '-'], { stdin: `${POD('true')}---\n${list}\n` });
+    const report = JSON.parse(r.stdout);
+    expect(report.results.map((x: { source: string }) => x.source)).toEqual([
+      '<stdin>:1',
+      '<stdin>:13#items[0]',
+    ]);
+    expect(report.results[1].denials[0].rule).toBe('host-network');
+    expect(r.code).toBe(1);
+  });
+
+  it('exits 2 naming the file and line of invalid YAML', async () => {
+    const f = file('broken.yaml', `${POD('true')}---\nkind: Pod\nmetadata: {name: [unclosed\n`);
+    const r = await runCli(['check', f]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(new RegExp(`broken\\.yaml:\\d+:\\d+: invalid YAML`));
+    // The report still comes, with the file as an error entry (the whole file: its documents are not split).
+    expect(r.stdout).toMatch(/ERROR .*broken\.yaml:\d+ /);
+    expect(r.stdout).toMatch(/0 object\(s\) checked: 0 allowed, 0 denied, 1 input error\(s\)/);
+  });
+
+  it('exits 2 when a path cannot be read', async () => {
+    const r = await runCli(['check', join(dir, 'missing.yaml')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/cannot read .*missing\.yaml: ENOENT/);
+  });
+
+  it('exits 2 on an unknown output format or flag', async () => {
+    expect((await runCli(['check', '-o', 'xml', 'examples/valid'])).code).toBe(2);
+    expect((await runCli(['check', '--bogus'])).code).toBe(2);
+  });
+
+  it('uses --profile and --nodes for node checks', async () => {
+    const profile = file('p/profile.yaml', 'driverMode: default\nipFamilies: [IPv4]\n');
+    const nodes = file(
+      'p/nodes.yaml',
+      `apiVersion: v1
+kind: NodeList
+items:
+  - metadata: {name: n1}
+    status: {nodeInfo: {kernelVersion: 5.10.134-16.al8.x86_64, osImage: Alibaba Cloud Linux 3.2104 U8}}
+`,
+    );
+    const f = file('p/pinned.yaml', POD('true', '  nodeName: n1\n'));
+    const withNodes = await runCli(['check', '--profile', profile, '--nodes', nodes, f]);
+    expect(withNodes.code).toBe(1);
+    expect(withNodes.stdout).toMatch(
+      /node-eligibility.*n1 \(kernel 5\.10\.134-16\.al8\.x86_64 is older/,
+    );
+    const without = await runCli(['check', '--profile', profile, f]);
+    expect(without.code).toBe(0);
+    expect(without.stdout).toMatch(/node list unknown/);
+  });
+
+  it('exits 2 with the schema error for a malformed profile', async () => {
+    const profile = file('bad-profile.yaml', 'driverMode: turbo\n');
+    const r = await runCli(['check', '--profile', profile, 'examples/valid']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/bad-profile\.yaml: invalid cluster profile/);
+    expect(r.stderr).toMatch(/driverMode/);
+  });
+
+  it('exits 2 when two ClusterProfiles are among the inputs', async () => {
+    const a = file('two/a.yaml', 'kind: ClusterProfile\ndriverMode: default\n');
+    file('two/b.yaml', 'kind: ClusterProfile\ndriverMode: ofed\n');
+    const r = await runCli(['check', join(a, '..')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/more than one ClusterProfile/);
+  });
+
+  it('colours text only on a TTY and honours NO_COLOR', async () => {
+    const f = file('c.yaml', POD('true'));
+    expect((await runCli(['check', f], { tty: true })).stdout).toContain('\x1b[32mPASS');
+    expect(
+      (await runCli(['check', f], { tty: true, env: { NO_COLOR: '1' } })).stdout,
+    ).not.toContain('\x1b[');
+    expect((await runCli(['check', f])).stdout).not.toContain('\x1b[');
+  });
+});

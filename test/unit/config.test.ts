@@ -1,0 +1,57 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('configuration', () => {
+  it('has documented defaults', () => {
+    const c = loadConfig();
+    expect(c.policy).toMatchObject({
+      resourceName: 'aliyun/erdma',
+      injectResource: true,
+      resourceContainer: 'first',
+      disableIPv6: true,
+    });
+    expect(c.webhook).toMatchObject({ host: '127.0.0.1', port: 8443, certDir: 'webhook-certs' });
+    expect(c.webhook.bodyLimit).toBeGreaterThanOrEqual(7 * 1024 * 1024);
+  });
+
+  it('takes flags over environment over file over defaults', () => {
+    const file = join(dir, 'c.yaml');
+    writeFileSync(file, 'webhook:\n  port: 1000\n  host: 0.0.0.0\nlogLevel: debug\n');
+    const env = { ERDMA_SMCR_PORT: '2000', ERDMA_SMCR_LOG_LEVEL: 'warn' };
+    const c = loadConfig({ file, env, flags: { 'webhook.port': 3000 } });
+    expect(c.webhook.port).toBe(3000);
+    expect(c.webhook.host).toBe('0.0.0.0');
+    expect(c.logLevel).toBe('warn');
+    expect(loadConfig({ file, env }).webhook.port).toBe(2000);
+    expect(loadConfig({ file }).webhook.port).toBe(1000);
+  });
+
+  it('is frozen', () => {
+    const c = loadConfig();
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.policy.defaultTuning)).toBe(true);
+  });
+
+  it.each([
+    [{ flags: { 'webhook.port': 70000 } }, /webhook\.port/],
+    [{ flags: { 'policy.resourceContainer': 'some' } }, /resourceContainer/],
+    [{ flags: { 'policy.typo': true } }, /typo/],
+    [{ env: { ERDMA_SMCR_PORT: 'eighty' } }, /ERDMA_SMCR_PORT=eighty is not a number/],
+    [{ env: { ERDMA_SMCR_DISABLE_IPV6: 'perhaps' } }, /not a boolean/],
+    [{ file: '/nonexistent/config.yaml' }, /cannot read config file/],
+  ])('rejects bad configuration with a message naming the field (%#)', (sources, message) => {
+    expect(() => loadConfig(sources)).toThrow(message);
+  });
+
+  it('rejects a config file that is not a mapping', () => {
+    const file = join(dir, 'list.yaml');
+    writeFileSync(file, '- a\n- b\n');
+    expect(() => loadConfig({ file })).toThrow(/must hold a mapping/);
+  });
+});
