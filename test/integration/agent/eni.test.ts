@@ -10,14 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  metricFor,
-  mtuFor,
-  parseCidr,
-  planEni,
-  type EniResult,
-} from '../../../src/agent/network/eni.js';
-import type { NetState } from '../../../src/native/contract.js';
+import type { EniResult } from '../../../src/agent/network/eni.js';
 import { cleanupNetns, createNetns } from '../../helpers/netns.js';
 import { netns, requires } from '../../helpers/requires.js';
 
@@ -444,61 +437,3 @@ describe.skipIf(skip)(
     });
   },
 );
-
-describe('ENI planning (pure)', () => {
-  const state: NetState = {
-    links: [
-      { index: 2, name: 'eth0', mac: PRIMARY, mtu: 1500, up: true },
-      { index: 3, name: 'eth1', mac: ENI1, mtu: 1500, up: false },
-      { index: 4, name: 'eth2', mac: ENI2, mtu: 1500, up: true },
-    ],
-    addrs: [
-      { index: 2, addr: '192.168.0.10', prefix: 24, scope: 0 },
-      { index: 4, addr: '169.254.3.3', prefix: 16, scope: 0 },
-    ],
-    routes: [
-      { dst: '0.0.0.0/0', oif: 2, metric: 100, gateway: '192.168.0.1' },
-      { dst: '192.168.1.0/24', oif: 2, metric: 0 },
-    ],
-  };
-
-  it('metrics: 200, or one above the highest for that destination', () => {
-    expect(metricFor(state.routes, '0.0.0.0/0')).toBe(200);
-    expect(
-      metricFor([...state.routes, { dst: '0.0.0.0/0', oif: 3, metric: 200 }], '0.0.0.0/0'),
-    ).toBe(201);
-    expect(metricFor([{ dst: '0.0.0.0/0', oif: 3, metric: 4000 }], '0.0.0.0/0')).toBe(4001);
-  });
-
-  it('MTU: auto follows a jumbo primary only', () => {
-    expect(mtuFor('auto', { index: 1, name: 'eth0', mtu: 8500, up: true })).toBe(8500);
-    expect(mtuFor('auto', { index: 1, name: 'eth0', mtu: 1500, up: true })).toBe(0);
-    expect(mtuFor(9000, undefined)).toBe(9000);
-  });
-
-  it('a link-local address does not count as configured; inconsistent metadata is refused', () => {
-    expect(planEni(state, ENI2, PRIMARY, ENIS[ENI2], 'auto')).toMatchObject({
-      status: 'configure',
-      conf: { dev: 'eth2', address: '192.168.2.10', prefix: 24 },
-    });
-    expect(
-      planEni(
-        state,
-        ENI1,
-        PRIMARY,
-        { address: '10.0.0.1', cidr: '192.168.1.0/24', gateway: '192.168.1.253' },
-        'auto',
-      ),
-    ).toMatchObject({ status: 'failed', detail: expect.stringMatching(/inconsistent/) });
-    expect(
-      planEni(
-        state,
-        ENI1,
-        PRIMARY,
-        { address: '192.168.1.10', cidr: '192.168.1.0/33', gateway: '192.168.1.253' },
-        'auto',
-      ).status,
-    ).toBe('failed');
-    expect(parseCidr('192.168.1.7/24')).toEqual({ network: '192.168.1.0', prefix: 24 });
-  });
-});

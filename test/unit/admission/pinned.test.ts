@@ -46,9 +46,15 @@ function cases(): Record<string, JsonObject> {
   for (const name of FIXTURES) {
     out[`${name} as captured`] = fixture(name);
     out[`${name} smcr`] = smcrReview(name);
+    // Every tuning annotation the product knows, in range, and one buffer above what SMC-R uses
+    // (a warning): the settings annotation, the patch and the warnings all change with them.
     out[`${name} smcr tuned`] = smcrReview(name, {
-      'smcr.erdma.io/sndbuf': '1Mi',
-      'smcr.erdma.io/rcvbuf': '512Ki',
+      'smcr.erdma.io/wmem': '1048576',
+      'smcr.erdma.io/rmem': '262144',
+      'smcr.erdma.io/autocorking-size': '65536',
+      'smcr.erdma.io/buf-type': '1',
+      'smcr.erdma.io/testlink-time': '30',
+      'smcr.erdma.io/keep-ipv6': 'true',
     });
     out[`${name} smcr off`] = annotate(fixture(name), {
       'network.alibabacloud.com/erdma-smcr': 'false',

@@ -13,6 +13,8 @@ import { Told, type EventSink, type EventText } from '../../../src/agent/events.
 import { AgentMetrics } from '../../../src/agent/metrics.js';
 import type { PodSource } from '../../../src/agent/observe/pod-events.js';
 import { discover } from '../../../src/agent/node/discovery.js';
+import { SmcDuty } from '../../../src/agent/observe/smc-sampling.js';
+import type { NativeBinary } from '../../../src/native/binary.js';
 import { loadConfig } from '../../../src/config/load.js';
 
 /** A clock the test moves: timers fire only when `advance` passes their time. */
@@ -296,5 +298,76 @@ describe('the agent, in process', () => {
     pods.fresh = true;
     await agent!.podsPass();
     expect((await import('node:fs')).existsSync(late)).toBe(false);
+  });
+});
+
+describe('SMC sampling, in process', () => {
+  it('labels fallbacks with the decoded reason, keeps the label set bounded, and tells each pod once a window', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'smc-unit-'));
+    try {
+      const state = join(dir, 'state');
+      mkdirSync(state);
+      mkdirSync(join(dir, 'proc'));
+      writeFileSync(
+        join(state, 'c1_eth0.json'),
+        JSON.stringify({
+          podNamespace: 'apps',
+          podName: 'db',
+          podUid: 'uid-db',
+          netns: '/var/run/netns/db',
+        }),
+      );
+      const summary = {
+        sockets: 4,
+        listening: 0,
+        byMode: { SMCR: 1, SMCD: 0, TCP: 3 },
+        txBytes: 10,
+        rxBytes: 20,
+        fallbacks: { '0x03030000': 2 },
+        otherFallbacks: 1,
+        devices: [],
+      };
+      // The binary's answer for the pod's netns (the real one is read in test/integration/native).
+      const binary = {
+        smcSummaries: async (paths: readonly string[]) => new Map(paths.map((p) => [p, summary])),
+      } as unknown as NativeBinary;
+      const clock = new ManualClock();
+      const events = new Events();
+      const metrics = new AgentMetrics({ defaultMetrics: false });
+      const duty = new SmcDuty({
+        binary,
+        stateDir: state,
+        hostRoot: '/',
+        procRoot: join(dir, 'proc'),
+        pods: () => [smcrPod('db', 'uid-db', clock.t)],
+        fallbackEventMs: 60_000,
+        events,
+        metrics,
+        clock,
+        logger: pino({ level: 'silent' }),
+      });
+      await duty.pass();
+      const text = await metrics.registry.metrics();
+      expect(text).toContain(
+        'erdma_smcr_pod_fallback_connections{namespace="apps",pod="db",reason="NOSMCDEV"} 2',
+      );
+      expect(text).toContain(
+        'erdma_smcr_pod_fallback_connections{namespace="apps",pod="db",reason="OTHER"} 1',
+      );
+      expect(text).toContain('erdma_smcr_pod_connections{namespace="apps",pod="db",mode="TCP"} 3');
+      expect(events.told.map((e) => [e.about, e.what.reason])).toEqual([
+        ['apps/db', 'SMCRFallback'],
+      ]);
+      expect(events.told[0]!.what.message).toMatch(
+        /^3 of 4 connection\(s\) fell back to TCP\. NOSMCDEV \(0x03030000, 2 connection\(s\)\)/,
+      );
+      await duty.pass();
+      expect(events.told).toHaveLength(1);
+      clock.t += 60_000;
+      await duty.pass();
+      expect(events.told).toHaveLength(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

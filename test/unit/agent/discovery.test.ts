@@ -100,6 +100,8 @@ describe('allocation policy', () => {
     'b-1': 1,
     'b-2': 1,
     'c-0': -1,
+    // Sorts first by name: its place last must come from its unknown NUMA node alone.
+    '0-unknown': -1,
   };
   const of = (id: string): number => numa[id] ?? -1;
 
@@ -120,10 +122,10 @@ describe('allocation policy', () => {
     ],
     [
       'fills from other nodes, unknown NUMA last',
-      ['a-0', 'c-0', 'b-0'],
+      ['0-unknown', 'a-0', 'c-0', 'b-0'],
       [],
       3,
-      ['a-0', 'b-0', 'c-0'],
+      ['a-0', 'b-0', '0-unknown'],
     ],
     ['returns must-include alone when it fills the request', ['a-0', 'b-0'], ['b-0'], 1, ['b-0']],
   ])('%s', (_name, available, must, size, expected) => {

@@ -10,6 +10,7 @@ import Ajv04 from 'ajv-draft-04';
 import formats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../helpers/cli.js';
+import { sarifWriter } from '../../../src/cli/output/sarif.js';
 
 const template = {
   metadata: {
@@ -275,5 +276,46 @@ describe('SARIF output', () => {
         runs: [{ ...log.runs[0], results: [{ message: { text: 'x' }, level: 'fatal' }] }],
       }),
     ).toBe(false);
+  });
+
+  it('encodes each path segment of a file name as a URI reference, and says object, field and rule in each message', () => {
+    let text = '';
+    const w = sarifWriter((t) => (text += t), '9.9.9');
+    w.result({
+      source: 'my dir/pods #1/100%.yaml:7#items[2]',
+      apiVersion: 'v1',
+      kind: 'Pod',
+      namespace: 'shop',
+      name: 'cart',
+      annotated: true,
+      allowed: false,
+      denials: [
+        { rule: 'host-network', path: 'spec.hostNetwork', message: 'SMC-R cannot be enabled.' },
+      ],
+      warnings: ['dual-stack cluster'],
+      patch: [],
+    });
+    w.end({ errors: [], summary: { objects: 1, allowed: 0, denied: 1, errors: 0 } });
+    const log = JSON.parse(text) as {
+      runs: {
+        results: {
+          ruleId: string;
+          message: { text: string };
+          locations: {
+            physicalLocation: { artifactLocation: { uri: string }; region: { startLine: number } };
+          }[];
+        }[];
+      }[];
+    };
+    const [denial, warning] = log.runs[0]!.results;
+    expect(denial!.locations[0]!.physicalLocation).toEqual({
+      artifactLocation: { uri: 'my%20dir/pods%20%231/100%25.yaml' },
+      region: { startLine: 7 },
+    });
+    expect(denial!.message.text).toBe('Pod shop/cart: spec.hostNetwork: SMC-R cannot be enabled.');
+    expect(warning).toMatchObject({
+      ruleId: 'policy-warning',
+      message: { text: 'Pod shop/cart: dual-stack cluster' },
+    });
   });
 });

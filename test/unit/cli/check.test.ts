@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../../src/cli/main.js';
 import { runCli } from '../../helpers/cli.js';
 
 const POD = (value: string, extra = ''): string => `apiVersion: v1
@@ -191,5 +192,44 @@ items:
       (await runCli(['check', f], { tty: true, env: { NO_COLOR: '1' } })).stdout,
     ).not.toContain('\x1b[');
     expect((await runCli(['check', f])).stdout).not.toContain('\x1b[');
+  });
+
+  it("writes results while it is still reading: a file's results are out before the next input is read", async () => {
+    // 400 denied pods (about 150 KiB of JSON results) in one file, then stdin.
+    const big = file(
+      'big.yaml',
+      Array.from({ length: 400 }, (_, i) =>
+        POD('true', '  hostNetwork: true\n').replace('p-true', `p-${i}`),
+      ).join('---\n'),
+    );
+    let stdout = '';
+    let writtenWhenStdinRead = -1;
+    const code = await main(
+      [
+        'node',
+        'erdma-smcr',
+        'check',
+        '-o',
+        'json',
+        '--profile',
+        'examples/cluster-profile.yaml',
+        big,
+        '-',
+      ],
+      {
+        out: (t) => void (stdout += t),
+        err: () => undefined,
+        stdin: () => {
+          writtenWhenStdinRead = stdout.length;
+          return POD('true');
+        },
+        stdoutIsTTY: false,
+        env: {},
+      },
+    );
+    expect(code).toBe(1);
+    expect((JSON.parse(stdout) as { results: unknown[] }).results).toHaveLength(401);
+    // Written in chunks of at most 64 KiB as results arrive, not all at the end.
+    expect(writtenWhenStdinRead).toBeGreaterThan(64 * 1024);
   });
 });

@@ -71,6 +71,40 @@ describe('RDMA rules for pods that use the device themselves', () => {
     }
   });
 
+  it('with several RDMA containers, warns only when none can lock memory, and names every one', () => {
+    const twoUsers = (lockFirst: boolean, lockSecond: boolean): JsonObject => {
+      const p = rdmaPod({ hostNetwork: true }) as { spec: { containers: JsonObject[] } };
+      const lock = (yes: boolean) =>
+        yes ? { securityContext: { capabilities: { add: ['IPC_LOCK'] } } } : {};
+      p.spec.containers = [
+        {
+          name: 'worker-a',
+          image: 'x',
+          resources: { limits: { 'aliyun/erdma': '1' } },
+          ...lock(lockFirst),
+        },
+        {
+          name: 'worker-b',
+          image: 'x',
+          resources: { limits: { 'rdma/hca': '1' } },
+          ...lock(lockSecond),
+        },
+      ];
+      return p as unknown as JsonObject;
+    };
+    expect(evaluate(twoUsers(false, false), view(), config).warnings).toEqual([
+      expect.stringMatching(
+        /add capability IPC_LOCK to worker-a \(aliyun\/erdma\), worker-b \(rdma\/hca\)$/,
+      ),
+    ]);
+    for (const [a, b] of [
+      [true, false],
+      [false, true],
+    ] as const) {
+      expect(evaluate(twoUsers(a, b), view(), config).warnings.join()).not.toMatch(/IPC_LOCK/);
+    }
+  });
+
   it('refuses rdma/hca without hostNetwork where the cluster does not enable RDMA for such pods, with the fix', () => {
     const p = rdmaPod({ resource: 'rdma/hca', caps: ['IPC_LOCK'] });
     const r = evaluate(p, view(undefined, { rdmaNonHostNetwork: false }), config);
