@@ -15,12 +15,12 @@ import { readiness, realClock, Schedule, type Clock, type Duty, type Problem } f
 import { ApiEventSink, NO_EVENTS, type EventSink } from './events.js';
 import { mirrorDeviceCounters, type AgentMetrics } from './metrics.js';
 import { CniInstaller, UNINSTALL_MARKER } from './network/cni-install.js';
-import { EniDuty } from './network/eni.js';
-import { HostPnetDuty } from './network/host-pnet.js';
-import { CapabilityDuty, type Capability } from './node/capability.js';
-import { DevicesDuty, type RdmaDevice } from './node/discovery.js';
-import { defaultModprobe, DriverDuty } from './node/driver.js';
-import { LabelsDuty, NodeLabeler } from './node/labels.js';
+import { EniDuty, HostPnetDuty } from './network/duties.js';
+import type { Capability } from './node/capability.js';
+import type { RdmaDevice } from './node/discovery.js';
+import { defaultModprobe } from './node/driver.js';
+import { CapabilityDuty, DevicesDuty, DriverDuty, LabelsDuty } from './node/duties.js';
+import { NodeLabeler } from './node/labels.js';
 import { readDeviceCounters } from './observe/counters.js';
 import { PodsDuty, type PodSource } from './observe/pod-events.js';
 import { SmcDuty } from './observe/smc-sampling.js';
@@ -281,6 +281,11 @@ export class NodeAgent {
   /** One pass of the pods duty now. */
   async podsPass(): Promise<void> {
     await (this.podsSchedule?.now() ?? this.podsDuty?.pass());
+  }
+
+  /** The pods of this node as the agent last listed them (empty without a pod watch). */
+  knownPods(): readonly V1Pod[] {
+    return this.podsDuty?.pods() ?? [];
   }
 
   /** One SMC sample now; the pods read. */

@@ -2,7 +2,8 @@
 # Prepares the SMC-R kernel test VM: Debian's current 6.1 kernel image and modules, rdma_rxe rebuilt
 # with our patch (rxe-6.1-smcr.patch) against linux-headers of the same ABI, the static smc-pair
 # tool, and an initramfs holding busybox, iproute2's ip and rdma, kmod's modprobe, Node.js with the
-# agent's driver code (dist/agent/driver.js: run `npm run build` first), Debian's bridge and
+# agent's driver and counter code (dist/agent/node/{driver,discovery}.js and
+# dist/agent/observe/counters.js: run `npm run build` first), Debian's bridge and
 # host-local CNI plugins, our native erdma-smcr binary and init.sh.
 # Downloads and builds are cached in $ERDMA_SMCR_CACHE/smcr-vm (default /var/cache/erdma-smcr).
 # Usage: build.sh OUTDIR   -> OUTDIR/vmlinuz, OUTDIR/initramfs.gz; prints the kernel ABI.
@@ -94,7 +95,12 @@ ln -s /usr/bin/kmod "$root/usr/sbin/modprobe"
 # The agent's modules as built (ES modules importing only Node's own and each other).
 mkdir -p "$root/agent"
 echo '{"type":"module"}' > "$root/agent/package.json"
-for m in driver discovery counters; do cp "$repo/dist/agent/$m.js" "$root/agent/$m.js"; done
+# Each is copied flat: driver.js imports ./discovery.js, its neighbour in dist/agent/node too.
+for m in node/driver node/discovery observe/counters; do
+  src="$repo/dist/agent/$m.js"
+  [ -f "$src" ] || { log "$src is missing: run npm run build first"; exit 1; }
+  cp "$src" "$root/agent/$(basename "$m").js"
+done
 cp "$here/driver-pass.mjs" "$root/agent/driver-pass.mjs"
 cp "$here/counters.mjs" "$root/agent/counters-read.mjs"
 for m in "${modules[@]}"; do cp "$kdir/modules/$m.ko" "$root/lib/modules/"; done

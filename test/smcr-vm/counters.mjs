@@ -1,4 +1,4 @@
-// Runs inside the SMC-R VM: the agent's own device-counter reader (dist/agent/counters.js, copied
+// Runs inside the SMC-R VM: the agent's own device-counter reader (dist/agent/observe/counters.js, copied
 // into /agent by build.sh) on one RDMA device, as the agent's metrics and `devices --watch` read it.
 import { readDeviceCounters } from '/agent/counters.js';
 

@@ -1,5 +1,5 @@
 // Runs inside the SMC-R VM as the node agent's driver duty would (agent.manageDriver with
-// preferDriver default): the agent's own code (dist/agent/driver.js and what it imports, copied into /agent) with
+// preferDriver default): the agent's own code (dist/agent/node/driver.js and what it imports, copied into /agent) with
 // the VM's real modprobe (kmod, over a depmod'ed /lib/modules). There is no erdma module in the VM,
 // so loading it fails; smc must still be loaded, by this code path. Prints one SMCRVM line.
 import { reconcileDriver } from '/agent/driver.js';

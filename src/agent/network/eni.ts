@@ -14,9 +14,6 @@
 // then `X-aliyun-ecs-metadata-token` on each GET; ECS "Access mode of instance metadata") is used
 // when the service hands one out.
 import type { Logger } from 'pino';
-import type { Clock, Duty } from '../duty.js';
-import { Told, type EventSink } from '../events.js';
-import type { AgentMetrics } from '../metrics.js';
 import type { NativeBinary } from '../../native/binary.js';
 import type { NetConfigure, NetLink, NetRoute, NetState } from '../../native/contract.js';
 import type { RdmaDevice } from '../node/discovery.js';
@@ -371,55 +368,4 @@ export function eniProblem(results: readonly EniResult[]): string | undefined {
     .filter((r) => r.status === 'failed')
     .map((r) => `${r.device}${r.dev ? ` (${r.dev})` : ''}: ${r.detail}`);
   return failed.length > 0 ? failed.join('; ') : undefined;
-}
-
-/**
- * The ENI duty (agent.manageEni): configures the secondary eRDMA ENIs of the devices found in
- * this refresh; an ENI someone else configured differently is told on the Node once.
- */
-export class EniDuty implements Duty {
-  readonly name = 'eni';
-  results: EniResult[] = [];
-  private readonly foreign: Told;
-
-  constructor(
-    private readonly o: Omit<EniPassOptions, 'metadata'> & {
-      readonly metadata: MetadataOptions;
-      readonly devices: () => readonly RdmaDevice[];
-      readonly events: EventSink;
-      readonly metrics: AgentMetrics;
-      readonly clock: Clock;
-    },
-  ) {
-    this.foreign = new Told(o.clock);
-  }
-
-  private client: MetadataClient | undefined;
-
-  problem(): string | undefined {
-    return eniProblem(this.results);
-  }
-
-  async pass(): Promise<void> {
-    this.client ??= new MetadataClient(this.o.metadata);
-    this.results = await reconcileEnis(this.o.devices(), { ...this.o, metadata: this.client });
-    for (const status of [
-      'primary',
-      'configured',
-      'already-configured',
-      'foreign',
-      'failed',
-    ] as const) {
-      this.o.metrics.enis.set({ status }, this.results.filter((r) => r.status === status).length);
-    }
-    for (const r of this.results) {
-      if (r.status !== 'foreign' || !this.foreign.due(r.dev, r.detail)) continue;
-      const told = await this.o.events.node({
-        reason: 'ERDMAENIAddressMismatch',
-        message: `${r.device}: ${r.detail}`,
-        type: 'Warning',
-      });
-      if (told) this.foreign.told(r.dev, r.detail);
-    }
-  }
 }

@@ -5,8 +5,6 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { NativeBinary } from '../../native/binary.js';
-import type { Duty, Problem } from '../duty.js';
-import type { AgentMetrics } from '../metrics.js';
 import { writeAtomic } from '../../util/fs.js';
 import type { RdmaDevice } from '../node/discovery.js';
 
@@ -62,29 +60,4 @@ export async function ensureHostPnet(
   }
   if (errors.length > 0) o.logger.warn({ errors }, 'host pnet entries not all in place');
   return { pnetId, mapped, errors };
-}
-
-/** The host pnet duty: the pnet entries and the node file, while the node is capable. */
-export class HostPnetDuty implements Duty {
-  readonly name = 'pnet';
-  private why: Problem;
-
-  constructor(
-    private readonly o: HostPnetOptions & {
-      readonly devices: () => readonly RdmaDevice[];
-      readonly capable: () => boolean;
-      readonly metrics: AgentMetrics;
-    },
-  ) {}
-
-  problem(): Problem {
-    return this.why;
-  }
-
-  async pass(): Promise<void> {
-    if (!this.o.capable()) return;
-    const r = await ensureHostPnet(this.o.devices(), this.o);
-    this.o.metrics.pnetErrors.set(r.errors.length);
-    this.why = r.errors.length > 0 ? r.errors.join('; ') : undefined;
-  }
 }

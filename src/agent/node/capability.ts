@@ -4,9 +4,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NODE_LABELS } from '../../constants.js';
 import { kernelEligibility } from '../../policy/kernel.js';
-import type { Logger } from 'pino';
-import type { Duty } from '../duty.js';
-import type { AgentMetrics } from '../metrics.js';
 import type { RdmaDevice } from './discovery.js';
 
 export interface HostFacts {
@@ -105,49 +102,4 @@ export function capabilityLabels(c: Capability): Record<string, string | null> {
 /** Kubernetes label-value rules: at most 63 characters, alphanumeric at both ends, [-_.A-Za-z0-9] inside. */
 export function isLabelValue(v: string): boolean {
   return v === '' || (v.length <= 63 && /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(v));
-}
-
-/**
- * The capability duty: what the node can do now, from the host's facts, the devices found in this
- * refresh and the ENI duty's problem; the labels and host pnet duties read it after. Not being
- * capable is no readiness problem: the labels say it, and the webhook reads them.
- */
-export class CapabilityDuty implements Duty {
-  readonly name = 'capability';
-  current: Capability | undefined;
-
-  constructor(
-    private readonly o: {
-      readonly procRoot: string;
-      readonly hostRoot: string;
-      readonly devices: () => readonly RdmaDevice[];
-      readonly eniProblem: () => string | undefined;
-      readonly metrics: AgentMetrics;
-      readonly logger: Logger;
-    },
-  ) {}
-
-  problem(): undefined {
-    return undefined;
-  }
-
-  async pass(): Promise<void> {
-    const devices = this.o.devices();
-    const cap = capability(
-      hostFacts(this.o.procRoot, this.o.hostRoot),
-      devices,
-      this.o.eniProblem(),
-    );
-    if (this.current?.capable !== cap.capable || this.current?.reason !== cap.reason) {
-      this.o.logger.info(
-        { capable: cap.capable, driverMode: cap.driverMode, reason: cap.detail },
-        'node SMC-R capability',
-      );
-    }
-    this.current = cap;
-    const m = this.o.metrics;
-    m.capable.set(cap.capable ? 1 : 0);
-    m.devices.set({ healthy: 'true' }, devices.filter((d) => d.healthy).length);
-    m.devices.set({ healthy: 'false' }, devices.filter((d) => !d.healthy).length);
-  }
 }

@@ -4,7 +4,6 @@
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { DriverMode } from '../../policy/types.js';
-import type { Duty } from '../duty.js';
 
 export const ERDMA_DRIVER = 'erdma';
 export const ERDMA_VENDOR = '0x1ded';
@@ -185,20 +184,4 @@ export function discoveryOptions(a: {
   readonly extraDrivers: readonly string[];
 }): DiscoveryOptions {
   return { hostRoot: a.hostRoot, driverMode: a.driverMode, extraDrivers: a.extraDrivers };
-}
-
-/** The devices duty: reads the node's devices once per refresh, for the duties after it. */
-export class DevicesDuty implements Duty {
-  readonly name = 'devices';
-  current: RdmaDevice[] = [];
-
-  constructor(private readonly find: () => RdmaDevice[]) {}
-
-  problem(): undefined {
-    return undefined;
-  }
-
-  async pass(): Promise<void> {
-    this.current = this.find();
-  }
 }

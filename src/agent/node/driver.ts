@@ -17,9 +17,6 @@ import { existsSync, readdirSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
-import type { Clock, Duty, Problem } from '../duty.js';
-import { Told, type EventSink } from '../events.js';
-import type { AgentMetrics } from '../metrics.js';
 import type { DriverMode } from '../../policy/types.js';
 import { read } from './discovery.js';
 
@@ -250,64 +247,4 @@ export async function reconcileDriver(o: DriverPassOptions): Promise<DriverPassR
   if (decision.status === 'deferred' || decision.status === 'manual')
     o.logger.warn({ wanted: decision.wanted, mode: before.mode }, decision.detail);
   return { decision, done, facts: driverFacts(o.hostRoot, o.procRoot) };
-}
-
-/**
- * The driver duty (agent.manageDriver): the driver mode asked for and the modules it needs. Every
- * modprobe becomes a Node Event; a mode it cannot reach is told once and is a readiness problem.
- */
-export class DriverDuty implements Duty {
-  readonly name = 'driver';
-  private why: Problem;
-  private readonly mismatch: Told;
-
-  constructor(
-    private readonly o: DriverPassOptions & {
-      readonly events: EventSink;
-      readonly metrics: AgentMetrics;
-      readonly clock: Clock;
-    },
-  ) {
-    this.mismatch = new Told(o.clock);
-  }
-
-  problem(): Problem {
-    return this.why;
-  }
-
-  async pass(): Promise<void> {
-    const r = await reconcileDriver(this.o);
-    for (const { action, error } of r.done) {
-      const args = action.args.join(' ');
-      this.o.metrics.driverActions.inc({ modprobe: args, result: error ? 'failed' : 'ok' });
-      await this.o.events.node(
-        error
-          ? {
-              reason: 'ERDMADriverActionFailed',
-              message: `modprobe ${args} (${action.why}) failed: ${error.slice(0, 300)}`,
-              type: 'Warning',
-            }
-          : {
-              reason: 'ERDMADriverAction',
-              message: `modprobe ${args}: ${action.why}`,
-              type: 'Normal',
-            },
-      );
-    }
-    const failed = r.done.find((d) => d.error);
-    const stuck = r.decision.status === 'deferred' || r.decision.status === 'manual';
-    this.why = failed
-      ? `modprobe ${failed.action.args.join(' ')} failed: ${failed.error}`
-      : stuck
-        ? r.decision.detail
-        : undefined;
-    if (stuck && this.mismatch.due('mode', r.decision.detail)) {
-      const told = await this.o.events.node({
-        reason: 'ERDMADriverModeMismatch',
-        message: r.decision.detail,
-        type: 'Warning',
-      });
-      if (told) this.mismatch.told('mode', r.decision.detail);
-    }
-  }
 }

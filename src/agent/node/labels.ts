@@ -3,9 +3,6 @@ import type { V1Node } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../../cluster/client.js';
 import { NODE_LABELS } from '../../constants.js';
-import { apiReason } from '../../cluster/client.js';
-import type { Duty, Problem } from '../duty.js';
-import { capabilityLabels, type Capability } from './capability.js';
 
 const OURS = new Set<string>(Object.values(NODE_LABELS));
 
@@ -38,37 +35,5 @@ export class NodeLabeler {
     });
     this.logger.info({ node: this.nodeName, labels: patch }, 'node labels updated');
     return changed;
-  }
-}
-
-/** The labels duty: this node's smcr.erdma.io/* labels say what the capability duty found. */
-export class LabelsDuty implements Duty {
-  readonly name = 'labels';
-  private why: Problem;
-
-  /** `labeler` undefined: no API server or no node name (`missing` says which). */
-  constructor(
-    private readonly labeler: NodeLabeler | undefined,
-    private readonly capability: () => Capability | undefined,
-    private readonly logger: Logger,
-    missing?: string,
-  ) {
-    this.why = labeler ? 'not labelled yet' : missing;
-  }
-
-  problem(): Problem {
-    return this.why;
-  }
-
-  async pass(): Promise<void> {
-    const cap = this.capability();
-    if (!this.labeler || !cap) return;
-    try {
-      await this.labeler.apply(capabilityLabels(cap));
-      this.why = undefined;
-    } catch (err) {
-      this.why = `cannot label node ${this.labeler.nodeName}: ${apiReason(err)}`;
-      this.logger.warn({ reason: apiReason(err) }, 'node labels not updated; will retry');
-    }
   }
 }

@@ -45,7 +45,6 @@ const NODE = 'ecs-agent-1';
 const [SA_NS, SA_NAME] = ['erdma-smcr', 'erdma-smcr-agent'];
 const SA = `system:serviceaccount:${SA_NS}:${SA_NAME}`;
 const PLUGIN = 'native/build/erdma-smcr';
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The real clock, moved forward by hand where a test needs time to have passed. */
 let skew = 0;
@@ -319,7 +318,10 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
       { 'network.alibabacloud.com/erdma-smcr': 'true' },
       'ecs-other',
     );
-    await sleep(2000);
+    // Once the agent's watch has the annotated pod, a pass tells nothing about either.
+    await until('the agent to list the pod', () =>
+      agent.knownPods().some((p) => p.metadata?.uid === plain.metadata?.uid) ? true : undefined,
+    );
     await agent.podsPass();
     expect(await eventsOf(plain)).toEqual([]);
     expect(await eventsOf(elsewhere)).toEqual([]);
