@@ -4,105 +4,30 @@
 // schema the server publishes, the server enforces its types and enumerations and prunes any field
 // the API does not have, so a report that is created and comes back unchanged is one the API
 // accepts field for field.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_RESULTS_PER_REPORT } from '../../../src/cli/output/policyreport.js';
 import { startControlPlane, type ControlPlane } from '../../harness/k8s/control-plane.js';
-import { runCli } from '../../helpers/cli.js';
+import {
+  policyReport,
+  pod,
+  removeReportTree,
+  writeReportTree,
+  type List,
+  type Report,
+} from '../../helpers/policyreport.js';
 import { k8sBinaries, requires } from '../../helpers/requires.js';
 
-const ANNOTATION = 'network.alibabacloud.com/erdma-smcr';
 const why = requires(
   'the PolicyReport API suite',
   k8sBinaries(['etcd', 'kube-apiserver', 'kubectl']),
 );
 
-interface Result {
-  policy: string;
-  rule: string;
-  result: string;
-  severity?: string;
-  message: string;
-  resources: { kind?: string; name: string; namespace?: string }[];
-  properties: Record<string, string>;
-  timestamp: { seconds: number; nanos: number };
-}
-interface Report {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
-  summary: Record<string, number>;
-  results: Result[];
-}
-interface List {
-  apiVersion: string;
-  kind: string;
-  items: Report[];
-}
-
-const pod = (
-  name: string,
-  namespace: string | undefined,
-  spec: Record<string, unknown> = {},
-): object => ({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name, ...(namespace ? { namespace } : {}), annotations: { [ANNOTATION]: 'true' } },
-  spec: { containers: [{ name: 'app', image: 'busybox' }], ...spec },
-});
-
 let root: string;
 beforeAll(() => {
-  root = mkdtempSync(join(tmpdir(), 'policyreport-'));
-  const write = (rel: string, content: unknown): void => {
-    mkdirSync(join(root, rel, '..'), { recursive: true });
-    writeFileSync(join(root, rel), typeof content === 'string' ? content : JSON.stringify(content));
-  };
-  write('a/denied.json', pod('host', 'default', { hostNetwork: true }));
-  write('a/allowed.json', pod('ok', 'team-a'));
-  write('a/no-namespace.json', pod('floating', undefined));
-  write('a/plain.json', {
-    apiVersion: 'v1',
-    kind: 'ConfigMap',
-    metadata: { name: 'cm', namespace: 'default' },
-    data: {},
-  });
-  write('a/odd.json', {
-    apiVersion: 'example.com/v1',
-    kind: 'Odd',
-    metadata: { name: 'odd', namespace: 'team-a' },
-    spec: { pods: [{ metadata: { annotations: { [ANNOTATION]: 'true' } } }] },
-  });
-  write('b/bad.yaml', 'kind: Pod\nmetadata: [unclosed\n');
-  // A capable node, so that pods carry no "node list unknown" warning (offline, each would).
-  writeFileSync(
-    join(root, 'nodes.json'),
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'NodeList',
-      items: [
-        {
-          metadata: { name: 'n1', labels: { 'smcr.erdma.io/capable': 'true' } },
-          status: { nodeInfo: { kernelVersion: '5.10.134-17.al8.x86_64' } },
-        },
-      ],
-    }),
-  );
+  root = writeReportTree();
 });
-afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-async function policyReport(
-  args: string[],
-  stdin?: string,
-): Promise<{ code: number; list: List; text: string }> {
-  const r = await runCli(
-    ['check', '-o', 'policyreport', '--nodes', join(root, 'nodes.json'), ...args],
-    stdin === undefined ? {} : { stdin },
-  );
-  return { code: r.code, list: JSON.parse(r.stdout) as List, text: r.stdout };
-}
+afterAll(() => removeReportTree(root));
 
 describe.skipIf(why !== '')(
   'the PolicyReport API accepts the report (real API server, wgpolicyk8s.io CRDs)',
@@ -171,7 +96,7 @@ describe.skipIf(why !== '')(
     });
 
     it('stores every report exactly as written: no field refused, none pruned', async () => {
-      const { list } = await policyReport([root]);
+      const { list } = await policyReport(root, [root]);
       const r = await create(list);
       expect(r.status, r.stderr).toBe(0);
       // The report without a namespace lands in the context's (default); the cluster-scoped one has none.
@@ -203,14 +128,14 @@ describe.skipIf(why !== '')(
       const docs = Array.from({ length: MAX_RESULTS_PER_REPORT + 2 }, (_, i) =>
         JSON.stringify(pod(`p${i}`, 'bulk')),
       ).join('\n---\n');
-      const { list } = await policyReport(['-'], docs);
+      const { list } = await policyReport(root, ['-'], docs);
       const r = await create(list);
       expect(r.status, r.stderr).toBe(0);
       expect(r.stored.map((i) => i.results.length)).toEqual([MAX_RESULTS_PER_REPORT, 2]);
     });
 
     it('negative controls: the server does refuse an outcome the API lacks, and does prune a field it lacks', async () => {
-      const { list } = await policyReport([join(root, 'a', 'denied.json')]);
+      const { list } = await policyReport(root, [join(root, 'a', 'denied.json')]);
       const bad = structuredClone(list);
       bad.items[0]!.metadata.name = 'bogus-result';
       bad.items[0]!.results[0]!.result = 'denied';

@@ -1,106 +1,25 @@
-// `check --output policyreport` against the PolicyReport API itself: the report is created on the
-// harness's real v1.20.2 API server with the wgpolicyk8s.io v1alpha2 CRDs installed (their schema
-// written from the published API, test/fixtures/policyreport/crds.yaml). kubectl validates against the
-// schema the server publishes, the server enforces its types and enumerations and prunes any field
-// the API does not have, so a report that is created and comes back unchanged is one the API
-// accepts field for field.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// `check --output policyreport` offline: one report per namespace, the summary, results sorted and
+// cut at the API's limits. That the API server accepts these reports field for field is
+// test/integration/cli/policyreport-api.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_RESULTS_PER_REPORT } from '../../../src/cli/output/policyreport.js';
-import { runCli } from '../../helpers/cli.js';
-
-const ANNOTATION = 'network.alibabacloud.com/erdma-smcr';
-
-interface Result {
-  policy: string;
-  rule: string;
-  result: string;
-  severity?: string;
-  message: string;
-  resources: { kind?: string; name: string; namespace?: string }[];
-  properties: Record<string, string>;
-  timestamp: { seconds: number; nanos: number };
-}
-interface Report {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
-  summary: Record<string, number>;
-  results: Result[];
-}
-interface List {
-  apiVersion: string;
-  kind: string;
-  items: Report[];
-}
-
-const pod = (
-  name: string,
-  namespace: string | undefined,
-  spec: Record<string, unknown> = {},
-): object => ({
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name, ...(namespace ? { namespace } : {}), annotations: { [ANNOTATION]: 'true' } },
-  spec: { containers: [{ name: 'app', image: 'busybox' }], ...spec },
-});
+import {
+  policyReport,
+  pod,
+  removeReportTree,
+  writeReportTree,
+  type Report,
+} from '../../helpers/policyreport.js';
 
 let root: string;
 beforeAll(() => {
-  root = mkdtempSync(join(tmpdir(), 'policyreport-'));
-  const write = (rel: string, content: unknown): void => {
-    mkdirSync(join(root, rel, '..'), { recursive: true });
-    writeFileSync(join(root, rel), typeof content === 'string' ? content : JSON.stringify(content));
-  };
-  write('a/denied.json', pod('host', 'default', { hostNetwork: true }));
-  write('a/allowed.json', pod('ok', 'team-a'));
-  write('a/no-namespace.json', pod('floating', undefined));
-  write('a/plain.json', {
-    apiVersion: 'v1',
-    kind: 'ConfigMap',
-    metadata: { name: 'cm', namespace: 'default' },
-    data: {},
-  });
-  write('a/odd.json', {
-    apiVersion: 'example.com/v1',
-    kind: 'Odd',
-    metadata: { name: 'odd', namespace: 'team-a' },
-    spec: { pods: [{ metadata: { annotations: { [ANNOTATION]: 'true' } } }] },
-  });
-  write('b/bad.yaml', 'kind: Pod\nmetadata: [unclosed\n');
-  // A capable node, so that pods carry no "node list unknown" warning (offline, each would).
-  writeFileSync(
-    join(root, 'nodes.json'),
-    JSON.stringify({
-      apiVersion: 'v1',
-      kind: 'NodeList',
-      items: [
-        {
-          metadata: { name: 'n1', labels: { 'smcr.erdma.io/capable': 'true' } },
-          status: { nodeInfo: { kernelVersion: '5.10.134-17.al8.x86_64' } },
-        },
-      ],
-    }),
-  );
+  root = writeReportTree();
 });
-afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-async function policyReport(
-  args: string[],
-  stdin?: string,
-): Promise<{ code: number; list: List; text: string }> {
-  const r = await runCli(
-    ['check', '-o', 'policyreport', '--nodes', join(root, 'nodes.json'), ...args],
-    stdin === undefined ? {} : { stdin },
-  );
-  return { code: r.code, list: JSON.parse(r.stdout) as List, text: r.stdout };
-}
+afterAll(() => removeReportTree(root));
 
 describe('check --output policyreport', () => {
   it('one report per namespace, a ClusterPolicyReport for the unreadable file, the summary counting the results', async () => {
-    const { code, list } = await policyReport([root]);
+    const { code, list } = await policyReport(root, [root]);
     expect(code).toBe(2);
     expect(list).toMatchObject({ apiVersion: 'v1', kind: 'List' });
     const byKey = new Map(
@@ -150,7 +69,7 @@ describe('check --output policyreport', () => {
     const docs = Array.from({ length: n }, (_, i) => JSON.stringify(pod(`p${i}`, 'bulk'))).join(
       '\n---\n',
     );
-    const { code, list } = await policyReport(['-'], docs);
+    const { code, list } = await policyReport(root, ['-'], docs);
     expect(code).toBe(0);
     const sum = (i: Report): number => Object.values(i.summary).reduce((a, b) => a + b, 0);
     expect(list.items.map((i) => [i.metadata.name, i.results.length, sum(i)])).toEqual([
@@ -163,6 +82,7 @@ describe('check --output policyreport', () => {
 
   it('a clean run with nothing to report is an empty List, exit 0', async () => {
     const { code, list, text } = await policyReport(
+      root,
       ['-'],
       JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } }),
     );
