@@ -3,95 +3,27 @@
 // every output format. Each case is a DaemonSet-like object with the annotation and hostNetwork,
 // which must be denied: a manifest kubectl applies must never pass unchecked.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KUBECTL, kubectlMissing } from '../../harness/k8s/control-plane.js';
-import { runCli } from '../../helpers/cli.js';
+import {
+  check,
+  removeCheckTrees,
+  write,
+  writeCheckTrees,
+  type CheckTrees,
+  type JsonReport,
+} from '../../helpers/check-trees.js';
 import { requires } from '../../helpers/requires.js';
 
-const template = {
-  metadata: {
-    annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' },
-    labels: { app: 'agent' },
-  },
-  spec: { hostNetwork: true, containers: [{ name: 'app', image: 'busybox' }] },
-};
-const daemonSet = (name: string): object => ({
-  apiVersion: 'apps/v1',
-  kind: 'DaemonSet',
-  metadata: { name, namespace: 'default' },
-  spec: { selector: { matchLabels: { app: 'agent' } }, template },
-});
-
+let trees: CheckTrees;
 let root: string;
-let tree: string; // what kubectl can read too
-let hostile: string; // cases only we read: a cycle, a bad file, a kind kubectl does not know
-
-function write(path: string, content: unknown): void {
-  mkdirSync(join(path, '..'), { recursive: true });
-  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content, null, 2));
-}
-
+let tree: string;
 beforeAll(() => {
-  root = mkdtempSync(join(tmpdir(), 'check-reading-'));
-  tree = join(root, 'tree');
-  hostile = join(root, 'hostile');
-  write(join(root, 'real/ds.yaml'), daemonSet('linked'));
-  mkdirSync(tree, { recursive: true });
-  symlinkSync('../real/ds.yaml', join(tree, 'linked.yaml'));
-  write(join(tree, '.k8s/ds.yaml'), daemonSet('in-dot-dir'));
-  write(join(tree, '.hidden.yaml'), daemonSet('dot-file'));
-  write(join(tree, 'list.json'), {
-    apiVersion: 'apps/v1',
-    kind: 'DaemonSetList',
-    items: [
-      {
-        metadata: { name: 'from-list', namespace: 'default' },
-        spec: (daemonSet('from-list') as { spec: unknown }).spec,
-      },
-    ],
-  });
-  write(join(tree, '.git/ds.yaml'), daemonSet('in-git'));
-
-  write(join(hostile, 'a/ds.yaml'), daemonSet('in-a'));
-  symlinkSync('..', join(hostile, 'a/loop'));
-  write(
-    join(hostile, 'b/bad.yaml'),
-    'apiVersion: v1\nkind: Pod\nmetadata:\n  name: bad\n  labels: [unclosed\n',
-  );
-  write(join(hostile, 'c/rollout.yaml'), {
-    apiVersion: 'argoproj.io/v1alpha1',
-    kind: 'Rollout',
-    metadata: { name: 'rollout', namespace: 'default' },
-    spec: { template },
-  });
-  write(join(hostile, 'c/odd.yaml'), {
-    apiVersion: 'example.com/v1',
-    kind: 'Odd',
-    metadata: { name: 'odd', namespace: 'default' },
-    spec: { pods: [{ metadata: template.metadata }] },
-  });
+  trees = writeCheckTrees();
+  ({ root, tree } = trees);
 });
-afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-interface JsonReport {
-  results: {
-    source: string;
-    kind: string;
-    name: string;
-    allowed: boolean;
-    denials: { rule: string }[];
-    warnings: string[];
-  }[];
-  errors: { source: string; code: string; message: string }[];
-  summary: { objects: number; denied: number; errors: number };
-}
-
-async function check(dir: string, format = 'json') {
-  return runCli(['check', '-o', format, dir]);
-}
+afterAll(() => removeCheckTrees(trees));
 
 const why = requires("check's reading against Debian's kubectl", kubectlMissing);
 
