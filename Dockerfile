@@ -4,10 +4,12 @@
 #   docker buildx imagetools inspect node:26-bookworm-slim
 ARG NODE_IMAGE=node:26-bookworm-slim@sha256:367679cf9792759492a486e4aa4b421764d71a9546a6dae8aab81a99eb797b3e
 
-# Build: TypeScript to dist/, and the static CNI plugin (cJSON from Debian's source package).
+# Build: TypeScript to dist/, the static CNI plugin (cJSON from Debian's source package, libbpf
+# linked in, the IPPROTO_SMC BPF program embedded) and the preload library.
 FROM ${NODE_IMAGE} AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends build-essential dpkg-dev ca-certificates \
+      clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY package.json package-lock.json ./
@@ -38,6 +40,7 @@ COPY docs/admission ./docs/admission
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY --from=build /src/native/build/erdma-smcr ./native/build/erdma-smcr
+COPY --from=build /src/native/build/libsmc-preload.so ./native/build/libsmc-preload.so
 USER 65532:65532
 ENTRYPOINT ["node", "/app/bin/erdma-smcr.js"]
 CMD ["serve"]

@@ -27,6 +27,21 @@ export const NODE_LABELS = {
   capable: `${OWN_PREFIX}capable`,
   driverMode: `${OWN_PREFIX}driver-mode`,
   reason: `${OWN_PREFIX}reason`,
+  /** How the node turns a pod's TCP into SMC: tcp2smc, bpf or preload (docs/support-matrix.md). */
+  mechanism: `${OWN_PREFIX}mechanism`,
+} as const;
+
+/**
+ * Webhook-owned: set to "preload" on a pod given the preload library (nodes with AF_SMC only); our
+ * CNI plugin then needs no tcp2smc knob for it.
+ */
+export const MECHANISM_ANNOTATION = `${OWN_PREFIX}mechanism`;
+
+/** The preload library: its file name, and where the webhook mounts the agent's host copy. */
+export const PRELOAD = {
+  library: 'libsmc-preload.so',
+  volume: 'erdma-smcr-preload',
+  mountPath: '/run/erdma-smcr-preload',
 } as const;
 
 /** Extended resource served by the device plugin. */

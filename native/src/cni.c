@@ -13,6 +13,7 @@
 #include "netns.h"
 #include "nl.h"
 #include "settings.h"
+#include "smcbpf.h"
 #include "state.h"
 #include "util.h"
 
@@ -22,6 +23,9 @@ struct applied {
 	int n;
 	int pnet_added;
 	int ipv6_only; /* IPv6 kept on: the pod has no IPv4 address */
+	const char *mechanism; /* how the pod's TCP becomes SMC: tcp2smc, bpf, preload or none */
+	uint64_t cookie;       /* bpf: the pod netns's cookie, listed in the program's map */
+	int bpf_enabled;
 	cJSON *missing;  /* array of missing knobs */
 	cJSON *warnings; /* array of strings */
 };
@@ -98,8 +102,43 @@ static void rollback(struct applied *a, const struct netconf *c, const char *ifn
 			sysctl_write(path, a->before[i]);
 	if (a->pnet_added)
 		pnet_del(c->pnet_id);
+	if (a->bpf_enabled)
+		smcbpf_set(c->bpf_dir, a->cookie, 0);
 	a->n = 0;
 	a->pnet_added = 0;
+	a->bpf_enabled = 0;
+}
+
+/*
+ * How this pod's TCP becomes SMC (docs/support-matrix.md), decided inside its netns: Alibaba's
+ * net.smc.tcp2smc knob where the kernel has it; else the webhook's preload library when it gave the
+ * pod one; else the IPPROTO_SMC program, when the agent has pinned it, switched on for this netns.
+ * With none of them, tcp2smc stays in the settings and is reported missing, as before.
+ */
+static void choose_mechanism(struct applied *a, struct settings *s, const struct netconf *c, const struct logger *lg)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(c->annotations, MECHANISM_ANNOTATION);
+	int rc;
+	a->mechanism = "tcp2smc";
+	if (access("/proc/sys/net/smc/tcp2smc", F_OK) == 0)
+		return;
+	if (cJSON_IsString(m) && !strcmp(m->valuestring, "preload")) {
+		settings_drop(s, "net.smc.tcp2smc");
+		a->mechanism = "preload";
+		return;
+	}
+	rc = smcbpf_netns_cookie(NULL, &a->cookie);
+	if (rc == 0)
+		rc = smcbpf_set(c->bpf_dir, a->cookie, 1);
+	if (rc == 0) {
+		settings_drop(s, "net.smc.tcp2smc");
+		a->mechanism = "bpf";
+		a->bpf_enabled = 1;
+		return;
+	}
+	if (rc != -ENOENT)
+		warn(a, lg, "cannot switch on the IPPROTO_SMC program for this netns: %s", strerror(rc < 0 ? -rc : EIO));
+	a->mechanism = "none";
 }
 
 static int apply_sysctls(struct applied *a, const struct settings *s, const struct netconf *c, const char *ifname,
@@ -201,6 +240,14 @@ static cJSON *state_doc(const struct cni_env *env, const struct netconf *c, cons
 	cJSON_AddBoolToObject(pnet, "added", a->pnet_added);
 	cJSON_AddItemToObject(doc, "warnings", cJSON_Duplicate(a->warnings, 1));
 	cJSON_AddBoolToObject(doc, "ipv6Only", a->ipv6_only);
+	cJSON_AddStringToObject(doc, "mechanism", a->mechanism ? a->mechanism : "none");
+	if (a->bpf_enabled) {
+		cJSON *bpf = cJSON_AddObjectToObject(doc, "bpf");
+		char cookie[24];
+		snprintf(cookie, sizeof(cookie), "%llu", (unsigned long long)a->cookie);
+		cJSON_AddStringToObject(bpf, "dir", c->bpf_dir);
+		cJSON_AddStringToObject(bpf, "cookie", cookie);
+	}
 	return doc;
 }
 
@@ -252,8 +299,10 @@ static int apply_here(void *p)
 	if (settings_resolve(x->c->annotations, x->env->ifname, x->c->disable_ipv6, &s, x->lg))
 		cni_fail(x->e, CNI_ERR_INVALID_CONFIG, "%s holds more than %d sysctls: refusing it rather than dropping any",
 			 SETTINGS_ANNOTATION, MAX_SYSCTLS);
-	else
+	else {
 		keep_ipv6_if_only_family(x->a, &s, x->c->prev_result, x->lg);
+		choose_mechanism(x->a, &s, x->c, x->lg);
+	}
 	if (x->e->code || apply_sysctls(x->a, &s, x->c, x->env->ifname, x->lg, x->e) ||
 	    apply_pnet(x->a, x->c, x->env->ifname, x->lg, x->e))
 		rollback(x->a, x->c, x->env->ifname);
@@ -310,8 +359,9 @@ static int cmd_add(const struct cni_env *env, struct netconf *c, FILE *out, cons
 		cJSON_Delete(doc);
 		if (rc)
 			log_msg(lg, "warning", "cannot update state %s: %s", path, strerror(-rc));
-		log_msg(lg, "info", "SMC-R %s: %d sysctl(s), pnet %s", cJSON_GetArraySize(a.missing) ? "partly applied" : "applied",
-			a.n, a.pnet_added ? c->pnet_id : "none");
+		log_msg(lg, "info", "SMC-R %s (%s): %d sysctl(s), pnet %s",
+			cJSON_GetArraySize(a.missing) ? "partly applied" : "applied", a.mechanism ? a.mechanism : "none", a.n,
+			a.pnet_added ? c->pnet_id : "none");
 		if (emit_prev_result(out, c))
 			cni_fail(e, CNI_ERR_IO, "cannot write the result");
 	} else {
@@ -426,6 +476,26 @@ static void undo_pnet(const cJSON *state, const char *netns, const struct logger
 	netns_run(netns, 0, undo_here, &x, &result);
 }
 
+/* Switches the IPPROTO_SMC program off for the pod's netns (by cookie: the netns may be gone). */
+static void undo_bpf(const cJSON *state, const struct logger *lg)
+{
+	const cJSON *bpf = cJSON_GetObjectItemCaseSensitive(state, "bpf");
+	const cJSON *dir = cJSON_GetObjectItemCaseSensitive(bpf, "dir");
+	const cJSON *cookie = cJSON_GetObjectItemCaseSensitive(bpf, "cookie");
+	char *end;
+	unsigned long long value;
+	int rc;
+	if (!cJSON_IsString(dir) || !cJSON_IsString(cookie))
+		return;
+	errno = 0;
+	value = strtoull(cookie->valuestring, &end, 10);
+	if (errno || *end || end == cookie->valuestring)
+		return;
+	rc = smcbpf_set(dir->valuestring, value, 0);
+	if (rc && rc != -ENOENT)
+		log_msg(lg, "warning", "cannot switch off the IPPROTO_SMC program for netns cookie %llu: %s", value, strerror(-rc));
+}
+
 static int cmd_del(const struct cni_env *env, struct netconf *c, const struct logger *lg, struct cni_error *e)
 {
 	char path[512];
@@ -437,6 +507,7 @@ static int cmd_del(const struct cni_env *env, struct netconf *c, const struct lo
 	state = state_read(path);
 	if (state) {
 		undo_pnet(state, env->netns, lg);
+		undo_bpf(state, lg);
 		cJSON_Delete(state);
 	}
 	if (unlink(path) && errno != ENOENT)
@@ -471,8 +542,10 @@ static void gc_entry(const struct netconf *c, const char *file, const struct log
 		cJSON_Delete(state);
 		return;
 	}
-	if (state)
+	if (state) {
 		undo_pnet(state, cJSON_IsString(ns) ? ns->valuestring : NULL, lg);
+		undo_bpf(state, lg);
+	}
 	cJSON_Delete(state);
 	if (unlink(path) == 0)
 		log_msg(lg, "info", "gc: removed stale state %s", file);

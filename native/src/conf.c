@@ -1,6 +1,7 @@
 /* Parsing of the network configuration: clear precedence (explicit options over files over
  * defaults), every field type-checked, unknown versions refused. */
 #include "conf.h"
+#include "smcbpf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -52,8 +53,9 @@ static int parse_options(struct netconf *c, struct cni_error *e)
 	c->pnet_id_file = opt_string(c->root, "pnetIdFile", DEFAULT_PNETID_FILE, &bad);
 	c->state_dir = opt_string(c->root, "stateDir", DEFAULT_STATE_DIR, &bad);
 	c->log_file = opt_string(c->root, "logFile", NULL, &bad);
+	c->bpf_dir = opt_string(c->root, "bpfDir", SMCBPF_DEFAULT_DIR, &bad);
 	if (bad)
-		return cni_fail(e, CNI_ERR_INVALID_CONFIG, "pnetIdFile, stateDir and logFile must be non-empty strings");
+		return cni_fail(e, CNI_ERR_INVALID_CONFIG, "pnetIdFile, stateDir, logFile and bpfDir must be non-empty strings");
 	c->fail_on_missing = opt_bool(c->root, "failOnMissingKnob", 0, &bad);
 	c->disable_ipv6 = opt_bool(c->root, "disableIPv6", 1, &bad);
 	if (bad)

@@ -20,6 +20,7 @@ struct netconf {
 	const char *pnet_id_file;
 	const char *state_dir;
 	const char *log_file;      /* may be NULL */
+	const char *bpf_dir;       /* bpfDir: where the agent pins the IPPROTO_SMC program */
 	int fail_on_missing;       /* failOnMissingKnob */
 	int disable_ipv6;          /* disableIPv6 default for pods without settings */
 };

@@ -221,6 +221,15 @@ int settings_resolve(const cJSON *annotations, const char *ifname, int disable_i
 	return out->overflow ? -1 : 0;
 }
 
+void settings_drop(struct settings *s, const char *key)
+{
+	int i, kept = 0;
+	for (i = 0; i < s->n; i++)
+		if (strcmp(s->kv[i].key, key))
+			s->kv[kept++] = s->kv[i];
+	s->n = kept;
+}
+
 int settings_drop_ipv6(struct settings *s)
 {
 	int i, kept = 0, dropped = 0;

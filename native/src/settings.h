@@ -10,6 +10,8 @@
 #define SMCR_ANNOTATION "network.alibabacloud.com/erdma-smcr"
 #define SETTINGS_ANNOTATION "smcr.erdma.io/settings"
 #define KEEP_IPV6_ANNOTATION "smcr.erdma.io/keep-ipv6"
+/* Set by the webhook on pods it gave the preload library (nodes with AF_SMC only). */
+#define MECHANISM_ANNOTATION "smcr.erdma.io/mechanism"
 #define MAX_SYSCTLS 32
 #define SYSCTL_KEY_MAX 64
 #define SYSCTL_VALUE_MAX 16
@@ -47,6 +49,8 @@ int settings_resolve(const cJSON *annotations, const char *ifname, int disable_i
 		     const struct logger *lg);
 
 /* Removes every net.ipv6.conf.*.disable_ipv6 entry; returns how many. */
+/* Removes `key` from the resolved settings (a mechanism other than tcp2smc needs no knob). */
+void settings_drop(struct settings *s, const char *key);
 int settings_drop_ipv6(struct settings *s);
 
 /* Prints the net.smc knobs and their ranges as JSON: {"knobs":[{"sysctl","min","max"},...]}. */

@@ -240,11 +240,39 @@ int smc_sockets(FILE *out)
 	return rc;
 }
 
+/* Established TCP sockets in /proc/thread-self/net/<file> (this thread's netns). */
+static uint64_t established(const char *file)
+{
+	char path[64], line[256];
+	unsigned st;
+	uint64_t n = 0;
+	FILE *f;
+	snprintf(path, sizeof(path), "/proc/thread-self/net/%s", file);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " %*u: %*s %*s %x", &st) == 1 && st == 1 /* TCP_ESTABLISHED */)
+			n++;
+	fclose(f);
+	return n;
+}
+
 int smc_summary_read(struct smc_summary *sum)
 {
 	struct sockets_ctx c = {NULL, 1, sum};
+	uint64_t tcp, own;
+	int rc;
 	memset(sum, 0, sizeof(*sum));
-	return dump_sockets(&c);
+	rc = dump_sockets(&c);
+	if (rc)
+		return rc;
+	/* Each SMC connection (SMC-R or fallen back; `sockets` leaves out the listening ones) holds
+	 * one TCP socket of its own. */
+	tcp = established("tcp") + established("tcp6");
+	own = sum->sockets;
+	sum->plain_tcp = tcp > own ? tcp - own : 0;
+	return 0;
 }
 
 void smc_summary_print(FILE *out, const struct smc_summary *s)
@@ -252,6 +280,7 @@ void smc_summary_print(FILE *out, const struct smc_summary *s)
 	size_t i;
 	fprintf(out, "{\"sockets\":%" PRIu64 ",\"listening\":%" PRIu64 ",\"byMode\":{\"SMCR\":%" PRIu64 ",\"SMCD\":%" PRIu64 ",\"TCP\":%" PRIu64 "}",
 		s->sockets, s->listening, s->smcr, s->smcd, s->tcp);
+	fprintf(out, ",\"plainTcp\":%" PRIu64, s->plain_tcp);
 	fprintf(out, ",\"txBytes\":%" PRIu64 ",\"rxBytes\":%" PRIu64 ",\"fallbacks\":{", s->tx_bytes, s->rx_bytes);
 	for (i = 0; i < s->n_reasons; i++)
 		fprintf(out, "%s\"0x%08x\":%" PRIu64, i ? "," : "", s->reasons[i].code, s->reasons[i].count);

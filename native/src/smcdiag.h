@@ -24,6 +24,9 @@ struct smc_device_count {
 /* Bounded counters of one netns's SMC sockets (listening sockets counted apart). */
 struct smc_summary {
 	uint64_t sockets, listening, smcr, smcd, tcp, tx_bytes, rx_bytes, other_reasons;
+	/* Established TCP connections of the netns beyond the SMC sockets' own (plain TCP: a program
+	 * that did not go through tcp2smc, the BPF program or the preload library). */
+	uint64_t plain_tcp;
 	struct smc_reason_count reasons[SMC_SUMMARY_REASONS];
 	size_t n_reasons;
 	struct smc_device_count devices[SMC_SUMMARY_DEVICES];

@@ -14,6 +14,7 @@
 #include "netns.h"
 #include "nl.h"
 #include "settings.h"
+#include "smcbpf.h"
 #include "smcdiag.h"
 #include "util.h"
 
@@ -34,7 +35,10 @@ static int usage(void)
 	      "  erdma-smcr net show [--netns PATH]\n"
 	      "  erdma-smcr net configure --dev IF --addr A.B.C.D/LEN --cidr NET/LEN --gateway A.B.C.D\n"
 	      "                           --metric-subnet N --metric-default N [--mtu N] [--netns PATH]\n"
-	      "  erdma-smcr sysctls                 the sysctls the plugin may set, with their ranges (JSON)\n",
+	      "  erdma-smcr sysctls                 the sysctls the plugin may set, with their ranges (JSON)\n"
+	      "  erdma-smcr mechanisms [--proc DIR] which transparent SMC mechanisms work on this node (JSON)\n"
+	      "  erdma-smcr bpf load|unload|status [--dir DIR]      the IPPROTO_SMC program's pins\n"
+	      "  erdma-smcr bpf enable|disable --netns PATH [--dir DIR]\n",
 	      stderr);
 	return 2;
 }
@@ -413,5 +417,7 @@ int tools_main(int argc, char **argv)
 		return smc_cmd(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "sysctls"))
 		return sysctls_cmd(argc);
+	if (!strcmp(argv[1], "bpf") || !strcmp(argv[1], "mechanisms"))
+		return smcbpf_tool(argc - 1, argv + 1);
 	return usage();
 }

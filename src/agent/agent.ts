@@ -4,10 +4,11 @@
 // is checked every few seconds and whenever the conf dir changes; the pods duty whenever the pod
 // watch changes and a few times per podGraceMs; SMC sampling every agent.smcSampleMs. Each duty
 // can be switched off; the agent is ready when no duty has a problem.
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../cluster/client.js';
+import { PRELOAD } from '../constants.js';
 import { WatchedSet } from '../cluster/watch.js';
 import type { AgentConfig } from '../config/schema.js';
 import { NativeBinary } from '../native/binary.js';
@@ -21,6 +22,7 @@ import type { RdmaDevice } from './node/discovery.js';
 import { defaultModprobe } from './node/driver.js';
 import { CapabilityDuty, DevicesDuty, DriverDuty, LabelsDuty } from './node/duties.js';
 import { NodeLabeler } from './node/labels.js';
+import { Mechanisms } from './node/mechanisms.js';
 import { readDeviceCounters } from './observe/counters.js';
 import { PodsDuty, type PodSource } from './observe/pod-events.js';
 import { SmcDuty } from './observe/smc-sampling.js';
@@ -88,6 +90,12 @@ export class NodeAgent {
       hostRoot: this.a.hostRoot,
       devices: () => this.devices.current,
       eniProblem: () => eni?.problem(),
+      mechanisms: new Mechanisms({
+        binary: this.binary,
+        procRoot: this.a.procRoot,
+        bpfDir: hostPath(this.a, this.a.bpfDir),
+        logger: this.log,
+      }),
       metrics: opts.metrics,
       logger: this.log,
     });
@@ -169,6 +177,10 @@ export class NodeAgent {
       confDir: hostPath(this.a, this.a.cniConfDir),
       binDir: hostPath(this.a, this.a.cniBinDir),
       binarySource: this.binary.path,
+      preload: {
+        source: join(dirname(this.binary.path), PRELOAD.library),
+        dir: hostPath(this.a, this.a.preloadDir),
+      },
       pnetIdFile: this.a.pnetIdFile,
       stateDir: this.a.cniStateDir,
       logFile: this.a.cniLogFile,
@@ -300,8 +312,14 @@ export class NodeAgent {
   }
 
   /** Removes our CNI entry and binary (agent --uninstall). */
-  uninstallCni(): void {
+  /** Removes our CNI entry, binary and preload library, and unpins the IPPROTO_SMC program. */
+  async uninstallCni(): Promise<void> {
     (this.cni ?? this.cniInstaller()).uninstall();
+    try {
+      await this.binary.bpfUnload(hostPath(this.a, this.a.bpfDir));
+    } catch (err) {
+      this.log.warn({ reason: (err as Error).message }, 'cannot unpin the IPPROTO_SMC program');
+    }
   }
 
   async close(): Promise<void> {

@@ -44,9 +44,10 @@ export async function runAgent(
   const metrics = new AgentMetrics();
   const discoverNow = (): ReturnType<typeof discover> => discover(discoveryOptions(a));
   if (uninstall) {
-    new NodeAgent({ config: a, logger, metrics, discover: discoverNow }).uninstallCni();
+    await new NodeAgent({ config: a, logger, metrics, discover: discoverNow }).uninstallCni();
     io.out(
-      `removed erdma-smcr from the CNI configuration in ${join(a.hostRoot, a.cniConfDir)} and its binary\n`,
+      `removed erdma-smcr from the CNI configuration in ${join(a.hostRoot, a.cniConfDir)}, its binary, ` +
+        `the preload library in ${join(a.hostRoot, a.preloadDir)} and the IPPROTO_SMC program's pins\n`,
     );
     return;
   }

@@ -35,6 +35,11 @@ export const policySchema = z
     rdmaResources: z.array(z.string().min(1)).default(['rdma/hca']),
     /** The shared HCA resource that needs hostNetwork unless the cluster enables RDMA for other pods. */
     hcaResource: z.string().min(1).default('rdma/hca'),
+    /**
+     * The host directory the agent installs the preload library in (agent.preloadDir): pods bound
+     * to nodes with AF_SMC only get it mounted and added to LD_PRELOAD.
+     */
+    preloadDir: z.string().min(1).default('/opt/erdma-smcr/lib'),
   })
   .strict();
 
@@ -236,6 +241,10 @@ export const agentSchema = z
     cniStateDir: z.string().default('/var/lib/cni/erdma-smcr'),
     pnetIdFile: z.string().default('/run/erdma-smcr/pnetid'),
     cniLogFile: z.string().default('/var/log/erdma-smcr/cni.log'),
+    /** Where the preload library goes on the host (the webhook mounts it into preload pods). */
+    preloadDir: z.string().default('/opt/erdma-smcr/lib'),
+    /** The host's bpffs directory the IPPROTO_SMC program is pinned in (the plugin's bpfDir). */
+    bpfDir: z.string().default('/sys/fs/bpf/erdma-smcr'),
     /** Our native binary (CNI plugin and pnet tool) in the image; default: native/build/erdma-smcr of this package. */
     nativeBinary: z.string().optional(),
     /** Duties, each can be switched off. */

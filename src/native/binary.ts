@@ -1,10 +1,13 @@
 // The one door to our native binary (native/): every call the TypeScript side makes into it,
 // with one time limit, one way of reading its output and one error. The binary is the CNI plugin
 // (run by the container runtime, or by the agent for a late apply) and, for the agent, a netlink
-// tool: `pnet`, `net`, `smc` and `sysctls`. What each call prints is typed in ./contract.ts.
+// tool: `pnet`, `net`, `smc` and `sysctls`, and the IPPROTO_SMC program's loader (`mechanisms`,
+// `bpf`). What each call prints is typed in ./contract.ts.
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type {
+  BpfStatus,
+  MechanismProbe,
   NetConfigure,
   NetState,
   SmcSocket,
@@ -176,6 +179,30 @@ export class NativeBinary {
       }
     }
     return out;
+  }
+
+  // ---- mechanisms and the IPPROTO_SMC program ----
+
+  /**
+   * Which ways of turning TCP into SMC work on this node (it loads and drops the BPF program);
+   * the tcp2smc knob is looked for below `procRoot`.
+   */
+  mechanisms(procRoot = '/proc'): Promise<MechanismProbe> {
+    return this.json<MechanismProbe>(['mechanisms', '--proc', procRoot]);
+  }
+
+  /** Loads the IPPROTO_SMC program and pins it in `dir`, keeping the netns map of a previous load. */
+  async bpfLoad(dir: string): Promise<void> {
+    await this.tool(['bpf', 'load', '--dir', dir]);
+  }
+
+  /** Removes the pins in `dir`: the program detaches. */
+  async bpfUnload(dir: string): Promise<void> {
+    await this.tool(['bpf', 'unload', '--dir', dir]);
+  }
+
+  bpfStatus(dir: string): Promise<BpfStatus> {
+    return this.json<BpfStatus>(['bpf', 'status', '--dir', dir]);
   }
 
   // ---- sysctls: the plugin's allow-list ----

@@ -37,6 +37,11 @@ export interface SmcSummary {
   readonly sockets: number;
   readonly listening: number;
   readonly byMode: { readonly SMCR: number; readonly SMCD: number; readonly TCP: number };
+  /**
+   * Established TCP connections of the netns beyond the SMC sockets' own: programs whose sockets
+   * did not become SMC (a static binary under the preload mechanism, a pod without SMC-R).
+   */
+  readonly plainTcp: number;
   readonly txBytes: number;
   readonly rxBytes: number;
   /** Local fallback reason code (0x%08x) → connections. */
@@ -90,6 +95,33 @@ export interface NetConfigure {
   readonly mtu: number;
 }
 
+// ---- mechanisms | bpf status ----
+
+/** How a node turns a program's TCP sockets into SMC sockets (docs/support-matrix.md). */
+export type Mechanism = 'tcp2smc' | 'bpf' | 'preload' | 'none';
+export const MECHANISMS: readonly Mechanism[] = ['tcp2smc', 'bpf', 'preload', 'none'];
+
+export interface Probe {
+  readonly ok: boolean;
+  /** Why not, when not ok. */
+  readonly why?: string;
+}
+
+/** `erdma-smcr mechanisms`: what works on this node, and the binary's choice. */
+export interface MechanismProbe {
+  readonly mechanism: Mechanism;
+  readonly tcp2smc: Probe;
+  readonly ipprotoSmc: Probe;
+  readonly bpf: Probe;
+  readonly afSmc: Probe;
+}
+
+/** `erdma-smcr bpf status`: the pinned program and the netns switched on. */
+export interface BpfStatus {
+  readonly loaded: boolean;
+  readonly netns: readonly { readonly cookie: number; readonly switched: number }[];
+}
+
 // ---- sysctls ----
 
 /** The knobs the plugin writes under net.smc, with the range it accepts for each. */
@@ -118,6 +150,8 @@ export const pluginRecordSchema = z
     pnet: z.object({ id: z.string(), eth: z.string(), added: z.boolean() }).strict(),
     warnings: z.array(z.string()),
     ipv6Only: z.boolean(),
+    mechanism: z.enum(['tcp2smc', 'bpf', 'preload', 'none']),
+    bpf: z.object({ dir: z.string(), cookie: z.string().regex(/^\d+$/) }).strict().optional(),
   })
   .strict();
 
@@ -134,6 +168,8 @@ export interface PluginRecord {
   readonly pnet?: { readonly id?: string; readonly added?: boolean };
   /** The pod had only IPv6 addresses: the plugin kept IPv6 on (SMC-R cannot serve it). */
   readonly ipv6Only?: boolean;
+  /** How the pod's TCP becomes SMC (absent in records of plugins before the mechanisms). */
+  readonly mechanism?: string;
   readonly mtimeMs: number;
 }
 
@@ -152,6 +188,7 @@ function recordOf(doc: Partial<Record<keyof PluginRecord, unknown>>, mtimeMs: nu
     missing: Array.isArray(doc.missing) ? doc.missing.map(String) : [],
     ...(pnet ? { pnet: { id: str(pnet.id), added: pnet.added === true } } : {}),
     ...(doc.ipv6Only === true ? { ipv6Only: true } : {}),
+    ...(typeof doc.mechanism === 'string' ? { mechanism: doc.mechanism } : {}),
     mtimeMs,
   };
 }

@@ -2,6 +2,7 @@
 // its JSON Patch) out. Pure: no I/O, no clock, no state but a bounded memo of settings strings.
 // Shared by webhook, CLI and tests.
 import {
+  MECHANISM_ANNOTATION,
   OWN_PREFIX,
   SETTINGS_ANNOTATION,
   SMCR_ANNOTATION,
@@ -10,7 +11,8 @@ import {
 import type { PolicyConfig } from '../config/schema.js';
 import { keyPath, locatePod } from './locate.js';
 import { isObject, stringMap } from '../util/json.js';
-import { injectNodeAffinity, injectResource, setSettings, stripSettings } from './mutate.js';
+import { injectPreload, mechanismExpression, preloadPlan } from './mechanism.js';
+import { child, injectNodeAffinity, injectResource, setSettings, stripSettings } from './mutate.js';
 import { isCanonicalBool, parseGoBool } from './parse-bool.js';
 import { patchOfCopy } from './patch.js';
 import { clip } from '../util/text.js';
@@ -156,11 +158,31 @@ function evaluateOff(
   return withPatch(result.warnings, false, obj, clone);
 }
 
-function mutatePod(obj: JsonObject, ctx: RuleContext, settings: string): JsonObject {
+function mutatePod(
+  obj: JsonObject,
+  ctx: RuleContext,
+  settings: string,
+  warnings: string[],
+): JsonObject {
   // Only Pods are mutated: the copy's pod is the copy itself, and ctx.loc reads the same values.
   const clone = { ...obj };
+  const plan = preloadPlan(ctx);
   if (ctx.config.injectResource) injectResource(clone, ctx.loc, ctx.config, ctx.annotations);
-  if (ctx.config.injectNodeAffinity) injectNodeAffinity(clone);
+  if (ctx.config.injectNodeAffinity)
+    injectNodeAffinity(clone, plan === 'none' ? undefined : mechanismExpression(plan));
+  if (plan === 'inject') {
+    const skipped = injectPreload(clone, ctx.config.preloadDir);
+    warnings.push(
+      'the nodes this pod may run on have AF_SMC but no in-kernel TCP-to-SMC switch: its programs get SMC-R ' +
+        'through the preload library (LD_PRELOAD), and statically linked ones (Go, busybox) stay on TCP',
+    );
+    if (skipped.length > 0)
+      warnings.push(
+        `LD_PRELOAD of container(s) ${skipped.join(', ')} comes from valueFrom: the preload library was not added there`,
+      );
+  } else if (ctx.annotations[MECHANISM_ANNOTATION] !== undefined) {
+    delete child(child(clone, 'metadata'), 'annotations')[MECHANISM_ANNOTATION];
+  }
   setSettings(clone, settings);
   return clone;
 }
@@ -238,5 +260,6 @@ export function evaluate(
     warnings.push(...out.warnings);
   }
   if (denials.length > 0 || !mutate) return verdictOf(denials, warnings, true);
-  return withPatch(warnings, true, obj, mutatePod(obj, ctx, settingsAnnotation(ctx.tuning)));
+  const mutated = mutatePod(obj, ctx, settingsAnnotation(ctx.tuning), warnings);
+  return withPatch(warnings, true, obj, mutated);
 }

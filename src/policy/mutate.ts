@@ -53,7 +53,11 @@ export function injectResource(
   });
 }
 
-const OWN_EXPRESSION = { key: NODE_LABELS.capable, operator: 'In', values: ['true'] };
+const OWN_EXPRESSION: JsonObject = {
+  key: NODE_LABELS.capable,
+  operator: 'In',
+  values: ['true'],
+};
 const ownExpression = (): JsonObject => ({
   key: OWN_EXPRESSION.key,
   operator: 'In',
@@ -68,23 +72,26 @@ const OWN_AFFINITY = sharedConstant({
   },
 });
 
-function hasOwnExpression(term: JsonObject): boolean {
+function hasExpression(term: JsonObject, want: JsonObject): boolean {
+  const values = arrayOf(want.values);
   return arrayOf(term.matchExpressions).some(
     (e) =>
       isObject(e) &&
-      e.key === OWN_EXPRESSION.key &&
-      e.operator === 'In' &&
-      arrayOf(e.values).includes('true'),
+      e.key === want.key &&
+      e.operator === want.operator &&
+      values.every((v) => arrayOf(e.values).includes(v)),
   );
 }
 
 /**
- * Requires the agent's capable label: ANDed into every existing required term (terms are ORed,
- * so each must carry it), or a new term when there is none. Empty terms match nothing and stay so.
+ * Requires the agent's capable label (and `extra`, the mechanism requirement, when given): ANDed
+ * into every existing required term (terms are ORed, so each must carry it), or a new term when
+ * there is none. Empty terms match nothing and stay so.
  */
-export function injectNodeAffinity(pod: JsonObject): void {
+export function injectNodeAffinity(pod: JsonObject, extra?: JsonObject): void {
   const spec = child(pod, 'spec');
-  if (!isObject(spec.affinity)) {
+  const wanted = extra ? [OWN_EXPRESSION, extra] : [OWN_EXPRESSION];
+  if (!isObject(spec.affinity) && !extra) {
     spec.affinity = OWN_AFFINITY;
     return;
   }
@@ -94,17 +101,20 @@ export function injectNodeAffinity(pod: JsonObject): void {
   );
   const terms = childArray(required, 'nodeSelectorTerms');
   if (terms.length === 0) {
-    terms.push({ matchExpressions: [ownExpression()] });
+    terms.push({ matchExpressions: wanted.map((e) => ({ ...e, values: [...arrayOf(e.values)] })) });
     return;
   }
   terms.forEach((term, i) => {
-    if (!isObject(term) || hasOwnExpression(term)) return;
+    if (!isObject(term)) return;
+    const missing = wanted.filter((e) => !hasExpression(term, e));
     const isEmpty =
       arrayOf(term.matchExpressions).length === 0 && arrayOf(term.matchFields).length === 0;
-    if (isEmpty) return;
+    if (missing.length === 0 || isEmpty) return;
     const copy = { ...term };
     terms[i] = copy;
-    childArray(copy, 'matchExpressions').push(ownExpression());
+    childArray(copy, 'matchExpressions').push(
+      ...missing.map((e) => ({ ...e, values: [...arrayOf(e.values)] })),
+    );
   });
 }
 

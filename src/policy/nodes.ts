@@ -2,6 +2,7 @@
 // in a 5-node one: by name, and by whether each node can run SMC-R under a cluster driver mode.
 // A live view applies each watch event to one index in O(1) (src/cluster/live.ts); offline views
 // build one from their node list.
+import { NODE_LABELS } from '../constants.js';
 import { nodeStatus } from './eligibility.js';
 import type { DriverMode, NodeFacts, NodeSet } from './types.js';
 
@@ -11,6 +12,7 @@ export class NodeIndex implements NodeSet {
   private readonly byName = new Map<string, NodeFacts>();
   /** For each cluster driver mode asked about so far: the nodes whose status is ok under it. */
   private readonly usableByMode = new Map<Mode, Set<NodeFacts>>();
+  private preload = 0;
 
   constructor(nodes: Iterable<NodeFacts> = []) {
     for (const n of nodes) this.upsert(n);
@@ -18,6 +20,10 @@ export class NodeIndex implements NodeSet {
 
   get size(): number {
     return this.byName.size;
+  }
+
+  get preloadNodes(): number {
+    return this.preload;
   }
 
   get(name: string): NodeFacts | undefined {
@@ -42,8 +48,9 @@ export class NodeIndex implements NodeSet {
   upsert(node: NodeFacts): void {
     const old = this.byName.get(node.name);
     if (old === node) return;
-    if (old) for (const set of this.usableByMode.values()) set.delete(old);
+    if (old) this.forget(old);
     this.byName.set(node.name, node);
+    if (isPreload(node)) this.preload++;
     for (const [mode, set] of this.usableByMode)
       if (nodeStatus(node, mode).state === 'ok') set.add(node);
   }
@@ -52,14 +59,22 @@ export class NodeIndex implements NodeSet {
     const old = this.byName.get(name);
     if (!old) return;
     this.byName.delete(name);
+    this.forget(old);
+  }
+
+  private forget(old: NodeFacts): void {
     for (const set of this.usableByMode.values()) set.delete(old);
+    if (isPreload(old)) this.preload--;
   }
 
   clear(): void {
     this.byName.clear();
     this.usableByMode.clear();
+    this.preload = 0;
   }
 }
+
+const isPreload = (n: NodeFacts): boolean => n.labels[NODE_LABELS.mechanism] === 'preload';
 
 /** A node set of these nodes (tests, offline profiles). */
 export function nodeSet(nodes: Iterable<NodeFacts> = []): NodeSet {

@@ -32,6 +32,8 @@ export interface NodeSet extends Iterable<NodeFacts> {
   get(name: string): NodeFacts | undefined;
   /** The nodes whose status (eligibility.ts) is ok under this cluster driver mode. */
   usable(mode: DriverMode | undefined): ReadonlySet<NodeFacts>;
+  /** How many nodes the agent labelled with the preload mechanism (0: the plan is skipped). */
+  readonly preloadNodes: number;
 }
 
 /**

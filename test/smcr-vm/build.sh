@@ -6,6 +6,9 @@
 # dist/agent/observe/counters.js: run `npm run build` first), Debian's bridge and
 # host-local CNI plugins, our native erdma-smcr binary and init.sh.
 # Downloads and builds are cached in $ERDMA_SMCR_CACHE/smcr-vm (default /var/cache/erdma-smcr).
+# With SMCR_VM_KERNEL=trixie the kernel is Debian trixie's 6.12 instead (trixie.sh prepares it:
+# IPPROTO_SMC and the BPF path). Both initramfs carry iperf3 (Debian's, unmodified) and our preload
+# library for the transparent scenario (transparent.sh, booted with smcr_scenario=transparent).
 # Usage: build.sh OUTDIR   -> OUTDIR/vmlinuz, OUTDIR/initramfs.gz; prints the kernel ABI.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,61 +17,75 @@ out=${1:?usage: build.sh OUTDIR}
 cache=${ERDMA_SMCR_CACHE:-/var/cache/erdma-smcr}/smcr-vm
 log() { echo "smcr-vm: $*" >&2; }
 
-# Security updates move the ABI: read the current one each run.
-abi=$(apt-cache depends linux-image-amd64 | sed -n 's/.*Depends: linux-image-\([0-9].*\)$/\1/p' | head -n1)
-[ -n "$abi" ] || { log "cannot find the kernel ABI of linux-image-amd64"; exit 1; }
-version=$(apt-cache show "linux-image-$abi" | sed -n 's/^Version: //p' | head -n1)
-series=$(echo "$abi" | cut -d. -f1,2)
-kdir=$cache/$abi
-mkdir -p "$kdir" "$out"
-log "kernel $abi ($version)"
-
-missing=()
-for p in qemu-system-x86 kmod cpio busybox-static "linux-headers-$abi"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  log "installing ${missing[*]}"
-  apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null
-fi
-
+kernel=${SMCR_VM_KERNEL:-bookworm}
 modules=(crc32_generic ib_core smc smc_diag udp_tunnel ip6_udp_tunnel ib_uverbs veth llc stp bridge)
-if [ ! -f "$kdir/vmlinuz" ]; then
-  log "downloading linux-image-$abi"
-  tmp=$(mktemp -d)
-  (cd "$tmp" && apt-get download "linux-image-$abi=$version" >/dev/null 2>&1)
-  dpkg-deb -x "$tmp"/linux-image-*.deb "$tmp/x"
-  mkdir -p "$kdir/modules"
-  for m in "${modules[@]}"; do
-    f=$(find "$tmp/x/lib/modules/$abi" -name "$m.ko*" | head -n1)
-    [ -n "$f" ] || { log "module $m not in the image package"; exit 1; }
-    case "$f" in *.xz) xz -dc "$f" > "$kdir/modules/$m.ko" ;; *) cp "$f" "$kdir/modules/$m.ko" ;; esac
+if [ "$kernel" = trixie ]; then
+  for p in qemu-system-x86 kmod cpio busybox-static iperf3; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+      apt-get install -y --no-install-recommends "$p" >/dev/null
   done
-  cp "$tmp/x/boot/vmlinuz-$abi" "$kdir/vmlinuz.tmp" && mv "$kdir/vmlinuz.tmp" "$kdir/vmlinuz"
-  rm -rf "$tmp"
-fi
+  parts=$("$here/trixie.sh")
+  kdir=$(echo "$parts" | sed -n 1p)
+  rxe=$(echo "$parts" | sed -n 2p)
+  abi=$(basename "$kdir")
+  mkdir -p "$out"
+  log "kernel $abi (trixie)"
+else
+  # Security updates move the ABI: read the current one each run.
+  abi=$(apt-cache depends linux-image-amd64 | sed -n 's/.*Depends: linux-image-\([0-9].*\)$/\1/p' | head -n1)
+  [ -n "$abi" ] || { log "cannot find the kernel ABI of linux-image-amd64"; exit 1; }
+  version=$(apt-cache show "linux-image-$abi" | sed -n 's/^Version: //p' | head -n1)
+  series=$(echo "$abi" | cut -d. -f1,2)
+  kdir=$cache/$abi
+  mkdir -p "$kdir" "$out"
+  log "kernel $abi ($version)"
 
-key=$(cat "$here/rxe-6.1-smcr.patch" | sha256sum | cut -c1-16)
-rxe=$kdir/rdma_rxe-$key.ko
-if [ ! -f "$rxe" ]; then
-  src=$cache/linux-source-$version/rxe
-  if [ ! -f "$src/rxe_net.c" ]; then
-    log "downloading linux-source-$series ($version) for drivers/infiniband/sw/rxe"
+  missing=()
+  for p in qemu-system-x86 kmod cpio busybox-static iperf3 "linux-headers-$abi"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing ${missing[*]}"
+    apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+
+  if [ ! -f "$kdir/vmlinuz" ]; then
+    log "downloading linux-image-$abi"
     tmp=$(mktemp -d)
-    (cd "$tmp" && apt-get download "linux-source-$series=$version" >/dev/null 2>&1)
-    dpkg-deb --fsys-tarfile "$tmp"/linux-source-*.deb | tar -x -C "$tmp" "./usr/src/linux-source-$series.tar.xz"
-    tar -xJf "$tmp/usr/src/linux-source-$series.tar.xz" -C "$tmp" "linux-source-$series/drivers/infiniband/sw/rxe"
-    mkdir -p "$src"
-    cp -r "$tmp/linux-source-$series/drivers/infiniband/sw/rxe/." "$src/"
+    (cd "$tmp" && apt-get download "linux-image-$abi=$version" >/dev/null 2>&1)
+    dpkg-deb -x "$tmp"/linux-image-*.deb "$tmp/x"
+    mkdir -p "$kdir/modules"
+    for m in "${modules[@]}"; do
+      f=$(find "$tmp/x/lib/modules/$abi" -name "$m.ko*" | head -n1)
+      [ -n "$f" ] || { log "module $m not in the image package"; exit 1; }
+      case "$f" in *.xz) xz -dc "$f" > "$kdir/modules/$m.ko" ;; *) cp "$f" "$kdir/modules/$m.ko" ;; esac
+    done
+    cp "$tmp/x/boot/vmlinuz-$abi" "$kdir/vmlinuz.tmp" && mv "$kdir/vmlinuz.tmp" "$kdir/vmlinuz"
     rm -rf "$tmp"
   fi
-  log "building the patched rdma_rxe"
-  b=$(mktemp -d)
-  cp -r "$src/." "$b/"
-  (cd "$b" && patch -s -p5 < "$here/rxe-6.1-smcr.patch")
-  make -s -C "/lib/modules/$abi/build" M="$b" CONFIG_RDMA_RXE=m modules >/dev/null 2>"$b/build.log" || { cat "$b/build.log" >&2; exit 1; }
-  cp "$b/rdma_rxe.ko" "$rxe.tmp" && mv "$rxe.tmp" "$rxe"
-  rm -rf "$b"
+
+  key=$(cat "$here/rxe-6.1-smcr.patch" | sha256sum | cut -c1-16)
+  rxe=$kdir/rdma_rxe-$key.ko
+  if [ ! -f "$rxe" ]; then
+    src=$cache/linux-source-$version/rxe
+    if [ ! -f "$src/rxe_net.c" ]; then
+      log "downloading linux-source-$series ($version) for drivers/infiniband/sw/rxe"
+      tmp=$(mktemp -d)
+      (cd "$tmp" && apt-get download "linux-source-$series=$version" >/dev/null 2>&1)
+      dpkg-deb --fsys-tarfile "$tmp"/linux-source-*.deb | tar -x -C "$tmp" "./usr/src/linux-source-$series.tar.xz"
+      tar -xJf "$tmp/usr/src/linux-source-$series.tar.xz" -C "$tmp" "linux-source-$series/drivers/infiniband/sw/rxe"
+      mkdir -p "$src"
+      cp -r "$tmp/linux-source-$series/drivers/infiniband/sw/rxe/." "$src/"
+      rm -rf "$tmp"
+    fi
+    log "building the patched rdma_rxe"
+    b=$(mktemp -d)
+    cp -r "$src/." "$b/"
+    (cd "$b" && patch -s -p5 < "$here/rxe-6.1-smcr.patch")
+    make -s -C "/lib/modules/$abi/build" M="$b" CONFIG_RDMA_RXE=m modules >/dev/null 2>"$b/build.log" || { cat "$b/build.log" >&2; exit 1; }
+    cp "$b/rdma_rxe.ko" "$rxe.tmp" && mv "$rxe.tmp" "$rxe"
+    rm -rf "$b"
+  fi
 fi
 
 # The initramfs is cheap to build and holds our freshly built binary: rebuilt every run.
@@ -78,11 +95,14 @@ mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,lib/modules,opt/cni/bin,proc,sys,dev
 cp /bin/busybox "$root/bin/busybox"
 gcc -static -O2 -Wall -Wextra -Werror -o "$root/bin/smc-pair" "$here/smc-pair.c"
 cp "$repo/native/build/erdma-smcr" "$root/opt/cni/bin/erdma-smcr"
+# Where the agent installs the preload library on a node (and the webhook mounts it from).
+mkdir -p "$root/opt/erdma-smcr/lib"
+cp "$repo/native/build/libsmc-preload.so" "$root/opt/erdma-smcr/lib/"
 ln -s /opt/cni/bin/erdma-smcr "$root/usr/bin/erdma-smcr"
 cp /usr/lib/cni/bridge /usr/lib/cni/host-local "$root/opt/cni/bin/"
 # Node.js and kmod: the agent's driver pass (test/smcr-vm/driver-pass.mjs) loads smc with modprobe.
 node_bin=$(readlink -f "$(command -v node)")
-for tool in /usr/sbin/ip /usr/bin/rdma /usr/bin/kmod "$node_bin"; do
+for tool in /usr/sbin/ip /usr/bin/rdma /usr/bin/kmod /usr/bin/iperf3 "$node_bin"; do
   mkdir -p "$root$(dirname "$tool")"
   cp "$tool" "$root$tool"
   for lib in $(ldd "$tool" | grep -o '/[^ ]*'); do
@@ -110,6 +130,7 @@ for m in ib_core smc smc_diag; do cp "$kdir/modules/$m.ko" "$root/lib/modules/$a
 depmod -b "$root" "$abi"
 cp "$rxe" "$root/lib/modules/rdma_rxe.ko"
 install -m 0755 "$here/init.sh" "$root/init"
+install -m 0755 "$here/transparent.sh" "$root/transparent.sh"
 echo "${SMCR_VM_WATCHDOG:-240}" > "$root/watchdog"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 > "$out/initramfs.gz")
 cp "$kdir/vmlinuz" "$out/vmlinuz"

@@ -137,6 +137,12 @@ pair() { # client server port [server address: IPv6 makes both ends IPv6]
 erdma-smcr ueid add "$UEID" || fail "ueid add"
 say "ueid=$(erdma-smcr ueid list | tr '\n' ' ')"
 
+if grep -q 'smcr_scenario=transparent' /proc/cmdline; then
+  . /transparent.sh
+  finish ok
+  sleep 60
+fi
+
 pod_add a "$SMCR"
 pod_add b "$SMCR"
 pair a b 5001

@@ -35,7 +35,7 @@ describe('docs/troubleshooting.md', () => {
     const src = readFileSync('src/agent/node/capability.ts', 'utf8');
     const reasons = [
       ...src.matchAll(/no\(\s*'([a-z-]+)'/g),
-      ...src.matchAll(/\? '([a-z-]+)' : '([a-z-]+)'/g),
+      ...src.matchAll(/reason: '([a-z-]+)'/g),
     ].flatMap((m) => m.slice(1));
     expect(reasons.length).toBeGreaterThan(4);
     for (const r of reasons) expect(rowKeys, r).toContain(r);

@@ -6,110 +6,31 @@
 // plugin's CHECK and DEL. Before all that, the smc module is loaded by the node agent's own
 // driver code (agent.manageDriver) with the VM's modprobe. test/smcr-vm/init.sh runs in the VM;
 // this reads its console.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { describeReason } from '../../src/agent/observe/smc.js';
 import { requires, root } from '../helpers/requires.js';
+import { bootVm, type VmRecord } from '../helpers/vm.js';
 
 const skip = requires('the SMC-R kernel test (apt-get, qemu)', root) !== '';
-
-function run(
-  cmd: string,
-  args: string[],
-  timeoutMs: number,
-): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
-}
-
-/** `SMCRVM k=v k2="v v" ...` lines → records. */
-function records(consoleText: string): Record<string, string>[] {
-  return consoleText
-    .split(/\r?\n/)
-    .map((l) => l.slice(l.indexOf('SMCRVM ')))
-    .filter((l) => l.startsWith('SMCRVM '))
-    .map((l) => {
-      const rec: Record<string, string> = {};
-      const body = l.slice('SMCRVM '.length);
-      const m = /^(DONE|FAIL) ?(.*)$/.exec(body);
-      if (m) return { [m[1] as string]: m[2] ?? '' };
-      for (const kv of body.matchAll(/(\w+)=("[^"]*"|\{.*?\}(?= \w+=|$)|\S*)/g))
-        rec[kv[1] as string] = (kv[2] ?? '').replace(/^"|"$/g, '');
-      return rec;
-    });
-}
 
 describe.skipIf(skip)(
   'SMC-R on a real kernel: our CNI chain and host side make two pods talk SMC-R',
   () => {
-    let dir: string;
-    let lines: Record<string, string>[] = [];
+    let lines: VmRecord[] = [];
     let consoleText = '';
-    const find = (pred: (r: Record<string, string>) => boolean): Record<string, string> => {
+    const find = (pred: (r: VmRecord) => boolean): VmRecord => {
       const r = lines.find(pred);
       if (!r) throw new Error(`missing result in the VM console:\n${consoleText.slice(-3000)}`);
       return r;
     };
 
     beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'smcr-vm-'));
-      const build = await run('bash', ['test/smcr-vm/build.sh', dir], 20 * 60_000);
-      if (build.code !== 0) throw new Error(`building the VM failed:\n${build.out}`);
-      // TCG: /dev/kvm here is a nested paravirtual KVM that cannot run an unmodified kernel.
-      const vm = await run(
-        'timeout',
-        [
-          '300',
-          'qemu-system-x86_64',
-          '-accel',
-          'tcg',
-          '-cpu',
-          'max',
-          '-smp',
-          '2',
-          '-m',
-          '1024',
-          '-nic',
-          'none',
-          '-kernel',
-          join(dir, 'vmlinuz'),
-          '-initrd',
-          join(dir, 'initramfs.gz'),
-          '-append',
-          'console=ttyS0 panic=-1 quiet',
-          '-nographic',
-          '-no-reboot',
-        ],
-        320_000,
-      );
-      consoleText = vm.out;
       // SMCR_VM_CONSOLE=FILE keeps the console (how test/fixtures/smc/ was captured).
-      if (process.env.SMCR_VM_CONSOLE) writeFileSync(process.env.SMCR_VM_CONSOLE, vm.out);
-      lines = records(vm.out);
-      const done = lines.find((r) => 'DONE' in r);
-      const failed = lines.filter((r) => 'FAIL' in r).map((r) => r.FAIL);
-      const summary =
-        done?.DONE === 'ok' && failed.length === 0
-          ? 'completed'
-          : `did not complete (${failed.join('; ') || 'VM hung or crashed'})`;
-      console.log(`SMC-R kernel test: VM run ${summary}`);
+      const vm = await bootVm({ consoleFile: process.env.SMCR_VM_CONSOLE });
+      consoleText = vm.consoleText;
+      lines = vm.lines;
+      console.log(`SMC-R kernel test: VM run ${vm.summary}`);
     }, 25 * 60_000);
-
-    afterAll(() => {
-      if (dir) rmSync(dir, { recursive: true, force: true });
-    });
 
     it('the VM ran every step', () => {
       expect(

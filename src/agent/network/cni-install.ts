@@ -16,7 +16,7 @@ import {
   writeFileSync,
   type FSWatcher,
 } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { CNI_PLUGIN_TYPE } from '../../constants.js';
 import type { Duty, Problem } from '../duty.js';
@@ -121,6 +121,11 @@ export interface InstallerOptions extends PluginEntryOptions {
   readonly binDir: string;
   /** Our plugin binary inside the image. */
   readonly binarySource: string;
+  /**
+   * The preload library inside the image and the host directory it goes to (the webhook mounts it
+   * into pods on AF_SMC-only nodes). Skipped when the image has none.
+   */
+  readonly preload?: { readonly source: string; readonly dir: string };
   readonly logger: Logger;
   /** Told the current problem (undefined when the chain is in place). */
   readonly onStatus?: (problem: Problem) => void;
@@ -151,12 +156,25 @@ export class CniInstaller implements Duty {
     return this.current;
   }
 
-  /** Installs the binary (when it differs). */
+  /** Installs the binary and the preload library (each when it differs). */
   installBinary(): boolean {
-    const dest = join(this.opts.binDir, BINARY_NAME);
-    if (existsSync(dest) && sha256(dest) === sha256(this.opts.binarySource)) return false;
-    writeAtomic(dest, readFileSync(this.opts.binarySource), 0o755);
-    this.opts.logger.info({ dest }, 'CNI plugin binary installed');
+    const p = this.opts.preload;
+    if (p && existsSync(p.source)) {
+      mkdirSync(p.dir, { recursive: true });
+      this.installFile(p.source, join(p.dir, basename(p.source)), 0o644, 'preload library');
+    }
+    return this.installFile(
+      this.opts.binarySource,
+      join(this.opts.binDir, BINARY_NAME),
+      0o755,
+      'CNI plugin binary',
+    );
+  }
+
+  private installFile(source: string, dest: string, mode: number, what: string): boolean {
+    if (existsSync(dest) && sha256(dest) === sha256(source)) return false;
+    writeAtomic(dest, readFileSync(source), mode);
+    this.opts.logger.info({ dest }, `${what} installed`);
     return true;
   }
 
@@ -233,6 +251,8 @@ export class CniInstaller implements Duty {
       }
     }
     rmSync(join(this.opts.binDir, BINARY_NAME), { force: true });
+    const p = this.opts.preload;
+    if (p) rmSync(join(p.dir, basename(p.source)), { force: true });
   }
 
   async close(): Promise<void> {

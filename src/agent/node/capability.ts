@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NODE_LABELS } from '../../constants.js';
 import { kernelEligibility } from '../../policy/kernel.js';
+import type { Mechanism, MechanismProbe } from '../../native/contract.js';
 import type { RdmaDevice } from './discovery.js';
 
 export interface HostFacts {
@@ -13,10 +14,17 @@ export interface HostFacts {
   readonly osImage: string;
   /** /proc/sys/net/smc/tcp2smc exists (Alibaba's smc module is loaded). */
   readonly smcModule: boolean;
+  /**
+   * What `erdma-smcr mechanisms` found (and, for bpf, that the agent pinned the program); without
+   * it only the tcp2smc path is considered, as before the probe existed.
+   */
+  readonly mechanisms?: MechanismProbe;
 }
 
 export interface Capability {
   readonly capable: boolean;
+  /** How the node turns a pod's TCP into SMC ('none' when not capable). */
+  readonly mechanism: Mechanism;
   /** Driver mode of the node's eRDMA devices ('' when there are none). */
   readonly driverMode: string;
   /** Label-safe reason when not capable ('' when capable). */
@@ -58,21 +66,13 @@ export function capability(
   const driverMode = modes.includes('default') ? 'default' : (modes[0] ?? '');
   const no = (reason: string, detail: string): Capability => ({
     capable: false,
+    mechanism: 'none',
     driverMode,
     reason,
     detail,
   });
-  const k = kernelEligibility(host.kernelRelease, host.osImage || undefined);
-  if (!k.ok)
-    return no(
-      /older than/.test(k.reason) ? 'kernel-too-old' : 'unsupported-os-or-kernel',
-      k.reason,
-    );
-  if (!host.smcModule)
-    return no(
-      'no-smc-module',
-      'the smc kernel module is not loaded (/proc/sys/net/smc/tcp2smc is missing): modprobe smc',
-    );
+  const chosen = chooseMechanism(host);
+  if (typeof chosen !== 'string') return no(chosen.reason, chosen.detail);
   if (devices.length === 0)
     return no(
       'no-erdma-device',
@@ -87,7 +87,40 @@ export function capability(
     return no('eni-not-configured', `an eRDMA ENI could not be configured: ${eniProblem}`);
   if (!devices.some((d) => d.healthy && d.smcrCapable))
     return no('no-healthy-device', 'no eRDMA device in default mode has an ACTIVE port');
-  return { capable: true, driverMode, reason: '', detail: 'SMC-R capable' };
+  return {
+    capable: true,
+    mechanism: chosen,
+    driverMode,
+    reason: '',
+    detail: `SMC-R capable (${chosen})`,
+  };
+}
+
+/**
+ * The mechanism a node uses, best first: Alibaba's tcp2smc knob on the kernels the seeds' rule
+ * admits (Alibaba Cloud Linux 3 from 5.10.134-17), the IPPROTO_SMC program, then the preload
+ * library where only AF_SMC exists. Or why none works, as a label-safe reason and in words.
+ */
+function chooseMechanism(host: HostFacts): Mechanism | { reason: string; detail: string } {
+  const k = kernelEligibility(host.kernelRelease, host.osImage || undefined);
+  const m = host.mechanisms;
+  const tcp2smc = m ? m.tcp2smc.ok : host.smcModule;
+  if (k.ok && tcp2smc) return 'tcp2smc';
+  if (m?.ipprotoSmc.ok && m.bpf.ok) return 'bpf';
+  if (m?.afSmc.ok) return 'preload';
+  if (k.ok)
+    return {
+      reason: 'no-smc-module',
+      detail:
+        'the smc kernel module is not loaded (/proc/sys/net/smc/tcp2smc is missing): modprobe smc',
+    };
+  if (/older than/.test(k.reason)) return { reason: 'kernel-too-old', detail: k.reason };
+  if (!m) return { reason: 'unsupported-os-or-kernel', detail: k.reason };
+  const why = [m.ipprotoSmc, m.bpf, m.afSmc].map((p) => p.why).filter(Boolean);
+  return {
+    reason: 'unsupported-os-or-kernel',
+    detail: `${k.reason}, and no other way to make TCP sockets SMC works: ${why.join('; ')}`,
+  };
 }
 
 /** Our labels for a capability: reason present only when not capable (null removes it). */
@@ -96,6 +129,7 @@ export function capabilityLabels(c: Capability): Record<string, string | null> {
     [NODE_LABELS.capable]: String(c.capable),
     [NODE_LABELS.driverMode]: c.driverMode === '' ? null : c.driverMode,
     [NODE_LABELS.reason]: c.capable ? null : c.reason,
+    [NODE_LABELS.mechanism]: c.capable ? c.mechanism : null,
   };
 }
 

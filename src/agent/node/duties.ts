@@ -10,6 +10,7 @@ import { capability, capabilityLabels, hostFacts, type Capability } from './capa
 import type { RdmaDevice } from './discovery.js';
 import { reconcileDriver, type DriverPassOptions } from './driver.js';
 import type { NodeLabeler } from './labels.js';
+import type { Mechanisms } from './mechanisms.js';
 
 /** The devices duty: reads the node's devices once per refresh, for the duties after it. */
 export class DevicesDuty implements Duty {
@@ -42,6 +43,8 @@ export class CapabilityDuty implements Duty {
       readonly hostRoot: string;
       readonly devices: () => readonly RdmaDevice[];
       readonly eniProblem: () => string | undefined;
+      /** The mechanism probe (absent: only the tcp2smc knob is considered). */
+      readonly mechanisms?: Mechanisms;
       readonly metrics: AgentMetrics;
       readonly logger: Logger;
     },
@@ -53,14 +56,24 @@ export class CapabilityDuty implements Duty {
 
   async pass(): Promise<void> {
     const devices = this.o.devices();
+    const mechanisms = await this.o.mechanisms?.find();
     const cap = capability(
-      hostFacts(this.o.procRoot, this.o.hostRoot),
+      { ...hostFacts(this.o.procRoot, this.o.hostRoot), ...(mechanisms ? { mechanisms } : {}) },
       devices,
       this.o.eniProblem(),
     );
-    if (this.current?.capable !== cap.capable || this.current?.reason !== cap.reason) {
+    if (
+      this.current?.capable !== cap.capable ||
+      this.current?.reason !== cap.reason ||
+      this.current?.mechanism !== cap.mechanism
+    ) {
       this.o.logger.info(
-        { capable: cap.capable, driverMode: cap.driverMode, reason: cap.detail },
+        {
+          capable: cap.capable,
+          mechanism: cap.mechanism,
+          driverMode: cap.driverMode,
+          reason: cap.detail,
+        },
         'node SMC-R capability',
       );
     }

@@ -11,6 +11,7 @@ import {
   type HostFacts,
 } from '../../../src/agent/node/capability.js';
 import { discover } from '../../../src/agent/node/discovery.js';
+import type { MechanismProbe, Probe } from '../../../src/native/contract.js';
 
 const good: HostFacts = {
   kernelRelease: '5.10.134-17.3.al8.x86_64',
@@ -49,7 +50,65 @@ describe('node capability', () => {
       'smcr.erdma.io/capable': 'true',
       'smcr.erdma.io/driver-mode': 'default',
       'smcr.erdma.io/reason': null,
+      'smcr.erdma.io/mechanism': 'tcp2smc',
     });
+  });
+
+  // What `erdma-smcr mechanisms` printed on the VM's kernels (test/vm/transparent.test.ts).
+  const no = (why: string): Probe => ({ ok: false, why });
+  const yes: Probe = { ok: true };
+  const probe = (p: Partial<MechanismProbe>): MechanismProbe => ({
+    mechanism: 'none',
+    tcp2smc: no('no net.smc.tcp2smc'),
+    ipprotoSmc: no('no IPPROTO_SMC sockets'),
+    bpf: no('the kernel refused the program'),
+    afSmc: no('no AF_SMC sockets'),
+    ...p,
+  });
+  const debian = (release: string, mechanisms: MechanismProbe): HostFacts => ({
+    kernelRelease: release,
+    osImage: 'Debian GNU/Linux 13 (trixie)',
+    smcModule: false,
+    mechanisms,
+  });
+
+  it.each([
+    [
+      'trixie 6.12: IPPROTO_SMC and the BPF program',
+      debian('6.12.117+deb13-amd64', probe({ ipprotoSmc: yes, bpf: yes, afSmc: yes })),
+      'bpf',
+    ],
+    ['bookworm 6.1: AF_SMC only', debian('6.1.0-56-amd64', probe({ afSmc: yes })), 'preload'],
+    [
+      'IPPROTO_SMC but the program cannot attach (no BTF, or no privilege): preload',
+      debian('6.12.117+deb13-amd64', probe({ ipprotoSmc: yes, afSmc: yes })),
+      'preload',
+    ],
+    [
+      'Alibaba Cloud Linux 3 from 5.10.134-17 with the knob: tcp2smc, whatever else works',
+      { ...good, mechanisms: probe({ tcp2smc: yes, afSmc: yes }) },
+      'tcp2smc',
+    ],
+    [
+      "a tcp2smc knob on a kernel outside the seeds' rule is not the tcp2smc path",
+      debian('6.12.117+deb13-amd64', probe({ tcp2smc: yes, afSmc: yes })),
+      'preload',
+    ],
+  ])('probes, not OS names, decide the mechanism: %s', (_, facts, mechanism) => {
+    const c = capability(facts, devices);
+    expect(c).toMatchObject({ capable: true, mechanism, reason: '' });
+    expect(capabilityLabels(c)['smcr.erdma.io/mechanism']).toBe(mechanism);
+  });
+
+  it("a kernel with no mechanism is refused as before, with every probe's reason", () => {
+    const c = capability(debian('5.15.0-1-amd64', probe({})), devices);
+    expect(c).toMatchObject({
+      capable: false,
+      mechanism: 'none',
+      reason: 'unsupported-os-or-kernel',
+    });
+    expect(c.detail).toMatch(/IPPROTO_SMC.*refused.*AF_SMC/);
+    expect(capabilityLabels(c)['smcr.erdma.io/mechanism']).toBeNull();
   });
 
   it.each([

@@ -1,0 +1,159 @@
+/* `erdma-smcr mechanisms` (which ways to make a program's TCP an SMC socket work on this node) and
+ * `erdma-smcr bpf ...` (the IPPROTO_SMC program's pins and per-netns switch). The node agent runs
+ * both; see smcbpf.h and docs/support-matrix.md. */
+#include "smcbpf.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "netns.h"
+
+#ifndef AF_SMC
+#define AF_SMC 43
+#endif
+#define IPPROTO_SMC_NUM 256
+
+struct probe {
+	int ok;
+	char why[256];
+};
+
+static void print_probe(FILE *out, const char *name, const struct probe *p, int last)
+{
+	const char *c;
+	fprintf(out, "\"%s\":{\"ok\":%s", name, p->ok ? "true" : "false");
+	if (!p->ok) {
+		fputs(",\"why\":\"", out);
+		for (c = p->why; *c; c++)
+			if (*c == '"' || *c == '\\')
+				fprintf(out, "\\%c", *c);
+			else if ((unsigned char)*c >= 0x20)
+				fputc(*c, out);
+		fputc('"', out);
+	}
+	fprintf(out, "}%s", last ? "" : ",");
+}
+
+static void probe_socket(struct probe *p, int family, int protocol, const char *missing)
+{
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, protocol);
+	if (fd >= 0) {
+		p->ok = 1;
+		close(fd);
+		return;
+	}
+	snprintf(p->why, sizeof(p->why), "%s (%s)", missing, strerror(errno));
+}
+
+/* `proc`: where the host's /proc is (the agent passes its own; tests a fake one). */
+static int mechanisms_cmd(const char *proc)
+{
+	struct probe tcp2smc = {0, ""}, ipproto = {0, ""}, bpf = {0, ""}, afsmc = {0, ""};
+	const char *chosen = "none";
+	char knob[512];
+	snprintf(knob, sizeof(knob), "%s/sys/net/smc/tcp2smc", proc);
+	if (access(knob, F_OK) == 0)
+		tcp2smc.ok = 1;
+	else
+		snprintf(tcp2smc.why, sizeof(tcp2smc.why), "no net.smc.tcp2smc (an Alibaba Cloud Linux 3 kernel's knob)");
+	probe_socket(&afsmc, AF_SMC, 0, "no AF_SMC sockets: the smc module is not loaded or not built");
+	probe_socket(&ipproto, AF_INET, IPPROTO_SMC_NUM, "no IPPROTO_SMC sockets (kernel 6.11+ with smc loaded)");
+	if (smcbpf_probe(bpf.why, sizeof(bpf.why)) == 0)
+		bpf.ok = 1;
+	if (tcp2smc.ok)
+		chosen = "tcp2smc";
+	else if (ipproto.ok && bpf.ok)
+		chosen = "bpf";
+	else if (afsmc.ok)
+		chosen = "preload";
+	printf("{\"mechanism\":\"%s\",", chosen);
+	print_probe(stdout, "tcp2smc", &tcp2smc, 0);
+	print_probe(stdout, "ipprotoSmc", &ipproto, 0);
+	print_probe(stdout, "bpf", &bpf, 0);
+	print_probe(stdout, "afSmc", &afsmc, 1);
+	puts("}");
+	return 0;
+}
+
+static int bpf_usage(void)
+{
+	fputs("usage: erdma-smcr bpf load|unload|status [--dir DIR]\n"
+	      "       erdma-smcr bpf enable|disable --netns PATH [--dir DIR]\n"
+	      "       erdma-smcr bpf cookie [--netns PATH]\n",
+	      stderr);
+	return 2;
+}
+
+static int bpf_cmd(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"dir", required_argument, 0, 'd'}, {"netns", required_argument, 0, 'n'}, {0, 0, 0, 0}};
+	const char *dir = SMCBPF_DEFAULT_DIR, *netns = NULL, *verb;
+	char why[300] = "";
+	uint64_t cookie;
+	int ch, rc;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (ch == 'd')
+			dir = optarg;
+		else if (ch == 'n')
+			netns = optarg;
+		else
+			return bpf_usage();
+	}
+	if (optind != argc - 1)
+		return bpf_usage();
+	verb = argv[optind];
+	if (!strcmp(verb, "load")) {
+		rc = smcbpf_load(dir, why, sizeof(why));
+		if (rc)
+			fprintf(stderr, "erdma-smcr: bpf load: %s\n", why);
+		return rc ? 1 : 0;
+	}
+	if (!strcmp(verb, "unload")) {
+		rc = smcbpf_unload(dir);
+		if (rc)
+			fprintf(stderr, "erdma-smcr: bpf unload %s: %s\n", dir, strerror(-rc));
+		return rc ? 1 : 0;
+	}
+	if (!strcmp(verb, "status"))
+		return smcbpf_status(dir, stdout);
+	if (strcmp(verb, "enable") && strcmp(verb, "disable") && strcmp(verb, "cookie"))
+		return bpf_usage();
+	if (strcmp(verb, "cookie") && !netns)
+		return bpf_usage();
+	rc = smcbpf_netns_cookie(netns, &cookie);
+	if (rc) {
+		fprintf(stderr, "erdma-smcr: cannot read the netns cookie of %s: %s\n", netns ? netns : "this netns",
+			rc < 0 && rc > -4096 ? strerror(-rc) : netns_strerror(rc));
+		return 1;
+	}
+	if (!strcmp(verb, "cookie")) {
+		printf("%llu\n", (unsigned long long)cookie);
+		return 0;
+	}
+	rc = smcbpf_set(dir, cookie, !strcmp(verb, "enable"));
+	if (rc) {
+		fprintf(stderr, "erdma-smcr: bpf %s %s: %s\n", verb, netns,
+			rc == -ENOENT ? "not loaded (no pinned map; run bpf load) or not listed" : strerror(-rc));
+		return 1;
+	}
+	return 0;
+}
+
+int smcbpf_tool(int argc, char **argv)
+{
+	if (!strcmp(argv[0], "mechanisms")) {
+		if (argc == 1)
+			return mechanisms_cmd("/proc");
+		if (argc == 3 && !strcmp(argv[1], "--proc"))
+			return mechanisms_cmd(argv[2]);
+		fputs("usage: erdma-smcr mechanisms [--proc DIR]\n", stderr);
+		return 2;
+	}
+	return bpf_cmd(argc, argv);
+}

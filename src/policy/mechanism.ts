@@ -1,0 +1,105 @@
+// What a pod's TCP-to-SMC mechanism asks of the pod, from the nodes it may land on (the agent's
+// smcr.erdma.io/mechanism label; docs/support-matrix.md). tcp2smc and bpf need nothing in the pod:
+// the kernel does it. Nodes with AF_SMC only need the preload library in every container. A pod
+// that may land on both kinds is kept to the in-kernel ones, where static binaries work too.
+import { MECHANISM_ANNOTATION, NODE_LABELS, PRELOAD } from '../constants.js';
+import { arrayOf, isObject } from '../util/json.js';
+import { nodeStatus } from './eligibility.js';
+import { child } from './mutate.js';
+import type { RuleContext } from './rules.js';
+import { Budget, placement, placementTooLarge } from './scheduling.js';
+import type { JsonObject, NodeFacts } from './types.js';
+
+/** none: nothing to do; inject: give the pod the preload library; avoid: keep it off preload nodes. */
+export type PreloadPlan = 'none' | 'inject' | 'avoid';
+
+/** The nodes to look at: the one a pod names, else those that can run SMC-R. */
+function candidates(view: RuleContext['view'], nodeName: string | undefined): Iterable<NodeFacts> {
+  if (nodeName === undefined) return view.nodes.usable(view.driverMode);
+  const pinned = view.nodes.get(nodeName);
+  return pinned ? [pinned] : [];
+}
+
+export function preloadPlan(ctx: RuleContext): PreloadPlan {
+  const { view, loc } = ctx;
+  if (!view.nodesKnown || view.nodes.preloadNodes === 0) return 'none';
+  if (placementTooLarge(loc.spec, loc.prefix)) return 'none';
+  const where = placement(loc.spec, loc.prefix);
+  const budget = new Budget();
+  const nodes = candidates(view, where.nodeName);
+  let preload = false;
+  let inKernel = false;
+  for (const n of nodes) {
+    if (budget.spent || (preload && inKernel)) break;
+    if (nodeStatus(n, view.driverMode).state !== 'ok' || !where.matches(n, budget)) continue;
+    if (n.labels[NODE_LABELS.mechanism] === 'preload') preload = true;
+    else inKernel = true;
+  }
+  if (!preload) return 'none';
+  return inKernel ? 'avoid' : 'inject';
+}
+
+const LIBRARY = `${PRELOAD.mountPath}/${PRELOAD.library}`;
+
+/** LD_PRELOAD with our library appended to what the container had (ld.so reads ':' or ' '). */
+function withLibrary(env: unknown[]): unknown[] | undefined {
+  const i = env.findIndex((e) => isObject(e) && e.name === 'LD_PRELOAD');
+  if (i < 0) return [...env, { name: 'LD_PRELOAD', value: LIBRARY }];
+  const e = env[i] as JsonObject;
+  if (e.valueFrom !== undefined) return undefined; // not ours to rewrite: the plan warns
+  const value = typeof e.value === 'string' ? e.value : '';
+  if (value.split(/[: ]/).includes(LIBRARY)) return env;
+  const copy = [...env];
+  copy[i] = { ...e, value: value === '' ? LIBRARY : `${value}:${LIBRARY}` };
+  return copy;
+}
+
+/**
+ * Gives every container (init containers too) the agent's host copy of the preload library,
+ * read-only, and LD_PRELOAD naming it after anything the container already preloads. Returns the
+ * containers whose LD_PRELOAD comes from valueFrom, which are left as they are.
+ */
+export function injectPreload(pod: JsonObject, preloadDir: string): string[] {
+  const spec = child(pod, 'spec');
+  const skipped: string[] = [];
+  const volumes = arrayOf(spec.volumes);
+  if (!volumes.some((v) => isObject(v) && v.name === PRELOAD.volume)) {
+    spec.volumes = [
+      ...volumes,
+      { name: PRELOAD.volume, hostPath: { path: preloadDir, type: 'Directory' } },
+    ];
+  }
+  for (const key of ['initContainers', 'containers']) {
+    if (!Array.isArray(spec[key])) continue;
+    spec[key] = (spec[key] as unknown[]).map((c) => {
+      if (!isObject(c)) return c;
+      const env = withLibrary(arrayOf(c.env));
+      if (!env) skipped.push(String(c.name));
+      const mounts = arrayOf(c.volumeMounts);
+      const mounted = mounts.some((m) => isObject(m) && m.name === PRELOAD.volume);
+      return {
+        ...c,
+        ...(env ? { env } : {}),
+        ...(mounted
+          ? {}
+          : {
+              volumeMounts: [
+                ...mounts,
+                { name: PRELOAD.volume, mountPath: PRELOAD.mountPath, readOnly: true },
+              ],
+            }),
+      };
+    });
+  }
+  child(child(pod, 'metadata'), 'annotations')[MECHANISM_ANNOTATION] = 'preload';
+  return skipped;
+}
+
+/** The requirement on the agent's mechanism label that goes with a plan. */
+export function mechanismExpression(plan: 'inject' | 'avoid'): JsonObject {
+  return {
+    key: NODE_LABELS.mechanism,
+    operator: plan === 'inject' ? 'In' : 'NotIn',
+    values: ['preload'],
+  };
+}
