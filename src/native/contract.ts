@@ -218,10 +218,18 @@ export interface RecordedPod {
   readonly name: string;
   readonly uid: string;
   readonly netns: string;
+  /** How the plugin made the pod's TCP SMC (absent in records of older plugins). */
+  readonly mechanism?: string;
 }
 
 export function recordedPods(stateDir: string): RecordedPod[] {
   return [...readRecords(stateDir).values()]
     .filter((r) => r.netns !== '' && r.podName !== '')
-    .map((r) => ({ namespace: r.podNamespace, name: r.podName, uid: r.podUid, netns: r.netns }));
+    .map((r) => ({
+      namespace: r.podNamespace,
+      name: r.podName,
+      uid: r.podUid,
+      netns: r.netns,
+      ...(r.mechanism ? { mechanism: r.mechanism } : {}),
+    }));
 }

@@ -117,6 +117,8 @@ export interface PodSmc {
   readonly namespace: string;
   readonly name: string;
   readonly uid: string;
+  /** How the plugin made the pod's TCP SMC, as it recorded it. */
+  readonly mechanism?: string;
   readonly summary?: SmcSummary;
   /** Only when asked for (status --pod). */
   readonly sockets?: readonly SmcSocket[];
@@ -148,6 +150,31 @@ function podLine(p: PodSmc): string {
     .concat(s.otherFallbacks ? [`other×${s.otherFallbacks}`] : [])
     .join(', ');
   return `${pad(who, 40)}${pad(String(s.byMode.SMCR), 6)}${pad(String(s.byMode.TCP), 6)}${pad(fmtBytes(s.txBytes), 10)}${pad(fmtBytes(s.rxBytes), 10)}${pad(devs, 14)}${reasons || '-'}`;
+}
+
+/** Why connections of a pod stayed plain TCP, by the pod's mechanism. */
+export function plainTcpWhy(mechanism: string | undefined): string {
+  switch (mechanism) {
+    case 'preload':
+      return 'programs that do not load the preload library stay on TCP: statically linked ones (Go, busybox), or a program that clears LD_PRELOAD';
+    case 'bpf':
+      return 'sockets opened before the plugin switched the pod on, or with a protocol other than TCP, stay on TCP';
+    case 'tcp2smc':
+      return 'sockets opened before net.smc.tcp2smc was set stay on TCP';
+    default:
+      return "no mechanism switched this pod to SMC (see the pod's Events and `erdma-smcr mechanisms` on the node)";
+  }
+}
+
+/** Pods with plain TCP connections, and why those are not SMC. */
+function plainTcpNotes(pods: readonly PodSmc[]): string[] {
+  const notes = pods
+    .filter((p) => (p.summary?.plainTcp ?? 0) > 0)
+    .map(
+      (p) =>
+        `  ${p.namespace}/${p.name}: ${p.summary!.plainTcp} TCP connection(s) not on SMC (${p.mechanism ?? 'unknown'}): ${plainTcpWhy(p.mechanism)}`,
+    );
+  return notes.length > 0 ? ['', 'Plain TCP:', ...notes] : [];
 }
 
 /** Each reason seen, once, with what it means. */
@@ -196,6 +223,7 @@ export function formatStatus(pods: readonly PodSmc[]): string {
     `${pad('POD', 40)}${pad('SMC-R', 6)}${pad('TCP', 6)}${pad('TX', 10)}${pad('RX', 10)}${pad('DEVICE', 14)}FALLBACK REASONS`,
     ...pods.map(podLine),
     ...legend(pods),
+    ...plainTcpNotes(pods),
     ...pods.filter((x) => x.sockets).flatMap(socketTable),
   ];
   return `${lines.join('\n')}\n`;
@@ -218,6 +246,7 @@ export async function collectPodSmc(
     readonly name: string;
     readonly uid: string;
     readonly netns: string;
+    readonly mechanism?: string;
   }[],
   o: CollectOptions,
 ): Promise<PodSmc[]> {
@@ -232,7 +261,12 @@ export async function collectPodSmc(
   const summaries = await o.binary.smcSummaries([...where.values()], o.timeoutMs);
   const out: PodSmc[] = [];
   for (const p of pods) {
-    const base = { namespace: p.namespace, name: p.name, uid: p.uid };
+    const base = {
+      namespace: p.namespace,
+      name: p.name,
+      uid: p.uid,
+      ...(p.mechanism ? { mechanism: p.mechanism } : {}),
+    };
     if (!p.netns) {
       out.push({ ...base, error: 'no network namespace recorded for the pod' });
       continue;

@@ -147,6 +147,33 @@ describe('erdma-smcr chained after bridge + host-local', () => {
     );
   });
 
+  it('records the mechanism: preload when the webhook gave the pod the library (no tcp2smc needed), none without a pinned program', () => {
+    const pod = bridgePod();
+    const bpfDir = join(dir, 'no-bpffs-here');
+    const r = ours(
+      pod,
+      'ADD',
+      ourConf(pod, { [SMCR]: 'true', 'smcr.erdma.io/mechanism': 'preload' }, { bpfDir }),
+    );
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    const state = JSON.parse(readFileSync(statePath(pod), 'utf8'));
+    expect(state).toMatchObject({ mechanism: 'preload', missing: ['SMC_PNETID'] });
+    expect(state.bpf).toBeUndefined();
+    expect(pluginRecordSchema.safeParse(state).error?.issues ?? []).toEqual([]);
+    expect(r.stderr).not.toMatch(/tcp2smc/);
+    expect(ours(pod, 'DEL', ourConf(pod, { [SMCR]: 'true' }, { bpfDir })).status).toBe(0);
+    // Without the preload annotation and with no program pinned in bpfDir: as before the
+    // mechanisms, tcp2smc is missing, and nothing is written to bpfDir.
+    const again = ours(pod, 'ADD', ourConf(pod, { [SMCR]: 'true' }, { bpfDir }));
+    expect(again.status, again.stdout + again.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(statePath(pod), 'utf8'))).toMatchObject({
+      mechanism: 'none',
+      missing: ['net.smc.tcp2smc', 'SMC_PNETID'],
+    });
+    expect(existsSync(bpfDir)).toBe(false);
+    expect(ours(pod, 'DEL', ourConf(pod, { [SMCR]: 'true' }, { bpfDir })).status).toBe(0);
+  });
+
   it('applies allow-listed settings from the webhook annotation and ignores the rest', () => {
     const pod = bridgePod();
     const settings = JSON.stringify({

@@ -2,8 +2,11 @@
 // tuning annotations against (src/policy/settings.ts) are the ranges the CNI plugin accepts
 // (native/src/settings.c), and the plugin's state record is what src/native/contract.ts reads
 // (that one needs a pod netns: test/integration/cni/plugin.test.ts checks it after a real ADD).
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { NativeBinary } from '../../../src/native/binary.js';
+import { MECHANISMS, type Mechanism } from '../../../src/native/contract.js';
 import { KNOBS, TCP2SMC_SYSCTL } from '../../../src/policy/settings.js';
 
 describe('the sysctl ranges, in TypeScript and in C', () => {
@@ -17,5 +20,48 @@ describe('the sysctl ranges, in TypeScript and in C', () => {
     expect(table.knobs.map((k) => k.sysctl).filter((s) => !ours.has(s))).toEqual([TCP2SMC_SYSCTL]);
     // The webhook always writes tcp2smc=1: inside the plugin's range.
     expect(c.get(TCP2SMC_SYSCTL)).toEqual({ min: 0, max: 1 });
+  });
+});
+
+describe('the mechanism probe and the BPF pins, as the agent reads them', () => {
+  const binary = new NativeBinary('native/build/erdma-smcr');
+  const probe = z
+    .object({ ok: z.boolean(), why: z.string().min(10).optional() })
+    .strict()
+    .refine((p) => p.ok === (p.why === undefined), 'why exactly when not ok');
+
+  it('mechanisms prints every probe, a reason for each that fails, and a choice consistent with them', async () => {
+    const m = await binary.mechanisms('/nonexistent-proc');
+    const schema = z
+      .object({
+        mechanism: z.enum(MECHANISMS as [Mechanism, ...Mechanism[]]),
+        tcp2smc: probe,
+        ipprotoSmc: probe,
+        bpf: probe,
+        afSmc: probe,
+      })
+      .strict();
+    expect(schema.safeParse(m).error?.issues ?? []).toEqual([]);
+    // The knob is looked for below the proc root given.
+    expect(m.tcp2smc.ok).toBe(false);
+    const expected = m.ipprotoSmc.ok && m.bpf.ok ? 'bpf' : m.afSmc.ok ? 'preload' : 'none';
+    expect(m.mechanism).toBe(expected);
+  });
+
+  it('bpf status reads an empty pin directory as not loaded; switching a netns on there says why not', async () => {
+    expect(await binary.bpfStatus('/nonexistent-bpffs/erdma-smcr')).toEqual({
+      loaded: false,
+      netns: [],
+    });
+    const r = spawnSync('native/build/erdma-smcr', [
+      'bpf',
+      'enable',
+      '--netns',
+      '/proc/self/ns/net',
+      '--dir',
+      '/nonexistent-bpffs/erdma-smcr',
+    ]);
+    expect(r.status).toBe(1);
+    expect(r.stderr.toString()).toMatch(/not loaded \(no pinned map; run bpf load\)/);
   });
 });

@@ -16,6 +16,7 @@ import {
   agentNetnsPath,
   describeReason,
   formatStatus,
+  plainTcpWhy,
   type PodSmc,
   type SmcSocket,
   type SmcSummary,
@@ -81,6 +82,22 @@ describe('status from the VM-captured output', () => {
     expect(text).toMatch(
       /ACTIVE\s+10\.88\.0\.5:5002\s+10\.88\.0\.4:\d+\s+TCP\s+PEERDECL \(peer: NOSMCDEV\)/,
     );
+  });
+
+  it("says which connections stayed plain TCP, and why, by the pod's mechanism", () => {
+    // Captured in the transparent VM test on 6.1: busybox's static nc in a preload pod.
+    const summary = fixture<SmcSummary>('summary-static-preload.json');
+    expect(summary.plainTcp).toBe(1);
+    const text = formatStatus([
+      { namespace: 'default', name: 'static', uid: 'u', mechanism: 'preload', summary },
+      pod('a', false),
+    ]);
+    expect(text).toMatch(
+      /Plain TCP:\n {2}default\/static: 1 TCP connection\(s\) not on SMC \(preload\): .*statically linked/,
+    );
+    expect(text).not.toMatch(/default\/a: .* not on SMC/);
+    expect(plainTcpWhy('bpf')).toMatch(/before the plugin switched the pod on/);
+    expect(plainTcpWhy(undefined)).toMatch(/no mechanism/);
   });
 
   it('netns paths: host paths below the host root, /proc paths as they are', () => {
