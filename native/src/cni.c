@@ -387,6 +387,8 @@ static int pnet_entry_match(const struct nlmsghdr *h, void *ctx)
 	return 0;
 }
 
+static int state_bpf(const cJSON *state, const char **dir, unsigned long long *cookie);
+
 struct drift_ctx {
 	const cJSON *state;
 	const char *ifname;
@@ -418,6 +420,12 @@ static int check_drift(void *p)
 		copy_str(search.want.eth, sizeof(search.want.eth), x->ifname);
 		if (pnet_list(pnet_entry_match, &search) || !search.found)
 			return cni_fail(x->e, CNI_ERR_DRIFT, "the pnet entry %s for %s is gone", search.want.name, x->ifname);
+	}
+	{
+		const char *dir;
+		unsigned long long cookie;
+		if (state_bpf(x->state, &dir, &cookie) == 0 && smcbpf_listed(dir, cookie) != 1)
+			return cni_fail(x->e, CNI_ERR_DRIFT, "the IPPROTO_SMC program in %s no longer switches this netns (unloaded?)", dir);
 	}
 	return 0;
 }
@@ -476,22 +484,32 @@ static void undo_pnet(const cJSON *state, const char *netns, const struct logger
 	netns_run(netns, 0, undo_here, &x, &result);
 }
 
+/* The pin directory and netns cookie a state records for the IPPROTO_SMC program; 0 when it has them. */
+static int state_bpf(const cJSON *state, const char **dir, unsigned long long *cookie)
+{
+	const cJSON *bpf = cJSON_GetObjectItemCaseSensitive(state, "bpf");
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(bpf, "dir");
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(bpf, "cookie");
+	char *end;
+	if (!cJSON_IsString(d) || !cJSON_IsString(c))
+		return -1;
+	errno = 0;
+	*cookie = strtoull(c->valuestring, &end, 10);
+	if (errno || *end || end == c->valuestring)
+		return -1;
+	*dir = d->valuestring;
+	return 0;
+}
+
 /* Switches the IPPROTO_SMC program off for the pod's netns (by cookie: the netns may be gone). */
 static void undo_bpf(const cJSON *state, const struct logger *lg)
 {
-	const cJSON *bpf = cJSON_GetObjectItemCaseSensitive(state, "bpf");
-	const cJSON *dir = cJSON_GetObjectItemCaseSensitive(bpf, "dir");
-	const cJSON *cookie = cJSON_GetObjectItemCaseSensitive(bpf, "cookie");
-	char *end;
+	const char *dir;
 	unsigned long long value;
 	int rc;
-	if (!cJSON_IsString(dir) || !cJSON_IsString(cookie))
+	if (state_bpf(state, &dir, &value))
 		return;
-	errno = 0;
-	value = strtoull(cookie->valuestring, &end, 10);
-	if (errno || *end || end == cookie->valuestring)
-		return;
-	rc = smcbpf_set(dir->valuestring, value, 0);
+	rc = smcbpf_set(dir, value, 0);
 	if (rc && rc != -ENOENT)
 		log_msg(lg, "warning", "cannot switch off the IPPROTO_SMC program for netns cookie %llu: %s", value, strerror(-rc));
 }

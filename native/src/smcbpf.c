@@ -169,6 +169,20 @@ int smcbpf_set(const char *dir, uint64_t cookie, int enable)
 	return rc;
 }
 
+int smcbpf_listed(const char *dir, uint64_t cookie)
+{
+	char map_pin[512];
+	uint64_t value;
+	int fd, rc;
+	pin_path(map_pin, sizeof(map_pin), dir, "netns");
+	fd = bpf_obj_get(map_pin);
+	if (fd < 0)
+		return -errno;
+	rc = bpf_map_lookup_elem(fd, &cookie, &value) == 0 ? 1 : (errno == ENOENT ? 0 : -errno);
+	close(fd);
+	return rc;
+}
+
 int smcbpf_status(const char *dir, FILE *out)
 {
 	char map_pin[512], link_pin[512];

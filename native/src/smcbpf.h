@@ -21,6 +21,8 @@ int smcbpf_probe(char *why, size_t size);
 int smcbpf_netns_cookie(const char *path, uint64_t *cookie);
 /* Lists (enable) or unlists a netns cookie in the pinned map under `dir`. -ENOENT: not loaded. */
 int smcbpf_set(const char *dir, uint64_t cookie, int enable);
+/* 1 when the pinned map under `dir` lists `cookie`, 0 when not, -errno when it cannot be read. */
+int smcbpf_listed(const char *dir, uint64_t cookie);
 /* Writes {"loaded":..,"netns":[{"cookie":..,"switched":..}]} for the pins in `dir`. */
 int smcbpf_status(const char *dir, FILE *out);
 

@@ -73,9 +73,11 @@ observe "static" a b
 wait $cpid
 kill $spid 2>/dev/null
 
+out=$(ours CHECK a "$ON" "$(cat /run/prev-a.json)" 2>&1); say "check_a=$? check_a_out=\"$(echo "$out" | tr -d '"\n')\""
 out=$(ours DEL a "$ON" "$(cat /run/prev-a.json)" 2>&1); say "del_a=$? $out"
 say "bpf_status_after_del=$(erdma-smcr bpf status 2>&1 | tr -d '\n')"
 if [ "$mech" = bpf ]; then
   erdma-smcr bpf unload || fail "bpf unload"
+  out=$(ours CHECK b "$ON" "$(cat /run/prev-b.json)" 2>&1); say "check_b_after_unload=$? check_b_out=\"$(echo "$out" | tr -d '"\n')\""
   say "bpf_after_unload=$([ -e /sys/fs/bpf/erdma-smcr ] && echo present || echo gone) switched_off=$(erdma-smcr bpf enable --netns /run/netns/b 2>&1 | tr -d '\n' | tr ' ' _)"
 fi

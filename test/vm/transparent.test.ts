@@ -138,8 +138,12 @@ describe.skipIf(skip).each(KERNELS)(
         }
       });
 
-      it('DEL switches the pod netns off, and unloading leaves no pin behind', () => {
+      it('CHECK passes while switched on; DEL switches the pod netns off; unloading leaves no pin and CHECK reports it', () => {
+        expect(vm.find((x) => 'check_a' in x).check_a).toBe('0');
         expect(vm.find((x) => 'del_a' in x).del_a).toBe('0');
+        const drift = vm.find((x) => 'check_b_after_unload' in x);
+        expect(drift.check_b_after_unload).toBe('1');
+        expect(drift.check_b_out).toMatch(/code:101.*no longer switches this netns/);
         const state = vm.json('state_a') as { bpf: { cookie: string } };
         const after = vm.json('bpf_status_after_del') as { netns: { cookie: number }[] };
         expect(after.netns).toHaveLength(1);

@@ -104,8 +104,8 @@ export function capability(
 function chooseMechanism(host: HostFacts): Mechanism | { reason: string; detail: string } {
   const k = kernelEligibility(host.kernelRelease, host.osImage || undefined);
   const m = host.mechanisms;
-  const tcp2smc = m ? m.tcp2smc.ok : host.smcModule;
-  if (k.ok && tcp2smc) return 'tcp2smc';
+  // The knob is read live on every pass (the probe's answer is kept): smc can be unloaded.
+  if (k.ok && host.smcModule) return 'tcp2smc';
   if (m?.ipprotoSmc.ok && m.bpf.ok) return 'bpf';
   if (m?.afSmc.ok) return 'preload';
   if (k.ok)

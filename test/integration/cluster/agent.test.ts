@@ -143,6 +143,7 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
       team: 'a',
       'smcr.erdma.io/capable': 'true',
       'smcr.erdma.io/driver-mode': 'default',
+      'smcr.erdma.io/mechanism': 'tcp2smc',
     });
     expect(await labels('ecs-other')).toEqual({ team: 'a', 'smcr.erdma.io/capable': 'stale' });
 
@@ -162,6 +163,7 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
       (await labels())['smcr.erdma.io/reason'] === undefined ? true : undefined,
     );
     expect((await labels())['smcr.erdma.io/capable']).toBe('true');
+    expect((await labels())['smcr.erdma.io/mechanism']).toBe('tcp2smc');
   });
 
   it('cannot patch anything but nodes, nor read secrets (RBAC of the manifests)', async () => {
