@@ -311,7 +311,6 @@ export class NodeAgent {
     return readiness(this.duties);
   }
 
-  /** Removes our CNI entry and binary (agent --uninstall). */
   /** Removes our CNI entry, binary and preload library, and unpins the IPPROTO_SMC program. */
   async uninstallCni(): Promise<void> {
     (this.cni ?? this.cniInstaller()).uninstall();

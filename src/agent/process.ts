@@ -15,6 +15,64 @@ import { ErdmaDevicePlugin } from './deviceplugin/server.js';
 import { AgentMetrics } from './metrics.js';
 import { discover, discoveryOptions } from './node/discovery.js';
 
+/** One kubelet registration per resource; a configuration the node's devices contradict stops here. */
+function devicePlugins(
+  a: AgentConfig,
+  discoverNow: () => ReturnType<typeof discover>,
+  logger: Logger,
+): ErdmaDevicePlugin[] {
+  return servedResources(a, discoverNow).map((r) => {
+    const log = logger.child({ resource: r.name });
+    if (r.discover().length === 0)
+      log.info(
+        'no device on this node is selected for this resource: serving it with none until one appears',
+      );
+    return new ErdmaDevicePlugin({
+      kubeletDir: a.kubeletDir,
+      resourceName: r.name,
+      socketName: r.socketName,
+      slotsPerDevice: r.slots,
+      allocation: r.allocation,
+      mode: r.mode,
+      pollMs: a.pollMs,
+      discover: r.discover,
+      logger: log,
+      deviceRoot: a.deviceRoot,
+    });
+  });
+}
+
+/**
+ * `erdma-smcr device-plugin`: the kubelet's device plugins and nothing else, so that they can have
+ * a lifecycle of their own (manifests/base/device-plugin.yaml, updated OnDelete): the agent's
+ * routine updates, restarts and crashes then never leave the kubelet without an endpoint, which
+ * fails every pod it admits meanwhile (docs/agent.md "Upgrading without failed pods").
+ */
+export async function runDevicePlugin(config: Readonly<Config>, io: CliIO): Promise<void> {
+  const logger = createLogger(config.logLevel);
+  const a = config.agent;
+  const metrics = new AgentMetrics();
+  const plugins = devicePlugins(a, () => discover(discoveryOptions(a)), logger);
+  for (const p of plugins) await p.start();
+  const probes = a.metricsEnabled
+    ? await startProbeServer(a.metricsHost, a.metricsPort, {
+        ready: () => {
+          const waiting = plugins.filter((p) => !p.isRegistered).map((p) => p.resourceName);
+          return waiting.length > 0
+            ? `not registered with the kubelet yet: ${waiting.join(', ')}`
+            : undefined;
+        },
+        metrics: metrics.registry,
+      })
+    : undefined;
+  if (probes)
+    io.out(`erdma-smcr device-plugin: probes on http://${a.metricsHost}:${probes.port}\n`);
+  await runUntilSignal(logger, 'stopping the device plugins', async () => {
+    for (const p of plugins) await p.stop();
+    await probes?.close();
+  });
+}
+
 async function kubeFor(
   a: AgentConfig,
   file: string | undefined,
@@ -60,28 +118,7 @@ export async function runAgent(
     discover: discoverNow,
     ...(client ? { client } : {}),
   });
-  // One kubelet registration per resource; a configuration the node's devices contradict stops here.
-  const plugins = a.devicePlugin
-    ? servedResources(a, discoverNow).map((r) => {
-        const log = logger.child({ resource: r.name });
-        if (r.discover().length === 0)
-          log.info(
-            'no device on this node is selected for this resource: serving it with none until one appears',
-          );
-        return new ErdmaDevicePlugin({
-          kubeletDir: a.kubeletDir,
-          resourceName: r.name,
-          socketName: r.socketName,
-          slotsPerDevice: r.slots,
-          allocation: r.allocation,
-          mode: r.mode,
-          pollMs: a.pollMs,
-          discover: r.discover,
-          logger: log,
-          deviceRoot: a.deviceRoot,
-        });
-      })
-    : [];
+  const plugins = a.devicePlugin ? devicePlugins(a, discoverNow, logger) : [];
   for (const p of plugins) await p.start();
   await agent.start();
   const probes = a.metricsEnabled

@@ -25,6 +25,7 @@ export const ENV_VARS: Readonly<
   ERDMA_SMCR_CLUSTER_SOURCE: { path: 'cluster.source', type: 'string' },
   ERDMA_SMCR_NODE_NAME: { path: 'agent.nodeName', type: 'string' },
   ERDMA_SMCR_AGENT_METRICS_PORT: { path: 'agent.metricsPort', type: 'number' },
+  ERDMA_SMCR_AGENT_DEVICE_PLUGIN: { path: 'agent.devicePlugin', type: 'boolean' },
   ERDMA_SMCR_RESOURCE_NAME: { path: 'policy.resourceName', type: 'string' },
   ERDMA_SMCR_DISABLE_IPV6: { path: 'policy.disableIPv6', type: 'boolean' },
   ERDMA_SMCR_HOST_ROOT: { path: 'agent.hostRoot', type: 'string' },

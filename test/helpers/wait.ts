@@ -5,7 +5,11 @@ export interface UntilOptions {
   readonly timeoutMs?: number;
   /** Pause between attempts (default 50 ms). */
   readonly intervalMs?: number;
-  /** Count a thrown error as "not yet" instead of failing at once (the cluster's API while it settles). */
+  /**
+   * Count a thrown error as "not yet" instead of failing at once (the cluster's API while it
+   * settles). An error that says nothing can come of waiting (`fatal`, e.g. a control-plane
+   * component that died) still fails at once.
+   */
   readonly retryErrors?: boolean;
   /** Appended to the timeout error: logs that say why. */
   readonly details?: () => string;
@@ -27,7 +31,10 @@ export async function until<T>(
     const v = o.retryErrors
       ? await Promise.resolve()
           .then(f)
-          .catch(() => undefined)
+          .catch((err: unknown) => {
+            if (isFatal(err)) throw err;
+            return undefined;
+          })
       : await f();
     if (v !== undefined && v !== false) return v;
     if (Date.now() > end)
@@ -36,4 +43,9 @@ export async function until<T>(
       );
     await new Promise((r) => setTimeout(r, o.intervalMs ?? 50));
   }
+}
+
+/** Errors no retry can cure: a control-plane component that died (test/harness/k8s/control-plane.ts). */
+function isFatal(err: unknown): boolean {
+  return err instanceof Error && err.name === 'ControlPlaneDied';
 }

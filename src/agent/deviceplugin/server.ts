@@ -144,6 +144,10 @@ export class ErdmaDevicePlugin {
   get kubeletSocket(): string {
     return join(this.dir, 'kubelet.sock');
   }
+  get resourceName(): string {
+    return this.opts.resourceName;
+  }
+
   get isRegistered(): boolean {
     return this.registered;
   }

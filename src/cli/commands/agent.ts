@@ -43,4 +43,23 @@ export function agentCommand(
       await runAgent(config, io, opts.uninstall === true);
       setCode(0);
     });
+  program
+    .command('device-plugin')
+    .description(
+      'serve only the kubelet device plugins (aliyun/erdma and any configured), with a lifecycle apart from the agent',
+    )
+    .option('--host-root <dir>', 'root of the host filesystem')
+    .option('--kubelet-dir <dir>', 'kubelet directory (device-plugins/ below it)')
+    .option('--slots <n>', 'pods that may share one device')
+    .action(async (opts: AgentOpts) => {
+      const config = configFor({
+        'agent.hostRoot': opts.hostRoot,
+        'agent.kubeletDir': opts.kubeletDir,
+        'agent.slotsPerDevice':
+          opts.slots === undefined ? undefined : Number.parseInt(opts.slots, 10),
+      });
+      const { runDevicePlugin } = await import('../../agent/process.js');
+      await runDevicePlugin(config, io);
+      setCode(0);
+    });
 }

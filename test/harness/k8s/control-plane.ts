@@ -7,7 +7,7 @@
 // loopback and still verifies its certificate for <service>.<namespace>.svc. (Endpoints cannot
 // point at loopback: the API refuses such addresses.)
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -139,7 +139,24 @@ export interface ControlPlane {
   kubeconfigFor(namespace: string, name: string): Promise<string>;
   /** Runs Debian's kubectl against this control plane (asynchronously: webhooks in this process keep serving). */
   kubectl(args: readonly string[], input?: string): Promise<KubectlResult>;
+  /** The process ID of a running component (etcd, kube-apiserver, kube-scheduler, ...). */
+  pid(component: string): number | undefined;
   stop(): Promise<void>;
+}
+
+/** A control-plane component exited while the control plane was in use. */
+export class ControlPlaneDied extends Error {
+  constructor(name: string, code: number | string, dir: string) {
+    const log = join(dir, `${name}.log`);
+    let tail = '';
+    try {
+      tail = readFileSync(log, 'utf8').split('\n').slice(-40).join('\n');
+    } catch {
+      // no log written
+    }
+    super(`${name} exited (${code}) while the control plane was in use; ${log}:\n${tail}`);
+    this.name = 'ControlPlaneDied';
+  }
 }
 
 interface Proc {
@@ -268,7 +285,18 @@ export function firstServiceIp(cidr: string): string {
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const dir = mkdtempSync(join(tmpdir(), 'k8s-'));
   const procs: Proc[] = [];
+  // A component that dies after start (a port clash killed the scheduler once, and a run hung
+  // with every pod Pending) fails every later call at once, with its log.
+  let died: ControlPlaneDied | undefined;
+  let stopping = false;
+  const watch = (p: Proc): Proc => {
+    p.child.once('exit', (code, signal) => {
+      if (!stopping) died ??= new ControlPlaneDied(p.name, code ?? signal ?? '?', dir);
+    });
+    return p;
+  };
   const stop = async (): Promise<void> => {
+    stopping = true;
     for (const p of [...procs].reverse()) await stopProc(p);
     if (!process.env.ERDMA_SMCR_KEEP_K8S) rmSync(dir, { recursive: true, force: true });
   };
@@ -280,66 +308,70 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     );
     const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
     procs.push(
-      startProc(
-        dir,
-        'etcd',
-        [
-          `--data-dir=${join(dir, 'etcd')}`,
-          `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
-          `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
-          `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
-          `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
-          `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
-          '--log-level=warn',
-        ],
-        opts.netns,
+      watch(
+        startProc(
+          dir,
+          'etcd',
+          [
+            `--data-dir=${join(dir, 'etcd')}`,
+            `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
+            `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
+            `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+            `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+            `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
+            '--log-level=warn',
+          ],
+          opts.netns,
+        ),
       ),
     );
     const url = `https://127.0.0.1:${apiPort}`;
     procs.push(
-      startProc(
-        dir,
-        'kube-apiserver',
-        [
-          `--etcd-servers=http://127.0.0.1:${etcdPort}`,
-          ...(pods
-            ? [
-                '--bind-address=0.0.0.0',
-                `--advertise-address=${pods.nodeIp}`,
-                '--endpoint-reconciler-type=lease',
-              ]
-            : [
-                '--bind-address=127.0.0.1',
-                '--advertise-address=127.0.0.1',
-                '--endpoint-reconciler-type=none',
-              ]),
-          `--secure-port=${apiPort}`,
-          '--insecure-port=0',
-          `--tls-cert-file=${join(dir, 'apiserver.crt')}`,
-          `--tls-private-key-file=${join(dir, 'apiserver.key')}`,
-          `--client-ca-file=${join(dir, 'ca.crt')}`,
-          `--token-auth-file=${join(dir, 'tokens.csv')}`,
-          '--authorization-mode=Node,RBAC',
-          `--service-account-key-file=${join(dir, 'sa.pub')}`,
-          `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
-          '--service-account-issuer=https://kubernetes.default.svc',
-          `--service-cluster-ip-range=${pods?.serviceCidr ?? SERVICE_CIDR}`,
-          // Pods in tests carry no API tokens unless they run our manifests (the token controller is not always running).
-          ...(pods ? [] : ['--disable-admission-plugins=ServiceAccount']),
-          '--allow-privileged=true',
-          `--kubelet-client-certificate=${join(dir, 'kubelet-client.crt')}`,
-          `--kubelet-client-key=${join(dir, 'kubelet-client.key')}`,
-          '--kubelet-preferred-address-types=InternalIP',
-          '--v=1',
-          ...(opts.apiserverArgs ?? []),
-        ],
-        opts.netns,
+      watch(
+        startProc(
+          dir,
+          'kube-apiserver',
+          [
+            `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+            ...(pods
+              ? [
+                  '--bind-address=0.0.0.0',
+                  `--advertise-address=${pods.nodeIp}`,
+                  '--endpoint-reconciler-type=lease',
+                ]
+              : [
+                  '--bind-address=127.0.0.1',
+                  '--advertise-address=127.0.0.1',
+                  '--endpoint-reconciler-type=none',
+                ]),
+            `--secure-port=${apiPort}`,
+            '--insecure-port=0',
+            `--tls-cert-file=${join(dir, 'apiserver.crt')}`,
+            `--tls-private-key-file=${join(dir, 'apiserver.key')}`,
+            `--client-ca-file=${join(dir, 'ca.crt')}`,
+            `--token-auth-file=${join(dir, 'tokens.csv')}`,
+            '--authorization-mode=Node,RBAC',
+            `--service-account-key-file=${join(dir, 'sa.pub')}`,
+            `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
+            '--service-account-issuer=https://kubernetes.default.svc',
+            `--service-cluster-ip-range=${pods?.serviceCidr ?? SERVICE_CIDR}`,
+            // Pods in tests carry no API tokens unless they run our manifests (the token controller is not always running).
+            ...(pods ? [] : ['--disable-admission-plugins=ServiceAccount']),
+            '--allow-privileged=true',
+            `--kubelet-client-certificate=${join(dir, 'kubelet-client.crt')}`,
+            `--kubelet-client-key=${join(dir, 'kubelet-client.key')}`,
+            '--kubelet-preferred-address-types=InternalIP',
+            '--v=1',
+            ...(opts.apiserverArgs ?? []),
+          ],
+          opts.netns,
+        ),
       ),
     );
     const kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(kubeconfig, kubeconfigYaml(url, caPem, token), { mode: 0o600 });
     const kubectl = (args: readonly string[], input?: string): Promise<KubectlResult> =>
-      runKubectl(kubeconfig, args, input, opts.netns);
+      died ? Promise.reject(died) : runKubectl(kubeconfig, args, input, opts.netns);
     await waitFor(
       'kube-apiserver /readyz',
       async () => (await kubectl(['get', '--raw', '/readyz'])).status === 0,
@@ -366,40 +398,44 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     }
     if (opts.scheduler) {
       procs.push(
-        startProc(
-          dir,
-          'kube-scheduler',
-          [
-            `--kubeconfig=${kubeconfig}`,
-            '--bind-address=127.0.0.1',
-            `--secure-port=${await freePort()}`,
-            '--port=0',
-            '--leader-elect=false',
-            '--v=1',
-          ],
-          opts.netns,
+        watch(
+          startProc(
+            dir,
+            'kube-scheduler',
+            [
+              `--kubeconfig=${kubeconfig}`,
+              '--bind-address=127.0.0.1',
+              `--secure-port=${await freePort()}`,
+              '--port=0',
+              '--leader-elect=false',
+              '--v=1',
+            ],
+            opts.netns,
+          ),
         ),
       );
     }
     if (opts.controllerManager) {
       const cmPort = await freePort();
       procs.push(
-        startProc(
-          dir,
-          'kube-controller-manager',
-          [
-            `--kubeconfig=${kubeconfig}`,
-            '--bind-address=127.0.0.1',
-            `--secure-port=${cmPort}`,
-            '--port=0',
-            '--leader-elect=false',
-            '--use-service-account-credentials=false',
-            `--service-account-private-key-file=${join(dir, 'sa.key')}`,
-            `--root-ca-file=${join(dir, 'ca.crt')}`,
-            `--controllers=deployment,replicaset,daemonset,serviceaccount-token,namespace,garbagecollector,nodelifecycle${pods ? ',serviceaccount,endpoint,endpointslice' : ''}`,
-            '--v=1',
-          ],
-          opts.netns,
+        watch(
+          startProc(
+            dir,
+            'kube-controller-manager',
+            [
+              `--kubeconfig=${kubeconfig}`,
+              '--bind-address=127.0.0.1',
+              `--secure-port=${cmPort}`,
+              '--port=0',
+              '--leader-elect=false',
+              '--use-service-account-credentials=false',
+              `--service-account-private-key-file=${join(dir, 'sa.key')}`,
+              `--root-ca-file=${join(dir, 'ca.crt')}`,
+              `--controllers=deployment,replicaset,daemonset,serviceaccount-token,namespace,garbagecollector,nodelifecycle${pods ? ',serviceaccount,endpoint,endpointslice' : ''}`,
+              '--v=1',
+            ],
+            opts.netns,
+          ),
         ),
       );
     }
@@ -434,6 +470,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       etcdUrl: `http://127.0.0.1:${etcdPort}`,
       kubeconfigFor,
       kubectl,
+      pid: (component) => procs.find((p) => p.name === component)?.child.pid,
       stop,
     };
   } catch (err) {

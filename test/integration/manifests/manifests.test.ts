@@ -216,6 +216,38 @@ describe.skipIf(why !== '')('manifests', () => {
     });
   });
 
+  it('device-plugin DaemonSet: its own lifecycle (OnDelete), sysfs and the kubelet dir, nothing more', () => {
+    const ds = find(base, 'DaemonSet', 'erdma-smcr-device-plugin');
+    const spec = ds.spec.template.spec;
+    const c = spec.containers[0];
+    expect(ds.spec.updateStrategy).toEqual({ type: 'OnDelete' });
+    expect(c.args).toEqual(['device-plugin']);
+    const env = Object.fromEntries(
+      c.env.map((e: { name: string; value?: string }) => [e.name, e.value]),
+    );
+    for (const name of Object.keys(env))
+      if (name !== 'NODE_OPTIONS')
+        expect(ENV_VARS, `${name} is read by the code`).toHaveProperty(name);
+    expect(Number(env.ERDMA_SMCR_AGENT_METRICS_PORT)).toBe(c.readinessProbe.httpGet.port);
+    expect(Number(env.ERDMA_SMCR_AGENT_METRICS_PORT)).not.toBe(config.agent.metricsPort);
+    const mounts = Object.fromEntries(
+      c.volumeMounts.map((m: { name: string; mountPath: string }) => [m.mountPath, m.name]),
+    );
+    const hostPathOf = (mountPath: string): string =>
+      spec.volumes.find((v: { name: string }) => v.name === mounts[mountPath]).hostPath.path;
+    expect(hostPathOf(join(env.ERDMA_SMCR_HOST_ROOT as string, '/sys'))).toBe('/sys');
+    const dp = join(config.agent.kubeletDir, 'device-plugins');
+    expect(hostPathOf(dp)).toBe(dp);
+    expect(Object.keys(mounts)).toHaveLength(2);
+    expect(spec.hostNetwork).toBeUndefined();
+    expect(spec.automountServiceAccountToken).toBe(false);
+    expect(c.securityContext.capabilities).toEqual({ drop: ['ALL'] });
+    // On the same nodes as the agent.
+    expect(spec.nodeSelector).toEqual(
+      find(base, 'DaemonSet', 'erdma-smcr-agent').spec.template.spec.nodeSelector,
+    );
+  });
+
   it('agent DaemonSet: mounts where the code looks, env the code reads, probes on its port', () => {
     const ds = find(base, 'DaemonSet', 'erdma-smcr-agent');
     const spec = ds.spec.template.spec;
@@ -241,9 +273,14 @@ describe.skipIf(why !== '')('manifests', () => {
       const dir = f.slice(0, f.lastIndexOf('/'));
       expect(hostPathOf(join(hostRoot, dir))).toBe(dir);
     }
-    expect(hostPathOf(join(a.kubeletDir, 'device-plugins'))).toBe(
-      join(a.kubeletDir, 'device-plugins'),
-    );
+    // The pin directory's bpffs and the preload library's directory.
+    expect(hostPathOf(join(hostRoot, '/sys/fs/bpf'))).toBe('/sys/fs/bpf');
+    expect(a.bpfDir.startsWith('/sys/fs/bpf/')).toBe(true);
+    expect(hostPathOf(join(hostRoot, a.preloadDir))).toBe(a.preloadDir);
+    expect(config.policy.preloadDir).toBe(a.preloadDir);
+    // The device plugin is its own DaemonSet's: the agent does not serve it, nor mount its dir.
+    expect(env.ERDMA_SMCR_AGENT_DEVICE_PLUGIN).toBe('false');
+    expect(mounts[join(a.kubeletDir, 'device-plugins')]).toBeUndefined();
     expect(Number(env.ERDMA_SMCR_AGENT_METRICS_PORT)).toBe(c.readinessProbe.httpGet.port);
     expect(c.readinessProbe.httpGet.path).toBe('/readyz');
     expect(spec).toMatchObject({
