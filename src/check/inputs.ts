@@ -2,6 +2,7 @@
 // YAML, JSON and `kind: List` all flatten to one object per entry, each with its file and line.
 import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { PROFILE_KIND } from '../cluster/profile.js';
 import { isObject } from '../util/json.js';
 import type { JsonObject } from '../policy/types.js';
 import { parseYamlDocuments } from '../util/yaml.js';
@@ -18,7 +19,7 @@ const MANIFEST_EXT = /\.(ya?ml|json)$/i;
 export interface InputError {
   /** `file` or `file:line`. */
   readonly source: string;
-  readonly code: 'INPUT_UNREADABLE' | 'INPUT_PARSE';
+  readonly code: 'INPUT_UNREADABLE' | 'INPUT_PARSE' | 'INPUT_NOT_OBJECT';
   readonly message: string;
 }
 
@@ -27,8 +28,11 @@ export interface Inputs {
   readonly errors: InputError[];
 }
 
-/** Directories never read: a repository's own metadata, as kubectl users expect. */
-const SKIPPED_DIRS = new Set(['.git']);
+/** Directories never read: a repository's own metadata and its dependencies. */
+const SKIPPED_DIRS = new Set(['.git', 'node_modules']);
+
+/** The largest file `check` reads (a manifest tree's largest files are well under 1 MiB). */
+export const MAX_INPUT_BYTES = 64 << 20;
 
 function unreadable(path: string, err: unknown): InputError {
   const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
@@ -50,11 +54,26 @@ export function expandPaths(paths: readonly string[], errors: InputError[] = [])
     try {
       st = statSync(p);
     } catch (err) {
-      errors.push(unreadable(p, err));
+      // Inside a directory, only manifests are our business: a dangling README link is not.
+      if (top || MANIFEST_EXT.test(p)) errors.push(unreadable(p, err));
       return;
     }
     if (!st.isDirectory()) {
-      if (top || (st.isFile() && MANIFEST_EXT.test(p))) out.push(p);
+      if (!top && !(st.isFile() && MANIFEST_EXT.test(p))) return;
+      if (!st.isFile()) {
+        // A FIFO blocks and a device (/dev/zero) never ends: named, or found through a glob.
+        errors.push({
+          source: p,
+          code: 'INPUT_UNREADABLE',
+          message: `cannot read ${p}: not a regular file (a FIFO, device or socket); pass its content on stdin with -`,
+        });
+      } else if (st.size > MAX_INPUT_BYTES) {
+        errors.push({
+          source: p,
+          code: 'INPUT_UNREADABLE',
+          message: `cannot read ${p}: ${st.size} bytes, over the ${MAX_INPUT_BYTES >> 20} MiB a manifest may have`,
+        });
+      } else out.push(p);
       return;
     }
     let real: string;
@@ -70,9 +89,18 @@ export function expandPaths(paths: readonly string[], errors: InputError[] = [])
     seenDirs.add(real);
     for (const name of entries) if (!SKIPPED_DIRS.has(name)) visit(join(p, name), false);
   };
+  let stdinNamed = false;
   for (const p of paths) {
-    if (p === '-') out.push(p);
-    else visit(p, true);
+    if (p !== '-') visit(p, true);
+    else if (!stdinNamed) {
+      stdinNamed = true;
+      out.push(p);
+    } else
+      errors.push({
+        source: '-',
+        code: 'INPUT_UNREADABLE',
+        message: '- is named more than once: stdin is read once',
+      });
   }
   return out;
 }
@@ -81,25 +109,116 @@ export function expandPaths(paths: readonly string[], errors: InputError[] = [])
  * One object per entry. Items of a typed List (`DaemonSetList`, as `kubectl get ds -o json` prints)
  * carry no kind of their own: they take it, and the apiVersion, from the list, as kubectl reads them.
  */
-function flatten(doc: unknown, source: string): SourcedObject[] {
-  if (!isObject(doc)) return [];
+/**
+ * What one document may expand to. YAML aliases make a 760-byte document of nested Lists whose
+ * items alias each other expand to gigabytes (a "billion laughs"): kubectl's YAML library refuses
+ * excessive aliasing, and `check` refuses Lists nested deeper than this, or more objects than this.
+ */
+export const LIST_LIMITS = { depth: 2, objects: 100_000 } as const;
+
+class TooLarge extends Error {}
+
+function flatten(
+  doc: unknown,
+  source: string,
+  notObjects: NotObject[],
+  budget = { left: LIST_LIMITS.objects },
+  depth = 0,
+): SourcedObject[] {
+  if (doc === null || doc === undefined) return []; // an empty document, as kubectl skips it
+  if (--budget.left < 0)
+    throw new TooLarge(`more than ${LIST_LIMITS.objects} objects in one document`);
+  if (!isObject(doc)) {
+    notObjects.push({ source, what: Array.isArray(doc) ? 'a list' : `a ${typeof doc}` });
+    return [];
+  }
   const kind = typeof doc.kind === 'string' ? doc.kind : '';
   if (kind.endsWith('List') && Array.isArray(doc.items)) {
+    if (depth >= LIST_LIMITS.depth)
+      throw new TooLarge(`Lists nested more than ${LIST_LIMITS.depth} deep`);
     const itemKind = kind === 'List' ? undefined : kind.slice(0, -'List'.length);
     return doc.items.flatMap((item, i) => {
       const typed =
         itemKind && isObject(item) && item.kind === undefined
           ? { apiVersion: doc.apiVersion, ...item, kind: itemKind }
           : item;
-      return flatten(typed, `${source}#items[${i}]`);
+      return flatten(typed, `${source}#items[${i}]`, notObjects, budget, depth + 1);
     });
+  }
+  if (!isApiObject(doc, kind)) {
+    notObjects.push({ source, what: 'a map without kind and apiVersion' });
+    return [];
   }
   return [{ source, object: doc }];
 }
 
-/** Parses YAML or JSON text into sourced objects; a syntax error names the file and line. */
-export function parseManifests(text: string, name: string): SourcedObject[] {
-  return parseYamlDocuments(text, name, true).flatMap((d) => flatten(d.value, `${name}:${d.line}`));
+/** Our ClusterProfile (src/cluster/profile.ts) needs no apiVersion; every API object does. */
+function isApiObject(doc: JsonObject, kind: string): boolean {
+  return kind !== '' && (typeof doc.apiVersion === 'string' || kind === PROFILE_KIND);
+}
+
+/** A document that is not a Kubernetes object: reported, never checked as one. */
+export interface NotObject {
+  readonly source: string;
+  readonly what: string;
+}
+
+function notObjectError(n: NotObject): InputError {
+  return {
+    source: n.source,
+    code: 'INPUT_NOT_OBJECT',
+    message: `${n.source}: not a Kubernetes object (${n.what}): every document needs apiVersion and kind`,
+  };
+}
+
+/**
+ * Parses YAML or JSON text into sourced objects; a syntax error names the file and line.
+ * Documents that are not Kubernetes objects go to `notObjects` (thrown away when not given).
+ */
+export function parseManifests(
+  text: string,
+  name: string,
+  notObjects: NotObject[] = [],
+): SourcedObject[] {
+  return parseYamlDocuments(text, name, true).flatMap((d) => {
+    const source = `${name}:${d.line}`;
+    try {
+      return flatten(d.value, source, notObjects);
+    } catch (err) {
+      if (!(err instanceof TooLarge)) throw err;
+      throw new Error(`${source}: refused: ${err.message} (YAML aliases expanding without bound?)`);
+    }
+  });
+}
+
+/**
+ * The documents before the one a syntax error is in (a YAML stream is parsed whole, so one bad
+ * document would hide the verdicts on the good ones before it). Empty when none can be told apart.
+ */
+function documentsBefore(
+  text: string,
+  name: string,
+  message: string,
+  notObjects: NotObject[],
+): SourcedObject[] {
+  const line = Number(
+    /^[^:]*:(\d+):/.exec(message.slice(name.length))?.[1] ??
+      /:(\d+):\d+: invalid YAML/.exec(message)?.[1],
+  );
+  if (!Number.isFinite(line) || line < 2) return [];
+  const lines = text.split('\n').slice(0, line - 1);
+  let cut = -1;
+  for (let i = lines.length - 1; i >= 0; i--)
+    if (/^---(\s|$)/.test(lines[i]!)) {
+      cut = i;
+      break;
+    }
+  if (cut <= 0) return [];
+  try {
+    return parseManifests(lines.slice(0, cut).join('\n'), name, notObjects);
+  } catch {
+    return [];
+  }
 }
 
 function parseError(name: string, err: unknown): InputError {
@@ -129,18 +248,22 @@ export function visitInputs(
     let text: string;
     try {
       text = p === '-' ? stdin() : readFileSync(p, 'utf8');
+      if (text.length > MAX_INPUT_BYTES)
+        throw new Error(`over the ${MAX_INPUT_BYTES >> 20} MiB a manifest may have`);
     } catch (err) {
       errors.push(unreadable(p, err));
       continue;
     }
     if (only && !only.test(text)) continue;
     let objects: SourcedObject[];
+    const notObjects: NotObject[] = [];
     try {
-      objects = parseManifests(text, name);
+      objects = parseManifests(text, name, notObjects);
     } catch (err) {
       errors.push(parseError(name, err));
-      continue;
+      objects = documentsBefore(text, name, (err as Error).message, notObjects);
     }
+    errors.push(...notObjects.map(notObjectError));
     visit(objects);
   }
 }

@@ -1,13 +1,15 @@
 // The process's streams behind a small interface, so commands can be driven in tests.
-import { readFileSync } from 'node:fs';
+import { fstatSync, readSync } from 'node:fs';
 import { isatty } from 'node:tty';
 import sonicBoom, { type SonicBoom } from 'sonic-boom';
 
 export interface CliIO {
   out(text: string): void;
   err(text: string): void;
-  /** Reads all of stdin (called at most once). */
+  /** Reads all of stdin (called at most once); throws past STDIN_LIMIT bytes. */
   stdin(): string;
+  /** Whether stdin is a pipe or a file: something was given on it (`cat pod.yaml | erdma-smcr check`). */
+  stdinHasInput(): boolean;
   readonly stdoutIsTTY: boolean;
   readonly env: Readonly<Record<string, string | undefined>>;
 }
@@ -21,11 +23,45 @@ export interface CliIO {
  */
 let stdout: SonicBoom | undefined;
 
+/** The most read from stdin: more is refused with a message, never an out-of-memory abort. */
+export const STDIN_LIMIT = 64 << 20;
+
+function readStdin(): string {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  const buf = Buffer.allocUnsafe(1 << 20);
+  for (;;) {
+    let n: number;
+    try {
+      n = readSync(0, buf, 0, buf.length, null);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EAGAIN') continue;
+      if ((err as NodeJS.ErrnoException).code === 'EOF') break;
+      throw err;
+    }
+    if (n === 0) break;
+    total += n;
+    if (total > STDIN_LIMIT) throw new Error(`more than ${STDIN_LIMIT >> 20} MiB on stdin`);
+    chunks.push(Buffer.from(buf.subarray(0, n)));
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function stdinHasInput(): boolean {
+  try {
+    const st = fstatSync(0);
+    return st.isFIFO() || (st.isFile() && st.size > 0);
+  } catch {
+    return false;
+  }
+}
+
 export function processIO(): CliIO {
   return {
     out: (t) => (stdout ??= new sonicBoom.SonicBoom({ fd: 1, sync: true })).write(t),
     err: (t) => process.stderr.write(t),
-    stdin: () => readFileSync(0, 'utf8'),
+    stdin: readStdin,
+    stdinHasInput,
     stdoutIsTTY: isatty(1),
     env: process.env,
   };

@@ -22,6 +22,8 @@ export async function runCli(
       stderr += t;
     },
     stdin: () => opts.stdin ?? '',
+    // Input is on stdin when the test gives some, as with `cat pod.yaml | erdma-smcr check`.
+    stdinHasInput: () => opts.stdin !== undefined,
     stdoutIsTTY: opts.tty ?? false,
     env: opts.env ?? {},
   };

@@ -3,6 +3,7 @@ import { Option, type Command } from 'commander';
 import { checkPaths } from '../../check/check.js';
 import { configFrom, packageVersion, type GlobalOpts } from '../config.js';
 import type { CliIO } from '../../util/io.js';
+import { visible } from '../output/common.js';
 import { OUTPUT_FORMATS, reportWriter, type OutputFormat } from '../output/writer.js';
 
 interface CheckOpts {
@@ -41,7 +42,10 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
     .description(
       'check manifests against the SMC-R admission policy, offline (exit 0 allowed, 1 denied, 2 input error)',
     )
-    .argument('[paths...]', 'files, directories (recursive) or - for stdin', ['.'])
+    .argument(
+      '[paths...]',
+      'files, directories (recursive) or - for stdin (default: stdin when something is piped in, else .)',
+    )
     .option('--profile <file>', 'cluster profile (YAML): driverMode, ipFamilies, nodes')
     .option('--nodes <file>', 'NodeList (kubectl get nodes -o yaml) for node checks')
     .addOption(
@@ -49,7 +53,9 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
     )
     .option('--show-patch', 'print the JSON Patch the webhook would apply to each pod')
     .option('--no-color', 'never colour the text output')
-    .action((paths: string[], opts: CheckOpts) => {
+    .action((given: string[], opts: CheckOpts) => {
+      // kubectl's `-f -` habit: piped input is read, never silently ignored for the directory.
+      const paths = given.length > 0 ? given : io.stdinHasInput() ? ['-'] : ['.'];
       const config = configFrom(program.opts<GlobalOpts>(), io, {
         'cluster.profile': opts.profile,
         'cluster.nodes': opts.nodes,
@@ -87,8 +93,14 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
         writer.close?.();
       }
       // Input errors also go to stderr, where a CI log shows them whatever the output format.
-      for (const e of report.errors) io.err(`erdma-smcr: ${e.message}\n`);
+      for (const e of report.errors) io.err(`erdma-smcr: ${visible(e.message)}\n`);
+      // A gate that checked nothing must not pass: an empty or mistyped tree, an empty stdin.
+      const nothing = report.summary.objects === 0 && report.summary.errors === 0;
+      if (nothing)
+        io.err(
+          `erdma-smcr: nothing to check: no Kubernetes objects in ${paths.map((p) => (p === '-' ? 'stdin' : p)).join(', ')}\n`,
+        );
       // 2 when an input could not be read (every other file was still checked and reported).
-      setCode(report.summary.errors > 0 ? 2 : report.summary.denied > 0 ? 1 : 0);
+      setCode(report.summary.errors > 0 || nothing ? 2 : report.summary.denied > 0 ? 1 : 0);
     });
 }

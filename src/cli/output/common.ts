@@ -21,6 +21,18 @@ export function title(r: CheckResult): string {
 }
 
 /**
+ * Text for a terminal with its control characters shown as `\xNN`: a name holding ESC or CR
+ * could otherwise move the cursor and redraw a DENY line as PASS.
+ */
+export function visible(text: string): string {
+  return text.replace(
+    // eslint-disable-next-line no-control-regex
+    /[\x00-\x1f\x7f-\x9f]/g,
+    (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
+  );
+}
+
+/**
  * `write`, with `header` written before the first text: nothing reaches stdout when the run fails
  * before its first result (a bad --profile), so stdout never holds half a document.
  */

@@ -1,5 +1,5 @@
 // `check --output text`: for people, one block per object as it is known, coloured on a terminal.
-import { title, type ReportTail, type ReportWriter } from './common.js';
+import { title, visible, type ReportTail, type ReportWriter } from './common.js';
 import type { CheckResult } from '../../check/check.js';
 
 const ANSI = {
@@ -24,12 +24,14 @@ export interface TextOptions {
 export function formatTextResult(r: CheckResult, opts: TextOptions): string {
   const c = opts.color;
   const tag = r.allowed ? paint(c, 'green', 'PASS') : paint(c, 'red', 'DENY');
-  const lines = [`${tag}  ${paint(c, 'bold', title(r))}  ${paint(c, 'dim', r.source)}`];
+  const lines = [
+    `${tag}  ${paint(c, 'bold', visible(title(r)))}  ${paint(c, 'dim', visible(r.source))}`,
+  ];
   for (const d of r.denials) {
-    lines.push(`      ${paint(c, 'red', `✘ [${d.rule}]`)} ${d.message}`);
-    lines.push(`        ${paint(c, 'dim', `at ${d.path}`)}`);
+    lines.push(`      ${paint(c, 'red', `✘ [${d.rule}]`)} ${visible(d.message)}`);
+    lines.push(`        ${paint(c, 'dim', `at ${visible(d.path)}`)}`);
   }
-  for (const w of r.warnings) lines.push(`      ${paint(c, 'yellow', '! warning:')} ${w}`);
+  for (const w of r.warnings) lines.push(`      ${paint(c, 'yellow', '! warning:')} ${visible(w)}`);
   if (opts.showPatch && r.patch.length > 0) {
     lines.push(`      ${paint(c, 'dim', 'patch:')}`);
     for (const op of r.patch) lines.push(`        ${JSON.stringify(op)}`);
@@ -41,7 +43,8 @@ export function formatTextResult(r: CheckResult, opts: TextOptions): string {
 export function formatTextFooter(report: ReportTail, opts: TextOptions): string {
   const c = opts.color;
   const lines = report.errors.map(
-    (e) => `${paint(c, 'red', 'ERROR')} ${paint(c, 'dim', e.source)}  ${e.message}`,
+    (e) =>
+      `${paint(c, 'red', 'ERROR')} ${paint(c, 'dim', visible(e.source))}  ${visible(e.message)}`,
   );
   const s = report.summary;
   const errors = s.errors > 0 ? `, ${s.errors} input error(s)` : '';

@@ -109,6 +109,7 @@ describe('erdma-smcr check', () => {
       items: [
         JSON.parse(
           JSON.stringify({
+            apiVersion: 'v1',
             kind: 'Pod',
             metadata: { name: 'x', annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' } },
             spec: { hostNetwork: true },
@@ -131,9 +132,10 @@ describe('erdma-smcr check', () => {
     const r = await runCli(['check', f]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(new RegExp(`broken\\.yaml:\\d+:\\d+: invalid YAML`));
-    // The report still comes, with the file as an error entry (the whole file: its documents are not split).
+    // The report still comes, with the error entry, and the verdict on the document before it.
     expect(r.stdout).toMatch(/ERROR .*broken\.yaml:\d+ /);
-    expect(r.stdout).toMatch(/0 object\(s\) checked: 0 allowed, 0 denied, 1 input error\(s\)/);
+    expect(r.stdout).toMatch(/PASS {2}Pod ns\/p-true {2}.*broken\.yaml:1/);
+    expect(r.stdout).toMatch(/1 object\(s\) checked: 1 allowed, 0 denied, 1 input error\(s\)/);
   });
 
   it('exits 2 when a path cannot be read', async () => {
@@ -219,6 +221,7 @@ items:
       {
         out: (t) => void (stdout += t),
         err: () => undefined,
+        stdinHasInput: () => true,
         stdin: () => {
           writtenWhenStdinRead = stdout.length;
           return POD('true');

@@ -1,0 +1,142 @@
+// `check` as a CI gate that never passes by accident, and never hangs or floods on a hostile
+// input: each case was reproduced against the previous release (which exited 0, hung, or ran
+// to gigabytes) before it was fixed.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../helpers/cli.js';
+
+const POD = (name: string): string => `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+  annotations:
+    network.alibabacloud.com/erdma-smcr: "true"
+spec:
+  hostNetwork: true
+  containers: [{name: app, image: busybox}]
+`;
+
+const dir = mkdtempSync(join(tmpdir(), 'check-gate-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+function file(name: string, text: string): string {
+  const p = join(dir, name);
+  mkdirSync(join(p, '..'), { recursive: true });
+  writeFileSync(p, text);
+  return p;
+}
+
+describe('check checks something, or fails', () => {
+  it('an empty directory, a tree without YAML and an empty stdin exit 2 with "nothing to check"', async () => {
+    mkdirSync(join(dir, 'empty'));
+    file('no-yaml/README', 'hello\n');
+    for (const [args, stdin] of [
+      [[join(dir, 'empty')], undefined],
+      [[join(dir, 'no-yaml')], undefined],
+      [['-'], ''],
+    ] as const) {
+      const r = await runCli(['check', ...args], stdin === undefined ? {} : { stdin });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/nothing to check: no Kubernetes objects in/);
+    }
+  });
+
+  it('scalars, top-level lists and maps without kind are reported as not Kubernetes objects, never PASS', async () => {
+    for (const [text, what] of [
+      ['hello world\n', 'a string'],
+      ['- a\n- b\n', 'a list'],
+      ['name: my-app\n', 'a map without kind and apiVersion'],
+    ] as const) {
+      const r = await runCli(['check', '-o', 'json', '-'], { stdin: text });
+      expect(r.code).toBe(2);
+      const report = JSON.parse(r.stdout) as {
+        results: unknown[];
+        errors: { code: string; message: string }[];
+      };
+      expect(report.results).toEqual([]);
+      expect(report.errors).toEqual([
+        expect.objectContaining({
+          code: 'INPUT_NOT_OBJECT',
+          message: expect.stringContaining(`not a Kubernetes object (${what})`),
+        }),
+      ]);
+      expect(r.stdout).not.toContain('(no kind)');
+    }
+  });
+
+  it('reads piped input when no path is given, as kubectl -f - does', async () => {
+    const r = await runCli(['check'], { stdin: POD('piped') });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/DENY {2}Pod piped {2}<stdin>:1/);
+  });
+
+  it('reports the verdict on the documents before a syntax error, and the error', async () => {
+    const f = file('two-docs.yaml', `${POD('first')}---\nkind: Pod\nmetadata: {name: [unclosed\n`);
+    const r = await runCli(['check', f]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toMatch(/DENY {2}Pod first/);
+    expect(r.stdout).toMatch(/1 object\(s\) checked: 0 allowed, 1 denied, 1 input error/);
+  });
+
+  it('skips node_modules as it skips .git, and names stdin once', async () => {
+    file('repo/node_modules/dep/pod.yaml', POD('dependency'));
+    file('repo/pod.yaml', POD('ours'));
+    const r = await runCli(['check', join(dir, 'repo')]);
+    expect(r.stdout).toMatch(/Pod ours/);
+    expect(r.stdout).not.toMatch(/dependency/);
+    const twice = await runCli(['check', '-', '-'], { stdin: POD('once') });
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toMatch(/- is named more than once: stdin is read once/);
+    expect(twice.stdout.match(/Pod once/g)).toHaveLength(1);
+  });
+});
+
+describe('hostile inputs are bounded, refused with the path, and escaped', () => {
+  it('a FIFO and a /dev/zero link are refused at once, naming the path', async () => {
+    const fifo = join(dir, 'pipe.yaml');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const zero = join(dir, 'zero.yaml');
+    symlinkSync('/dev/zero', zero);
+    const r = await runCli(['check', fifo, zero]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`cannot read ${fifo}: not a regular file`);
+    expect(r.stderr).toContain(`cannot read ${zero}: not a regular file`);
+  });
+
+  it('a nested kind: List alias bomb is refused, not expanded', async () => {
+    const bomb = [
+      'apiVersion: v1',
+      'kind: List',
+      'items:',
+      '- &a {apiVersion: v1, kind: List, items: [&p {apiVersion: v1, kind: Pod, metadata: {name: x}}, *p, *p, *p, *p, *p, *p, *p, *p, *p]}',
+      '- &b {apiVersion: v1, kind: List, items: [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]}',
+      '- &c {apiVersion: v1, kind: List, items: [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]}',
+      '- &d {apiVersion: v1, kind: List, items: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]}',
+      '- {apiVersion: v1, kind: List, items: [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]}',
+    ].join('\n');
+    const r = await runCli(['check', '-o', 'json', '-'], { stdin: bomb });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/refused: Lists nested more than 2 deep \(YAML aliases/);
+    expect(r.stdout.length).toBeLessThan(10_000);
+  });
+
+  it('prints control characters in names as \\xNN, so a line cannot be redrawn', async () => {
+    const r = await runCli(['check', '-'], { stdin: POD('"evil\\rPASS\\x1b[2K"') });
+    expect(r.stdout.includes('\r') || r.stdout.includes('\u001b')).toBe(false);
+    expect(r.stdout).toContain('evil\\x0dPASS\\x1b[2K');
+  });
+
+  it('inside a directory, only manifests are its business: a dangling README link is skipped, a dangling .yaml reported', async () => {
+    mkdirSync(join(dir, 'links'));
+    file('links/pod.yaml', POD('linked'));
+    symlinkSync(join(dir, 'nowhere'), join(dir, 'links/README'));
+    const ok = await runCli(['check', join(dir, 'links')]);
+    expect(ok.stderr).toBe('');
+    symlinkSync(join(dir, 'nowhere'), join(dir, 'links/gone.yaml'));
+    const bad = await runCli(['check', join(dir, 'links')]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/cannot read .*gone\.yaml: ENOENT/);
+  });
+});
