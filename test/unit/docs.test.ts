@@ -43,6 +43,12 @@ describe('docs/troubleshooting.md', () => {
   });
 });
 
+describe('the README', () => {
+  it('is read in one sitting: at most 16 KiB (details live in docs/)', () => {
+    expect(readFileSync('README.md').length).toBeLessThanOrEqual(16 * 1024);
+  });
+});
+
 describe('links in the README and docs/', () => {
   const slug = (h: string): string =>
     h
