@@ -56,6 +56,16 @@ export const ERRORS = {
     exit: 1,
     doc: 'The certificate Secret or the caBundle cannot be ensured (RBAC, conflicts that do not settle).',
   },
+  LISTEN_FAILED: {
+    status: 500,
+    exit: 1,
+    doc: 'A port cannot be opened (in use, an address the host lacks, no permission); the message names the setting.',
+  },
+  START_FAILED: {
+    status: 500,
+    exit: 1,
+    doc: 'A process could not start (a host path it needs is missing); nothing is left running or behind.',
+  },
   INTERNAL: { status: 500, exit: 1, doc: 'An unexpected failure; details go to the log only.' },
 } as const satisfies Record<string, ErrorSpec>;
 

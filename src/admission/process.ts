@@ -162,7 +162,15 @@ export async function runServe(config: Readonly<Config>, io: CliIO): Promise<voi
       ? await secretCertificates(config, await kube(), logger, metrics)
       : fileCertificates(config, logger);
   const views = await viewSource(config, kube, logger, metrics);
-  const server = await startServer({ config, views, logger, metrics, certificates: certs.source });
+  let server;
+  try {
+    server = await startServer({ config, views, logger, metrics, certificates: certs.source });
+  } catch (err) {
+    // A port we cannot open ends the process cleanly: nothing left watching or running.
+    await views.close();
+    await certs.source.close();
+    throw err;
+  }
   io.out(banner(config, server.port, server.metricsPort, certs.caPath));
   await runUntilSignal(logger, 'shutting down', () => server.close());
 }

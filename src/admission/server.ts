@@ -7,7 +7,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { CertificateSource, KeyCert } from '../certs/source.js';
 import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
-import { startProbeServer, type ProbeServer } from '../util/probes.js';
+import { listenFailure, startProbeServer, type ProbeServer } from '../util/probes.js';
 import { buildApp } from './app.js';
 import { BodyBudget } from './body.js';
 import { ConnectionGuard, StreamGuard } from './guard.js';
@@ -87,12 +87,28 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   enforceDeadlines(server, w, guard, streams);
   const conns = new Connections();
   hookConnections(server, conns);
-  await app.listen({ host: w.host, port: w.port });
+  try {
+    await app.listen({ host: w.host, port: w.port });
+  } catch (err) {
+    await app.close();
+    throw listenFailure(err, `${w.host}:${w.port}`, '--port (webhook.port, ERDMA_SMCR_PORT)');
+  }
   const port = (app.server.address() as AddressInfo).port;
+  let probes: ProbeServer | undefined;
+  try {
+    probes = w.metricsEnabled
+      ? await startProbeServer(w.metricsHost, w.metricsPort, { ready, metrics: metrics.registry })
+      : undefined;
+  } catch (err) {
+    // Never keep serving without the port the probes and Prometheus expect.
+    await app.close();
+    throw listenFailure(
+      err,
+      `${w.metricsHost}:${w.metricsPort}`,
+      '--metrics-port (webhook.metricsPort, ERDMA_SMCR_METRICS_PORT), or pass --no-metrics',
+    );
+  }
   followCertificates(server, opts, metrics);
-  const probes: ProbeServer | undefined = w.metricsEnabled
-    ? await startProbeServer(w.metricsHost, w.metricsPort, { ready, metrics: metrics.registry })
-    : undefined;
 
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {

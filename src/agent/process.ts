@@ -1,19 +1,44 @@
 // The node agent process behind `erdma-smcr agent`, loaded only when it runs: it brings
 // @grpc/grpc-js and prom-client, which `devices` and the other subcommands never need. It owns
 // the process: the device plugins, the duties (./agent.ts), the probe port, the signals.
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { CliIO } from '../util/io.js';
 import { runUntilSignal } from '../util/signals.js';
 import { loadKubeClient, type Env, type KubeClient } from '../cluster/kubeconfig.js';
 import type { AgentConfig, Config } from '../config/schema.js';
 import { createLogger } from '../util/log.js';
-import { startProbeServer } from '../util/probes.js';
+import { listenFailure, startProbeServer } from '../util/probes.js';
+import { AppError, isAppError } from '../errors.js';
 import { NodeAgent } from './agent.js';
 import { servedResources } from './deviceplugin/resources.js';
 import { ErdmaDevicePlugin } from './deviceplugin/server.js';
 import { AgentMetrics } from './metrics.js';
 import { discover, discoveryOptions } from './node/discovery.js';
+
+/**
+ * A start-up failure as one line: a host path the agent needs and cannot find, with the setting
+ * that names it; an AppError (a port) as it is.
+ */
+function startFailure(err: unknown): unknown {
+  if (isAppError(err)) return err;
+  const e = err as NodeJS.ErrnoException;
+  if (e?.code === 'ENOENT' && e.path) {
+    // Name the directory that is missing, not the file we were about to write into it.
+    const missing = existsSync(dirname(e.path)) ? e.path : dirname(e.path);
+    return new AppError(
+      'START_FAILED',
+      `cannot start the agent: ${missing} does not exist: mount the host directory there, or change agent.hostRoot or the agent.* path that names it`,
+    );
+  }
+  if ((e?.code === 'EACCES' || e?.code === 'EROFS') && e.path)
+    return new AppError(
+      'START_FAILED',
+      `cannot start the agent: ${e.path}: ${e.code} (mounted read-only, or not root?)`,
+    );
+  return err;
+}
 
 /** One kubelet registration per resource; a configuration the node's devices contradict stops here. */
 function devicePlugins(
@@ -119,14 +144,28 @@ export async function runAgent(
     ...(client ? { client } : {}),
   });
   const plugins = a.devicePlugin ? devicePlugins(a, discoverNow, logger) : [];
-  for (const p of plugins) await p.start();
-  await agent.start();
-  const probes = a.metricsEnabled
-    ? await startProbeServer(a.metricsHost, a.metricsPort, {
-        ready: () => agent.readiness(),
-        metrics: metrics.registry,
-      })
-    : undefined;
+  let probes: Awaited<ReturnType<typeof startProbeServer>> | undefined;
+  try {
+    for (const p of plugins) await p.start();
+    await agent.start();
+    probes = a.metricsEnabled
+      ? await startProbeServer(a.metricsHost, a.metricsPort, {
+          ready: () => agent.readiness(),
+          metrics: metrics.registry,
+        }).catch((err: unknown) => {
+          throw listenFailure(
+            err,
+            `${a.metricsHost}:${a.metricsPort}`,
+            'agent.metricsPort (ERDMA_SMCR_AGENT_METRICS_PORT)',
+          );
+        })
+      : undefined;
+  } catch (err) {
+    // Nothing left running or behind: no duty, no device plugin socket.
+    await agent.close();
+    for (const p of plugins) await p.stop();
+    throw startFailure(err);
+  }
   if (probes)
     io.out(`erdma-smcr agent: metrics and probes on http://${a.metricsHost}:${probes.port}\n`);
   await runUntilSignal(logger, 'stopping the agent', async () => {

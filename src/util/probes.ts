@@ -2,6 +2,7 @@
 // the process runs), `/readyz` (200, or 503 with the reason), `/metrics` (Prometheus text). One
 // answer function, served by the webhook's TLS app (fastify) and by a small plain-HTTP server on
 // the metrics ports of the webhook and the agent.
+import { AppError } from '../errors.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -73,6 +74,24 @@ export interface ProbeServer {
 }
 
 /** A plain-HTTP server answering only the probes (GET and HEAD); 404 for anything else. */
+const LISTEN_WHY: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'the address is in use by another process',
+  EADDRNOTAVAIL: 'this host has no such address',
+  EACCES: 'not permitted (ports below 1024 need privileges)',
+  ENOTFOUND: 'the host name does not resolve',
+};
+
+/**
+ * A listen() failure as one line naming the address and the setting to change (LISTEN_FAILED);
+ * any other error as it is.
+ */
+export function listenFailure(err: unknown, address: string, setting: string): unknown {
+  const why = LISTEN_WHY[(err as NodeJS.ErrnoException)?.code ?? ''];
+  return why
+    ? new AppError('LISTEN_FAILED', `cannot listen on ${address}: ${why}; change ${setting}`)
+    : err;
+}
+
 export async function startProbeServer(
   host: string,
   port: number,

@@ -1,0 +1,127 @@
+// Start-up failures read as one line naming the cause and the setting to change, exit non-zero,
+// and leave nothing running or behind: reproduced first (a Node stack trace and "internal error";
+// with the metrics port busy, serve kept serving without its banner; the agent without
+// <host>/opt/cni/bin printed a stack, did not exit and left its device plugin socket).
+import { spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+function run(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['bin/erdma-smcr.js', ...args], {
+      env: { ...process.env, ERDMA_SMCR_LOG_LEVEL: 'silent', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    // A process that keeps running fails the test by this timeout, and is not left behind.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+const held: Server[] = [];
+function holdPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    held.push(s);
+    s.listen(0, '127.0.0.1', () => resolve((s.address() as { port: number }).port));
+  });
+}
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'startup-'));
+afterAll(() => {
+  for (const s of held) s.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const oneLine = (stderr: string): void => {
+  expect(stderr).not.toMatch(/\n\s+at /); // no stack trace
+  expect(stderr).not.toMatch(/internal error/);
+};
+
+describe('start-up failures', () => {
+  it('serve on a port in use: one line naming the address and --port, exit 1', async () => {
+    const port = await holdPort();
+    const r = await run(['serve', '--port', String(port), '--no-metrics'], {
+      ERDMA_SMCR_CERT_DIR: join(dir, 'certs-a'),
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      `cannot listen on 127.0.0.1:${port}: the address is in use by another process; change --port`,
+    );
+    oneLine(r.stderr);
+  }, 30_000);
+
+  it('serve with its metrics port in use stops, rather than serving without it, and frees its HTTPS port', async () => {
+    const metrics = await holdPort();
+    const https = await holdPort();
+    held.pop()!.close(); // a free port for the webhook
+    await new Promise((r) => setTimeout(r, 50));
+    const r = await run(['serve', '--port', String(https), '--metrics-port', String(metrics)], {
+      ERDMA_SMCR_CERT_DIR: join(dir, 'certs-b'),
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `cannot listen on 127\\.0\\.0\\.1:${metrics}: .*change --metrics-port .*--no-metrics`,
+      ),
+    );
+    expect(r.stdout).not.toMatch(/listening/);
+    oneLine(r.stderr);
+    expect(await portFree(https)).toBe(true);
+  }, 30_000);
+
+  it('serve on an address this host lacks says so', async () => {
+    const r = await run(['serve', '--host', '192.0.2.1', '--port', '0', '--no-metrics'], {
+      ERDMA_SMCR_CERT_DIR: join(dir, 'certs-c'),
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/cannot listen on 192\.0\.2\.1:0: this host has no such address/);
+    oneLine(r.stderr);
+  }, 30_000);
+
+  it('the agent without <host>/opt/cni/bin: one line naming the path, exit 1, no socket left behind', async () => {
+    const host = join(dir, 'host');
+    cpSync('test/fixtures/sysfs/node-a', host, { recursive: true });
+    mkdirSync(join(host, 'etc/cni/net.d'), { recursive: true });
+    mkdirSync(join(host, 'kubelet/device-plugins'), { recursive: true });
+    const r = await run(
+      [
+        'agent',
+        '--host-root',
+        host,
+        '--kubelet-dir',
+        join(host, 'kubelet'),
+        '--kubeconfig',
+        join(host, 'none'),
+      ],
+      { ERDMA_SMCR_AGENT_METRICS_PORT: '0' },
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(
+      new RegExp(`cannot start the agent: ${join(host, 'opt/cni/bin')} does not exist: mount`),
+    );
+    oneLine(r.stderr);
+    expect(readdirSync(join(host, 'kubelet/device-plugins'))).toEqual([]);
+    expect(existsSync(join(host, 'opt/cni/bin'))).toBe(false);
+  }, 30_000);
+});
