@@ -32,6 +32,8 @@ export interface CheckReport {
     readonly objects: number;
     readonly allowed: number;
     readonly denied: number;
+    /** Warnings over all objects (--fail-on-warn makes them fail the run). */
+    readonly warnings: number;
     readonly errors: number;
   };
 }
@@ -123,11 +125,12 @@ function report(
   errors: readonly InputError[],
   objects: number,
   denied: number,
+  warnings: number,
 ): CheckReport {
   return {
     results,
     errors,
-    summary: { objects, allowed: objects - denied, denied, errors: errors.length },
+    summary: { objects, allowed: objects - denied, denied, warnings, errors: errors.length },
   };
 }
 
@@ -167,6 +170,7 @@ export function checkPaths(
   const results: CheckResult[] = [];
   let objects = 0;
   let denied = 0;
+  let warnings = 0;
   visitInputs(
     files,
     readStdin,
@@ -175,6 +179,7 @@ export function checkPaths(
         if (o.object.kind === PROFILE_KIND) continue;
         const r = checkOne(o, view, config, keepPatch);
         objects += 1;
+        warnings += r.warnings.length;
         if (!r.allowed) denied += 1;
         if (onResult) onResult(r);
         else results.push(r);
@@ -182,7 +187,7 @@ export function checkPaths(
     },
     errors,
   );
-  return report(results, errors, objects, denied);
+  return report(results, errors, objects, denied, warnings);
 }
 
 export function runCheck(
@@ -192,5 +197,11 @@ export function runCheck(
   errors: readonly InputError[] = [],
 ): CheckReport {
   const results = objects.map((o) => checkOne(o, view, config, true));
-  return report(results, errors, results.length, results.filter((r) => !r.allowed).length);
+  return report(
+    results,
+    errors,
+    results.length,
+    results.filter((r) => !r.allowed).length,
+    results.reduce((n, r) => n + r.warnings.length, 0),
+  );
 }

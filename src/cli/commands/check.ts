@@ -12,6 +12,7 @@ interface CheckOpts {
   output: OutputFormat;
   showPatch?: boolean;
   color?: boolean;
+  failOnWarn?: boolean;
 }
 
 /** Many small writes gathered into a few large ones (each `process.stdout.write` is a system call). */
@@ -40,7 +41,7 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
   program
     .command('check')
     .description(
-      'check manifests against the SMC-R admission policy, offline (exit 0 allowed, 1 denied, 2 input error)',
+      'check manifests against the SMC-R admission policy, offline (exit 0 allowed, 1 denied, 2 input error, 3 warnings with --fail-on-warn)',
     )
     .argument(
       '[paths...]',
@@ -53,6 +54,7 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
     )
     .option('--show-patch', 'print the JSON Patch the webhook would apply to each pod')
     .option('--no-color', 'never colour the text output')
+    .option('--fail-on-warn', 'exit 3 when objects are allowed but some have warnings (conftest)')
     .action((given: string[], opts: CheckOpts) => {
       // kubectl's `-f -` habit: piped input is read, never silently ignored for the directory.
       const paths = given.length > 0 ? given : io.stdinHasInput() ? ['-'] : ['.'];
@@ -100,7 +102,20 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
         io.err(
           `erdma-smcr: nothing to check: no Kubernetes objects in ${paths.map((p) => (p === '-' ? 'stdin' : p)).join(', ')}\n`,
         );
-      // 2 when an input could not be read (every other file was still checked and reported).
-      setCode(report.summary.errors > 0 || nothing ? 2 : report.summary.denied > 0 ? 1 : 0);
+      setCode(exitCode(report.summary, nothing, opts.failOnWarn === true));
     });
+}
+
+/**
+ * 2 when an input could not be read (every other file was still checked and reported) or nothing
+ * was checked; 1 when an object is denied; 3 for warnings with --fail-on-warn; else 0.
+ */
+function exitCode(
+  s: { readonly errors: number; readonly denied: number; readonly warnings: number },
+  nothing: boolean,
+  failOnWarn: boolean,
+): number {
+  if (s.errors > 0 || nothing) return 2;
+  if (s.denied > 0) return 1;
+  return failOnWarn && s.warnings > 0 ? 3 : 0;
 }

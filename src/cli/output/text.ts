@@ -48,7 +48,8 @@ export function formatTextFooter(report: ReportTail, opts: TextOptions): string 
   );
   const s = report.summary;
   const errors = s.errors > 0 ? `, ${s.errors} input error(s)` : '';
-  const summary = `${s.objects} object(s) checked: ${s.allowed} allowed, ${s.denied} denied${errors}`;
+  const warned = s.warnings > 0 ? `, ${s.warnings} warning(s)` : '';
+  const summary = `${s.objects} object(s) checked: ${s.allowed} allowed, ${s.denied} denied${warned}${errors}`;
   lines.push(
     '',
     s.denied > 0 || s.errors > 0 ? paint(c, 'red', summary) : paint(c, 'green', summary),

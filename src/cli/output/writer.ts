@@ -1,6 +1,7 @@
 // The output formats of `check`, by name: each is written as results arrive, so memory stays flat
 // in the size of the input (text and JSON here by name; each format in its own file).
 import type { ReportWriter } from './common.js';
+import { githubWriter } from './github.js';
 import { jsonWriter } from './json.js';
 import { junitWriter } from './junit.js';
 import { policyReportWriter } from './policyreport.js';
@@ -9,7 +10,7 @@ import { textWriter, type TextOptions } from './text.js';
 
 export type { ReportTail, ReportWriter } from './common.js';
 
-export const OUTPUT_FORMATS = ['text', 'json', 'junit', 'sarif', 'policyreport'] as const;
+export const OUTPUT_FORMATS = ['text', 'json', 'junit', 'sarif', 'policyreport', 'github'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
 export interface WriterOptions {
@@ -35,5 +36,7 @@ export function reportWriter(
       return sarifWriter(out, opts.version);
     case 'policyreport':
       return policyReportWriter(out, opts.now);
+    case 'github':
+      return githubWriter(out);
   }
 }

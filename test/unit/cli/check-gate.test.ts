@@ -77,7 +77,9 @@ describe('check checks something, or fails', () => {
     const r = await runCli(['check', f]);
     expect(r.code).toBe(2);
     expect(r.stdout).toMatch(/DENY {2}Pod first/);
-    expect(r.stdout).toMatch(/1 object\(s\) checked: 0 allowed, 1 denied, 1 input error/);
+    expect(r.stdout).toMatch(
+      /1 object\(s\) checked: 0 allowed, 1 denied(, \d+ warning\(s\))?, 1 input error/,
+    );
   });
 
   it('skips node_modules as it skips .git, and names stdin once', async () => {
@@ -138,5 +140,34 @@ describe('hostile inputs are bounded, refused with the path, and escaped', () =>
     const bad = await runCli(['check', join(dir, 'links')]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/cannot read .*gone\.yaml: ENOENT/);
+  });
+});
+
+describe('what CI users reach for', () => {
+  it('--fail-on-warn makes warnings fail the run (exit 3), and the summary counts them', async () => {
+    // A pod with the canonical value but read from "True": allowed, with a warning.
+    const warned = POD('warned').replace('"true"', '"True"').replace('  hostNetwork: true\n', '');
+    const plain = await runCli(['check', '-'], { stdin: warned });
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toMatch(/1 object\(s\) checked: 1 allowed, 0 denied, \d+ warning\(s\)/);
+    const strict = await runCli(['check', '--fail-on-warn', '-'], { stdin: warned });
+    expect(strict.code).toBe(3);
+  });
+
+  it('-o github prints workflow commands on the file and line, escaped', async () => {
+    const f = file('gh/pod.yaml', `${POD('gh-pod')}`);
+    const r = await runCli(['check', '-o', 'github', f]);
+    expect(r.code).toBe(1);
+    const lines = r.stdout.split('\n');
+    const error = lines.find((l) => l.startsWith('::error '));
+    expect(error).toMatch(
+      new RegExp(
+        `^::error file=${f.replace(/[/.]/g, '\\$&')},line=1,title=Pod gh-pod \\[host-network\\]::SMC-R cannot be enabled`,
+      ),
+    );
+    // ':' and ',' in properties are escaped, as the Actions toolkit does.
+    expect(error!.split('::')[1]).not.toMatch(/title=[^,]*,[^,]*:/);
+    expect(lines.find((l) => l.startsWith('::warning '))).toMatch(/node list unknown/);
+    expect(lines).toContain('1 object(s) checked: 0 allowed, 1 denied, 1 warning(s)');
   });
 });

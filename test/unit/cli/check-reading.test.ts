@@ -80,7 +80,7 @@ describe('check on a tree kubectl cannot fully read', () => {
   it.each([
     [
       'text',
-      /ERROR .*bad\.yaml:\d+ .*invalid YAML[\s\S]*3 object\(s\) checked: 1 allowed, 2 denied, 1 input error\(s\)/,
+      /ERROR .*bad\.yaml:\d+ .*invalid YAML[\s\S]*3 object\(s\) checked: 1 allowed, 2 denied(, \d+ warning\(s\))?, 1 input error\(s\)/,
     ],
     [
       'junit',
@@ -230,7 +230,7 @@ describe('SARIF output', () => {
       warnings: ['dual-stack cluster'],
       patch: [],
     });
-    w.end({ errors: [], summary: { objects: 1, allowed: 0, denied: 1, errors: 0 } });
+    w.end({ errors: [], summary: { objects: 1, allowed: 0, denied: 1, warnings: 1, errors: 0 } });
     const log = JSON.parse(text) as {
       runs: {
         results: {

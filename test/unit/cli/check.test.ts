@@ -61,7 +61,7 @@ describe('erdma-smcr check', () => {
     const r = await runCli(['check', '-o', 'json', file('one.yaml', POD('yes'))]);
     expect(r.code).toBe(1);
     const report = JSON.parse(r.stdout);
-    expect(report.summary).toEqual({ objects: 1, allowed: 0, denied: 1, errors: 0 });
+    expect(report.summary).toEqual({ objects: 1, allowed: 0, denied: 1, warnings: 0, errors: 0 });
     expect(report.errors).toEqual([]);
     expect(report.results[0]).toMatchObject({
       source: expect.stringMatching(/one\.yaml:1$/),
@@ -135,7 +135,9 @@ describe('erdma-smcr check', () => {
     // The report still comes, with the error entry, and the verdict on the document before it.
     expect(r.stdout).toMatch(/ERROR .*broken\.yaml:\d+ /);
     expect(r.stdout).toMatch(/PASS {2}Pod ns\/p-true {2}.*broken\.yaml:1/);
-    expect(r.stdout).toMatch(/1 object\(s\) checked: 1 allowed, 0 denied, 1 input error\(s\)/);
+    expect(r.stdout).toMatch(
+      /1 object\(s\) checked: 1 allowed, 0 denied(, \d+ warning\(s\))?, 1 input error\(s\)/,
+    );
   });
 
   it('exits 2 when a path cannot be read', async () => {
