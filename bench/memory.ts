@@ -175,50 +175,70 @@ export async function benchMemory(): Promise<BenchRow[]> {
     );
     const kubelet = new FakeKubelet(join(host, 'kubelet'));
     await kubelet.start();
-    const agent = spawn(
-      process.execPath,
-      [
-        'bin/erdma-smcr.js',
-        'agent',
-        '--host-root',
-        host,
-        '--kubelet-dir',
-        join(host, 'kubelet'),
-        '--kubeconfig',
-        join(host, 'none'),
-      ],
-      {
-        env: {
-          ...process.env,
-          NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS'),
-          ERDMA_SMCR_AGENT_METRICS_PORT: '0',
-          ERDMA_SMCR_LOG_LEVEL: 'warn',
+    const start = (command: string, env: Record<string, string> = {}): ChildProcess =>
+      spawn(
+        process.execPath,
+        [
+          'bin/erdma-smcr.js',
+          command,
+          '--host-root',
+          host,
+          '--kubelet-dir',
+          join(host, 'kubelet'),
+          ...(command === 'agent' ? ['--kubeconfig', join(host, 'none')] : []),
+        ],
+        {
+          env: {
+            ...process.env,
+            NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS'),
+            ERDMA_SMCR_AGENT_METRICS_PORT: '0',
+            ERDMA_SMCR_LOG_LEVEL: 'warn',
+            ...env,
+          },
+          stdio: 'ignore',
         },
-        stdio: 'ignore',
-      },
-    );
+      );
     try {
-      rows.push(
-        row(
-          'agent, idle (no cluster: discovery, CNI chaining, metrics, device plugin)',
-          await idle(agent),
-          base,
-          undefined,
-          AGENT_NOTE,
-        ),
-      );
-      const pairs = await allocateFor(kubelet, 5000);
-      rows.push(
-        row(
-          'agent, peak under load',
-          status(agent.pid ?? 0, 'VmHWM'),
-          base,
-          undefined,
-          `${Math.round(pairs / 5)} GetPreferredAllocation + Allocate pairs/s for 5 s from a stand-in kubelet; ${AGENT_NOTE}`,
-        ),
-      );
+      // The agent as its DaemonSet runs it: the device plugin is the other DaemonSet's.
+      const agent = start('agent', {
+        ERDMA_SMCR_AGENT_DEVICE_PLUGIN: daemonSetEnv('ERDMA_SMCR_AGENT_DEVICE_PLUGIN'),
+      });
+      try {
+        rows.push(
+          row(
+            'agent as shipped (no device plugin: discovery, CNI chaining, metrics), idle',
+            await idle(agent),
+            base,
+            undefined,
+            AGENT_NOTE,
+          ),
+        );
+      } finally {
+        await stop(agent);
+      }
+      for (const [command, name] of [
+        ['device-plugin', 'device-plugin (its own DaemonSet)'],
+        ['agent', 'agent with the device plugin in one process (before the split)'],
+      ] as const) {
+        const p = start(command);
+        try {
+          rows.push(row(`${name}, idle`, await idle(p), base, undefined, AGENT_NOTE));
+          const pairs = await allocateFor(kubelet, 5000);
+          rows.push(
+            row(
+              `${name}, peak under load`,
+              status(p.pid ?? 0, 'VmHWM'),
+              base,
+              undefined,
+              `${Math.round(pairs / 5)} GetPreferredAllocation + Allocate pairs/s for 5 s from a stand-in kubelet; ${AGENT_NOTE}`,
+            ),
+          );
+        } finally {
+          await stop(p);
+          kubelet.updates.length = 0;
+        }
+      }
     } finally {
-      await stop(agent);
       await kubelet.stop();
     }
     return rows;
