@@ -1,5 +1,5 @@
 // A steady stream of real pods that ask for SMC-R (and so, through the webhook, for one
-// aliyun/erdma device), each running a couple of seconds and never restarted: run inside the
+// aliyun/erdma device), each running a second and never restarted: run inside the
 // cluster's netns by the in-cluster suite while the agent is updated, killed and restarted. The
 // suite then reads what became of every pod; this only creates them.
 // Usage: node pod-stream.mjs URL TOKEN CA_FILE NAMESPACE RATE STOP_FILE IMAGE
@@ -27,7 +27,7 @@ function createPod(i) {
       automountServiceAccountToken: false,
       restartPolicy: 'Never',
       terminationGracePeriodSeconds: 1,
-      containers: [{ name: 'app', image, imagePullPolicy: 'Never', command: ['/bin/sleep', '2'] }],
+      containers: [{ name: 'app', image, imagePullPolicy: 'Never', command: ['/bin/sleep', '1'] }],
     },
   });
   return new Promise((resolve) => {
