@@ -5,89 +5,50 @@
 // way the agent does (one `smc summary` call with 100 --netns) against one call per namespace
 // (the baseline, measured in the same boot), three rounds each. The VM runs under TCG (emulated
 // CPU), so the absolute times are an upper bound of what a real node spends.
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { bootVm } from '../test/helpers/vm.js';
 import { median, type BenchRow } from './report.js';
 
 const PODS = 100;
 const INTERVAL_S = 30; // agent.smcSampleMs default
 
 export async function benchSmc(): Promise<BenchRow[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-smc-'));
-  try {
-    const build = spawnSync('bash', ['test/smcr-vm/build.sh', dir], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    if (build.status !== 0) throw new Error(`building the VM failed: ${build.stderr.slice(-2000)}`);
-    const vm = spawnSync(
-      'timeout',
-      [
-        '300',
-        'qemu-system-x86_64',
-        '-accel',
-        'tcg',
-        '-cpu',
-        'max',
-        '-smp',
-        '2',
-        '-m',
-        '1024',
-        '-nic',
-        'none',
-        '-kernel',
-        join(dir, 'vmlinuz'),
-        '-initrd',
-        join(dir, 'initramfs.gz'),
-        '-append',
-        `console=ttyS0 panic=-1 quiet smcr_bench=${PODS}`,
-        '-nographic',
-        '-no-reboot',
-      ],
-      { encoding: 'utf8', maxBuffer: 64 << 20 },
+  // The same VM the kernel tests boot (test/helpers/vm.ts), in benchmark mode.
+  const vm = await bootVm({ append: `smcr_bench=${PODS}` });
+  const out = vm.consoleText;
+  const check = /SMCRVM bench_check=(\d+)/.exec(out)?.[1];
+  if (check !== String(PODS))
+    throw new Error(
+      `the VM did not set up ${PODS} namespaces with an open connection each (saw ${check ?? 'none'}):\n${out.slice(-3000)}`,
     );
-    const out = vm.stdout ?? '';
-    const check = /SMCRVM bench_check=(\d+)/.exec(out)?.[1];
-    if (check !== String(PODS))
-      throw new Error(
-        `the VM did not set up ${PODS} namespaces with an open connection each (saw ${check ?? 'none'}):\n${out.slice(-3000)}`,
-      );
-    const rounds = [
-      ...out.matchAll(
-        /SMCRVM bench_round=\d+ pods=\d+ batch_ticks=(\d+) each_ticks=(\d+) hz=(\d+)/g,
-      ),
-    ].map((m) => ({
-      batchMs: (Number(m[1]) * 1000) / Number(m[3]),
-      eachMs: (Number(m[2]) * 1000) / Number(m[3]),
-    }));
-    if (rounds.length === 0)
-      throw new Error(`no benchmark rounds in the VM output:\n${out.slice(-3000)}`);
-    const each = median(rounds.map((r) => r.eachMs));
-    const batch = median(rounds.map((r) => r.batchMs));
-    const spread = (f: (r: { batchMs: number; eachMs: number }) => number): string =>
-      rounds.map((r) => f(r).toFixed(0)).join(' / ');
-    return [
-      {
-        bench: 'smc',
-        case: `one native call per pod (baseline), ${PODS} pods with an open SMC connection`,
-        value: each,
-        unit: 'ms CPU per pass',
-        ratio: 1,
-        extra: `rounds ${spread((r) => r.eachMs)} ms; TCG VM`,
-      },
-      {
-        bench: 'smc',
-        case: `the agent's pass: one call for all ${PODS} pods`,
-        value: batch,
-        unit: 'ms CPU per pass',
-        ratio: each / Math.max(batch, 1e-9),
-        target: `< 1% of a core at ${INTERVAL_S} s (${(INTERVAL_S * 10).toFixed(0)} ms per pass): ${((batch / (INTERVAL_S * 1000)) * 100).toFixed(2)}%`,
-        extra: `rounds ${spread((r) => r.batchMs)} ms; 10 ms ticks, TCG VM (an upper bound)`,
-      },
-    ];
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const rounds = [
+    ...out.matchAll(/SMCRVM bench_round=\d+ pods=\d+ batch_ticks=(\d+) each_ticks=(\d+) hz=(\d+)/g),
+  ].map((m) => ({
+    batchMs: (Number(m[1]) * 1000) / Number(m[3]),
+    eachMs: (Number(m[2]) * 1000) / Number(m[3]),
+  }));
+  if (rounds.length === 0)
+    throw new Error(`no benchmark rounds in the VM output:\n${out.slice(-3000)}`);
+  const each = median(rounds.map((r) => r.eachMs));
+  const batch = median(rounds.map((r) => r.batchMs));
+  const spread = (f: (r: { batchMs: number; eachMs: number }) => number): string =>
+    rounds.map((r) => f(r).toFixed(0)).join(' / ');
+  return [
+    {
+      bench: 'smc',
+      case: `one native call per pod (baseline), ${PODS} pods with an open SMC connection`,
+      value: each,
+      unit: 'ms CPU per pass',
+      ratio: 1,
+      extra: `rounds ${spread((r) => r.eachMs)} ms; TCG VM`,
+    },
+    {
+      bench: 'smc',
+      case: `the agent's pass: one call for all ${PODS} pods`,
+      value: batch,
+      unit: 'ms CPU per pass',
+      ratio: each / Math.max(batch, 1e-9),
+      target: `< 1% of a core at ${INTERVAL_S} s (${(INTERVAL_S * 10).toFixed(0)} ms per pass): ${((batch / (INTERVAL_S * 1000)) * 100).toFixed(2)}%`,
+      extra: `rounds ${spread((r) => r.batchMs)} ms; 10 ms ticks, TCG VM (an upper bound)`,
+    },
+  ];
 }

@@ -4,8 +4,9 @@
 // (with failurePolicy: Ignore a missed webhook call admits the pod unmutated).
 // Usage: node admission-load.mjs URL TOKEN CA_FILE NAMESPACE RATE STOP_FILE
 // Prints one JSON line: {"sent","mutated","missed","failed","seconds"}; stops when STOP_FILE exists.
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
+import { paced } from './paced.mjs';
 
 const [url, token, caFile, namespace, rateArg, stopFile] = process.argv.slice(2);
 const rate = Number(rateArg);
@@ -57,20 +58,9 @@ function createPod(i) {
   });
 }
 
-const inflight = new Set();
-let i = 0;
-await new Promise((resolve) => {
-  const timer = setInterval(() => {
-    if (existsSync(stopFile)) {
-      clearInterval(timer);
-      resolve();
-      return;
-    }
-    counts.sent += 1;
-    const p = createPod(i++).then(() => inflight.delete(p));
-    inflight.add(p);
-  }, 1000 / rate);
+await paced(rate, stopFile, (i) => {
+  counts.sent += 1;
+  return createPod(i);
 });
-await Promise.all(inflight);
 agent.destroy();
 console.log(JSON.stringify({ ...counts, seconds: (Date.now() - started) / 1000 }));

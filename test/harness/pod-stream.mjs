@@ -4,8 +4,9 @@
 // suite then reads what became of every pod; this only creates them.
 // Usage: node pod-stream.mjs URL TOKEN CA_FILE NAMESPACE RATE STOP_FILE IMAGE
 // Prints one JSON line: {"sent","created","failed","errors","seconds"}; stops when STOP_FILE exists.
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
+import { paced } from './paced.mjs';
 
 const [url, token, caFile, namespace, rateArg, stopFile, image] = process.argv.slice(2);
 const rate = Number(rateArg);
@@ -62,20 +63,9 @@ function createPod(i) {
   });
 }
 
-const inflight = new Set();
-let i = 0;
-await new Promise((resolve) => {
-  const timer = setInterval(() => {
-    if (existsSync(stopFile)) {
-      clearInterval(timer);
-      resolve();
-      return;
-    }
-    counts.sent += 1;
-    const p = createPod(i++).then(() => inflight.delete(p));
-    inflight.add(p);
-  }, 1000 / rate);
+await paced(rate, stopFile, (i) => {
+  counts.sent += 1;
+  return createPod(i);
 });
-await Promise.all(inflight);
 agent.destroy();
 console.log(JSON.stringify({ ...counts, seconds: (Date.now() - started) / 1000 }));

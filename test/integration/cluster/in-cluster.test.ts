@@ -5,7 +5,7 @@
 // API server and Services as in a real one: kube-proxy (iptables, built from the same Debian
 // source) routes ClusterIPs inside the test netns. Then a workload, a denial, and the uninstall
 // exactly as the README says it.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -477,12 +477,19 @@ describe.skipIf(why !== '')(
         // 2. The agent's process killed: the kubelet restarts the container.
         const [updated] = await agentPods();
         const restarts = updated!.status.containerStatuses[0].restartCount as number;
-        const killed = spawnSync('pkill', [
-          '-KILL',
-          '-f',
-          'erdma-smcr.js -c /etc/erdma-smcr/config.yaml agent',
-        ]);
-        expect(killed.status, 'the agent process found and killed').toBe(0);
+        // Its process, found through this node's containerd by the container's ID (no name match
+        // that could reach another process on the machine).
+        const id = String(updated!.status.containerStatuses[0].containerID).replace(
+          /^containerd:\/\//,
+          '',
+        );
+        const task = node.containerd
+          .ctr(['tasks', 'ls'])
+          .split('\n')
+          .map((l) => l.trim().split(/\s+/))
+          .find((cols) => cols[0] === id);
+        expect(task, `the agent container ${id} among the node's tasks`).toBeDefined();
+        process.kill(Number(task![1]), 'SIGKILL');
         await agentReady(restarts + 1);
         steps.push('crash');
         // 3. The agent's pod deleted: the DaemonSet controller makes a new one.
