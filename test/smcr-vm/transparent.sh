@@ -31,6 +31,24 @@ pod_add d '{}'
 say "bpf_status=$(erdma-smcr bpf status 2>&1 | tr -d '\n')"
 say "state_a=$(cat /run/erdma-smcr/state/a_eth0.json 2>/dev/null)"
 
+# Connections a pod's netns holds: SMC sockets past LISTEN plus plain TCP beyond them.
+conns() {
+  n=$(erdma-smcr smc sockets --netns "/run/netns/$1" 2>/dev/null | grep -o '"state":"[A-Z_0-9]*"' | grep -vc LISTEN)
+  p=$(erdma-smcr smc summary --netns "/run/netns/$1" 2>/dev/null | sed -n 's/.*"plainTcp":\([0-9]*\).*/\1/p')
+  echo $((n + ${p:-0}))
+}
+# Under TCG, and more so on a loaded CI machine, a connection can take seconds to be set up: wait
+# (up to 6 s, within the run) until both ends hold the number expected, rather than sleeping a fixed time.
+settle() { # client server count
+  i=0
+  while [ $i -lt 30 ]; do
+    [ "$(conns "$1")" -ge "$3" ] && [ "$(conns "$2")" -ge "$3" ] && return 0
+    sleep 0.2
+    i=$((i + 1))
+  done
+  say "settle=$1-$2 wanted=$3 client=$(conns "$1") server=$(conns "$2")"
+}
+
 observe() { # label client server
   for ns in "$2" "$3"; do
     say "${1}_sockets_$ns=$(erdma-smcr smc sockets --netns /run/netns/$ns 2>&1 | tr -d '\n')"
@@ -44,9 +62,10 @@ iperf() { # client server port env
   spid=$!
   sleep 1
   before=$(sent "$1")
-  ip netns exec "$1" env $4 iperf3 -c "$dst" -p "$3" -t 4 > "/run/iperf-c-$1.out" 2>&1 &
+  ip netns exec "$1" env $4 iperf3 -c "$dst" -p "$3" -t 8 > "/run/iperf-c-$1.out" 2>&1 &
   cpid=$!
-  sleep 2
+  # iperf3's control connection and its data stream.
+  settle "$1" "$2" 2
   observe "iperf" "$1" "$2"
   wait $cpid
   crc=$?
@@ -63,15 +82,15 @@ iperf c d 5202 ""
 # counts it as plain TCP; under the BPF program it becomes SMC like any other.
 eval "dst=\$IP_b"
 # busybox nc ends when its stdin does: the server's is held open as long as the client's.
-sleep 5 | ip netns exec b env $ENV_ON /bin/busybox nc -l -p 5300 > /dev/null 2>&1 &
+sleep 10 | ip netns exec b env $ENV_ON /bin/busybox nc -l -p 5300 > /dev/null 2>&1 &
 spid=$!
 sleep 1
-( dd if=/dev/zero bs=65536 count=16 2>/dev/null; sleep 3 ) | ip netns exec a env $ENV_ON /bin/busybox nc "$dst" 5300 &
+( dd if=/dev/zero bs=65536 count=16 2>/dev/null; sleep 8 ) | ip netns exec a env $ENV_ON /bin/busybox nc "$dst" 5300 &
 cpid=$!
-sleep 2
+settle a b 1
 observe "static" a b
-wait $cpid
-kill $spid 2>/dev/null
+kill $cpid $spid 2>/dev/null
+wait $cpid $spid 2>/dev/null
 
 out=$(ours CHECK a "$ON" "$(cat /run/prev-a.json)" 2>&1); say "check_a=$? check_a_out=\"$(echo "$out" | tr -d '"\n')\""
 out=$(ours DEL a "$ON" "$(cat /run/prev-a.json)" 2>&1); say "del_a=$? $out"

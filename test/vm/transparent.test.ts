@@ -47,6 +47,8 @@ describe.skipIf(skip).each(KERNELS)(
       ).toEqual([]);
       expect(vm.find((r) => 'DONE' in r).DONE).toBe('ok');
       expect(vm.find((r) => 'kernel' in r).kernel).toMatch(release);
+      // Every connection was up at both ends before its sockets were listed (a line per one not).
+      expect(vm.lines.filter((r) => 'settle' in r)).toEqual([]);
     });
 
     it(`the node's probe finds ${mechanism}, and says why the others do not work`, () => {
