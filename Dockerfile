@@ -4,7 +4,8 @@
 #   docker buildx imagetools inspect node:26-bookworm-slim
 ARG NODE_IMAGE=node:26-bookworm-slim@sha256:367679cf9792759492a486e4aa4b421764d71a9546a6dae8aab81a99eb797b3e
 
-# Build: TypeScript to dist/, the static CNI plugin (cJSON from Debian's source package, libbpf
+# Build: TypeScript bundled into dist/bundle (dependencies included: no node_modules ships), the
+# static CNI plugin (cJSON from Debian's source package, libbpf
 # linked in, the IPPROTO_SMC BPF program embedded) and the preload library.
 FROM ${NODE_IMAGE} AS build
 RUN apt-get update \
@@ -15,16 +16,11 @@ WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/bundle.mjs ./scripts/
 COPY src ./src
-RUN npx tsc -p tsconfig.build.json
+RUN npx tsc -p tsconfig.build.json && node scripts/bundle.mjs
 COPY native ./native
 RUN make -C native all CJSON_DIR=/tmp/cjson-src
-
-# Production dependencies only.
-FROM ${NODE_IMAGE} AS deps
-WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 # Runtime: no compiler, no dev dependencies, not root (the agent's DaemonSet sets uid 0 itself).
 FROM ${NODE_IMAGE}
@@ -37,8 +33,7 @@ COPY package.json ./
 COPY bin ./bin
 COPY proto ./proto
 COPY docs/admission ./docs/admission
-COPY --from=deps /app/node_modules ./node_modules
-COPY --from=build /src/dist ./dist
+COPY --from=build /src/dist/bundle ./dist/bundle
 COPY --from=build /src/native/build/erdma-smcr ./native/build/erdma-smcr
 COPY --from=build /src/native/build/libsmc-preload.so ./native/build/libsmc-preload.so
 USER 65532:65532

@@ -1,13 +1,15 @@
-// Memory of the long-running processes (#25): resident set (VmRSS) idle and the peak (VmHWM)
-// under load, read from /proc/<pid>/status of the real CLI run as a child:
+// Memory of the long-running processes (#25, #43): resident set (VmRSS) idle and the peak (VmHWM)
+// under load, read from /proc/<pid>/status of the real CLI (the bundle, as shipped) run as a child:
 // - bare `node` idling (the baseline, same run);
 // - `serve` with the offline cluster view: idle, then after 5 s of SMC-R reviews on 16 connections;
 // - `serve` with the live cluster view (watches Nodes and the profile ConfigMap of the harness's
 //   real v1.20.2 API server; skipped when its binaries are not built);
-// - `agent` on a fixture host tree without a cluster (device discovery, CNI chaining, metrics),
+// - `agent` as its DaemonSet runs it (no device plugin) on a fixture host tree without a cluster
+//   (device discovery, CNI chaining, metrics): idle;
+// - `device-plugin`, and the agent with the device plugin in one process as before the split,
 //   registered with a stand-in kubelet (test/helpers/fake-kubelet.ts): idle, then the peak after
-//   5 s of GetPreferredAllocation and Allocate calls over its gRPC socket, with the NODE_OPTIONS its
-//   DaemonSet sets.
+//   5 s of GetPreferredAllocation and Allocate calls over its gRPC socket.
+// Each with the Node flags and NODE_OPTIONS of its manifest.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,9 +22,16 @@ import { FakeKubelet } from '../test/helpers/fake-kubelet.js';
 import { until } from '../test/helpers/wait.js';
 
 const IDLE_SETTLE_MS = 3000;
-/** #25's memory targets are the webhook's; the agent's rows are reported beside them. */
-const AGENT_NOTE = 'no target of its own (its DaemonSet limit is 192 Mi)';
 const MB = 1e6;
+const AGENT_YAML = 'manifests/base/agent.yaml';
+const DEVICE_PLUGIN_YAML = 'manifests/base/device-plugin.yaml';
+/** #43's targets: within about 2x of a Go peer, on every node. */
+const TARGET = {
+  serveIdle: 64 * MB,
+  servePeak: 96 * MB,
+  agentIdle: 50 * MB,
+  agentPeak: 64 * MB,
+};
 
 function status(pid: number, key: 'VmRSS' | 'VmHWM'): number {
   const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(
@@ -75,7 +84,7 @@ async function serveRows(
     /listening on https:\/\/127\.0\.0\.1:(\d+)/,
   );
   try {
-    const rows = [row(`serve (${label}), idle`, await idle(server.child), base, 100 * MB)];
+    const rows = [row(`serve (${label}), idle`, await idle(server.child), base, TARGET.serveIdle)];
     if (underLoad) {
       const ca = readFileSync(join(dir, 'ca.crt'), 'utf8');
       const r = await load(server, '/mutate', review(true), ca, 5);
@@ -84,7 +93,7 @@ async function serveRows(
           `serve (${label}), peak under load`,
           status(server.child.pid ?? 0, 'VmHWM'),
           base,
-          128 * MB,
+          TARGET.servePeak,
           `${Math.round(r.rps)} req/s of SMC-R reviews for 5 s`,
         ),
       );
@@ -95,14 +104,31 @@ async function serveRows(
   }
 }
 
-/** A variable the agent's DaemonSet sets (the agent is measured as it ships). */
-function daemonSetEnv(name: string): string {
-  const ds = jsyaml.load(readFileSync('manifests/base/agent.yaml', 'utf8')) as {
-    spec: { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } };
+interface DaemonSetContainer {
+  command?: string[];
+  env?: { name: string; value?: string }[];
+}
+
+function daemonSetContainer(file: string): DaemonSetContainer {
+  const ds = jsyaml.load(readFileSync(file, 'utf8')) as {
+    spec: { template: { spec: { containers: DaemonSetContainer[] } } };
   };
-  const value = ds.spec.template.spec.containers[0]?.env?.find((e) => e.name === name)?.value;
-  if (value === undefined) throw new Error(`manifests/base/agent.yaml sets no ${name}`);
+  const c = ds.spec.template.spec.containers[0];
+  if (!c) throw new Error(`${file} has no container`);
+  return c;
+}
+
+/** A variable a DaemonSet sets (the agent and the device plugin are measured as they ship). */
+function daemonSetEnv(name: string, file = AGENT_YAML): string {
+  const value = daemonSetContainer(file).env?.find((e) => e.name === name)?.value;
+  if (value === undefined) throw new Error(`${file} sets no ${name}`);
   return value;
+}
+
+/** The Node flags of a DaemonSet's command (`node FLAGS... /app/bin/erdma-smcr.js`). */
+function daemonSetNodeFlags(file: string): string[] {
+  const command = daemonSetContainer(file).command ?? [];
+  return command.slice(1).filter((a) => a.startsWith('--'));
 }
 
 /** Calls the registered plugin as a kubelet placing pods would, 4 calls at a time, for `ms`; returns the pairs made. */
@@ -175,10 +201,15 @@ export async function benchMemory(): Promise<BenchRow[]> {
     );
     const kubelet = new FakeKubelet(join(host, 'kubelet'));
     await kubelet.start();
-    const start = (command: string, env: Record<string, string> = {}): ChildProcess =>
+    const start = (
+      command: string,
+      manifest: string,
+      env: Record<string, string> = {},
+    ): ChildProcess =>
       spawn(
         process.execPath,
         [
+          ...daemonSetNodeFlags(manifest),
           'bin/erdma-smcr.js',
           command,
           '--host-root',
@@ -190,7 +221,7 @@ export async function benchMemory(): Promise<BenchRow[]> {
         {
           env: {
             ...process.env,
-            NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS'),
+            NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS', manifest),
             ERDMA_SMCR_AGENT_METRICS_PORT: '0',
             ERDMA_SMCR_LOG_LEVEL: 'warn',
             ...env,
@@ -200,7 +231,7 @@ export async function benchMemory(): Promise<BenchRow[]> {
       );
     try {
       // The agent as its DaemonSet runs it: the device plugin is the other DaemonSet's.
-      const agent = start('agent', {
+      const agent = start('agent', AGENT_YAML, {
         ERDMA_SMCR_AGENT_DEVICE_PLUGIN: daemonSetEnv('ERDMA_SMCR_AGENT_DEVICE_PLUGIN'),
       });
       try {
@@ -209,28 +240,28 @@ export async function benchMemory(): Promise<BenchRow[]> {
             'agent as shipped (no device plugin: discovery, CNI chaining, metrics), idle',
             await idle(agent),
             base,
-            undefined,
-            AGENT_NOTE,
+            TARGET.agentIdle,
           ),
         );
       } finally {
         await stop(agent);
       }
-      for (const [command, name] of [
-        ['device-plugin', 'device-plugin (its own DaemonSet)'],
-        ['agent', 'agent with the device plugin in one process (before the split)'],
+      // The device plugin runs on every eRDMA node too: the agent's targets apply to it.
+      for (const [command, manifest, name] of [
+        ['device-plugin', DEVICE_PLUGIN_YAML, 'device-plugin (its own DaemonSet)'],
+        ['agent', AGENT_YAML, 'agent with the device plugin in one process (before the split)'],
       ] as const) {
-        const p = start(command);
+        const p = start(command, manifest);
         try {
-          rows.push(row(`${name}, idle`, await idle(p), base, undefined, AGENT_NOTE));
+          rows.push(row(`${name}, idle`, await idle(p), base, TARGET.agentIdle));
           const pairs = await allocateFor(kubelet, 5000);
           rows.push(
             row(
               `${name}, peak under load`,
               status(p.pid ?? 0, 'VmHWM'),
               base,
-              undefined,
-              `${Math.round(pairs / 5)} GetPreferredAllocation + Allocate pairs/s for 5 s from a stand-in kubelet; ${AGENT_NOTE}`,
+              TARGET.agentPeak,
+              `${Math.round(pairs / 5)} GetPreferredAllocation + Allocate pairs/s for 5 s from a stand-in kubelet`,
             ),
           );
         } finally {

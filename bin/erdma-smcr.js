@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Entry point of the erdma-smcr CLI: runs the compiled TypeScript (built by `npm ci` via `prepare`).
-import { main } from '../dist/cli/main.js';
+// Entry point of the erdma-smcr CLI: runs the bundle (dist/bundle, built by `npm ci` via `prepare`;
+// scripts/bundle.mjs says what is in it).
+import { main } from '../dist/bundle/main.mjs';
 
 main(process.argv).then(
   (code) => {

@@ -3,7 +3,6 @@
 // (cluster/client.ts) is loaded only when the mode needs it: a live cluster view or certificates
 // kept in a Secret.
 import { isAbsolute, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { KubeClient } from '../cluster/client.js';
 import type { Logger } from 'pino';
 import { WebhookMetrics } from './metrics.js';
@@ -16,6 +15,7 @@ import { DEFAULT_PROFILE, loadProfileFile, type Profile } from '../cluster/profi
 import type { ClusterViewSource } from '../cluster/view.js';
 import type { Config } from '../config/schema.js';
 import { createLogger } from '../util/log.js';
+import { packagePath } from '../util/package.js';
 import type { CliIO } from '../util/io.js';
 import { runUntilSignal } from '../util/signals.js';
 import { offlineView } from '../cluster/offline.js';
@@ -117,9 +117,7 @@ function shown(path: string): string {
 }
 
 /** The sample review shipped with the package (docs/admission), wherever it is installed. */
-const SAMPLE_REVIEW = fileURLToPath(
-  new URL('../../docs/admission/pod-create-smcr.json', import.meta.url),
-);
+const SAMPLE_REVIEW = packagePath('docs', 'admission', 'pod-create-smcr.json');
 
 function banner(
   config: Readonly<Config>,

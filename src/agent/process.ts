@@ -13,7 +13,7 @@ import { listenFailure, startProbeServer } from '../util/probes.js';
 import { AppError, isAppError } from '../errors.js';
 import { NodeAgent } from './agent.js';
 import { servedResources } from './deviceplugin/resources.js';
-import { ErdmaDevicePlugin } from './deviceplugin/server.js';
+import type { ErdmaDevicePlugin } from './deviceplugin/server.js';
 import { AgentMetrics } from './metrics.js';
 import { discover, discoveryOptions } from './node/discovery.js';
 
@@ -40,12 +40,17 @@ function startFailure(err: unknown): unknown {
   return err;
 }
 
-/** One kubelet registration per resource; a configuration the node's devices contradict stops here. */
-function devicePlugins(
+/**
+ * One kubelet registration per resource; a configuration the node's devices contradict stops here.
+ * gRPC and the API definition are loaded only by a process that serves one (#43: the agent as
+ * shipped does not).
+ */
+async function devicePlugins(
   a: AgentConfig,
   discoverNow: () => ReturnType<typeof discover>,
   logger: Logger,
-): ErdmaDevicePlugin[] {
+): Promise<ErdmaDevicePlugin[]> {
+  const { ErdmaDevicePlugin } = await import('./deviceplugin/server.js');
   return servedResources(a, discoverNow).map((r) => {
     const log = logger.child({ resource: r.name });
     if (r.discover().length === 0)
@@ -77,7 +82,7 @@ export async function runDevicePlugin(config: Readonly<Config>, io: CliIO): Prom
   const logger = createLogger(config.logLevel);
   const a = config.agent;
   const metrics = new AgentMetrics();
-  const plugins = devicePlugins(a, () => discover(discoveryOptions(a)), logger);
+  const plugins = await devicePlugins(a, () => discover(discoveryOptions(a)), logger);
   for (const p of plugins) await p.start();
   const probes = a.metricsEnabled
     ? await startProbeServer(a.metricsHost, a.metricsPort, {
@@ -143,7 +148,7 @@ export async function runAgent(
     discover: discoverNow,
     ...(client ? { client } : {}),
   });
-  const plugins = a.devicePlugin ? devicePlugins(a, discoverNow, logger) : [];
+  const plugins = a.devicePlugin ? await devicePlugins(a, discoverNow, logger) : [];
   let probes: Awaited<ReturnType<typeof startProbeServer>> | undefined;
   try {
     for (const p of plugins) await p.start();

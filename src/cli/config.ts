@@ -1,23 +1,25 @@
 // The configuration of one CLI run: the global options (--config, --log-level) over the
 // environment over the file over the defaults (src/config/load.ts), plus each command's flags.
 import { readFileSync } from 'node:fs';
-import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/schema.js';
 import type { CliIO } from '../util/io.js';
+import { packagePath } from '../util/package.js';
 
 /** The configuration for a command's flags (dotted keys, undefined left out). */
-export type ConfigFor = (flags: Record<string, unknown>) => Readonly<Config>;
+export type ConfigFor = (flags: Record<string, unknown>) => Promise<Readonly<Config>>;
 
 export interface GlobalOpts {
   config?: string;
   logLevel?: string;
 }
 
-export function configFrom(
+/** Loaded when a command runs, not for --help or --version (the schema is most of the CLI's code). */
+export async function configFrom(
   globals: GlobalOpts,
   io: CliIO,
   flags: Record<string, unknown> = {},
-): Readonly<Config> {
+): Promise<Readonly<Config>> {
+  const { loadConfig } = await import('../config/load.js');
   return loadConfig({
     ...(globals.config ? { file: globals.config } : {}),
     env: io.env,
@@ -27,7 +29,7 @@ export function configFrom(
 
 /** This package's version (package.json). */
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  const pkg = JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as {
     version: string;
   };
   return pkg.version;

@@ -4,7 +4,7 @@
 // tool: `pnet`, `net`, `smc` and `sysctls`, and the IPPROTO_SMC program's loader (`mechanisms`,
 // `bpf`). What each call prints is typed in ./contract.ts.
 import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { packagePath } from '../util/package.js';
 import type {
   BpfStatus,
   MechanismProbe,
@@ -16,9 +16,7 @@ import type {
 } from './contract.js';
 
 /** The binary as built in this package (native/build/erdma-smcr); the image puts it there too. */
-export const DEFAULT_NATIVE_BINARY = fileURLToPath(
-  new URL('../../native/build/erdma-smcr', import.meta.url),
-);
+export const DEFAULT_NATIVE_BINARY = packagePath('native', 'build', 'erdma-smcr');
 
 /** A call that answers later than this has failed (netlink and netns work take milliseconds). */
 const TIMEOUT_MS = 10_000;

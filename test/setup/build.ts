@@ -1,5 +1,5 @@
-// What the integration and VM suites run, built once before them: the compiled CLI (dist/, which
-// bin/erdma-smcr.js loads) and the native plugin with its sanitizer build. The unit suites need
+// What the integration and VM suites run, built once before them: the compiled CLI (dist/, and the
+// bundle in dist/bundle that bin/erdma-smcr.js loads) and the native plugin with its sanitizer build. The unit suites need
 // neither: they import the TypeScript sources.
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -11,4 +11,5 @@ export default function setup(): void {
   execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
     stdio: 'inherit',
   });
+  execFileSync(process.execPath, ['scripts/bundle.mjs'], { stdio: 'inherit' });
 }

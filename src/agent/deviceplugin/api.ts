@@ -1,14 +1,11 @@
 // Loads our copy of the kubelet device plugin API (proto/deviceplugin/v1beta1/api.proto) for grpc-js.
 import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { packagePath } from '../../util/package.js';
 
 function protoPath(): string {
-  // Same relative place from src/agent/deviceplugin (tsx) and dist/agent/deviceplugin (compiled).
-  const p = fileURLToPath(
-    new URL('../../../proto/deviceplugin/v1beta1/api.proto', import.meta.url),
-  );
+  const p = packagePath('proto', 'deviceplugin', 'v1beta1', 'api.proto');
   if (!existsSync(p)) throw new Error(`device plugin API definition not found at ${p}`);
   return p;
 }

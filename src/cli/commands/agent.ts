@@ -31,7 +31,7 @@ export function agentCommand(
     .option('--kubeconfig <file>', 'kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)')
     .option('--uninstall', 'remove our CNI plugin entry and binary from the host, then exit')
     .action(async (opts: AgentOpts) => {
-      const config = configFor({
+      const config = await configFor({
         'agent.hostRoot': opts.hostRoot,
         'agent.kubeletDir': opts.kubeletDir,
         'agent.slotsPerDevice':
@@ -52,7 +52,7 @@ export function agentCommand(
     .option('--kubelet-dir <dir>', 'kubelet directory (device-plugins/ below it)')
     .option('--slots <n>', 'pods that may share one device')
     .action(async (opts: AgentOpts) => {
-      const config = configFor({
+      const config = await configFor({
         'agent.hostRoot': opts.hostRoot,
         'agent.kubeletDir': opts.kubeletDir,
         'agent.slotsPerDevice':

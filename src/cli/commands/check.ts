@@ -1,10 +1,8 @@
 // `erdma-smcr check`: the admission policy over manifests, offline, for people and CI pipelines.
 import { Option, type Command } from 'commander';
-import { checkPaths } from '../../check/check.js';
 import { configFrom, packageVersion, type GlobalOpts } from '../config.js';
 import type { CliIO } from '../../util/io.js';
-import { visible } from '../output/common.js';
-import { OUTPUT_FORMATS, reportWriter, type OutputFormat } from '../output/writer.js';
+import { OUTPUT_FORMATS, type OutputFormat } from '../output/formats.js';
 
 interface CheckOpts {
   profile?: string;
@@ -55,10 +53,15 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
     .option('--show-patch', 'print the JSON Patch the webhook would apply to each pod')
     .option('--no-color', 'never colour the text output')
     .option('--fail-on-warn', 'exit 3 when objects are allowed but some have warnings (conftest)')
-    .action((given: string[], opts: CheckOpts) => {
+    .action(async (given: string[], opts: CheckOpts) => {
+      const [{ checkPaths }, { visible }, { reportWriter }] = await Promise.all([
+        import('../../check/check.js'),
+        import('../output/common.js'),
+        import('../output/writer.js'),
+      ]);
       // kubectl's `-f -` habit: piped input is read, never silently ignored for the directory.
       const paths = given.length > 0 ? given : io.stdinHasInput() ? ['-'] : ['.'];
-      const config = configFrom(program.opts<GlobalOpts>(), io, {
+      const config = await configFrom(program.opts<GlobalOpts>(), io, {
         'cluster.profile': opts.profile,
         'cluster.nodes': opts.nodes,
       });

@@ -1,7 +1,6 @@
 // `erdma-smcr devices`: the eRDMA devices of this node, like a short ibv_devinfo; with --watch,
 // their traffic per second like `eadm stat -l`.
 import type { Command } from 'commander';
-import { discover, discoveryOptions, formatDevices } from '../../agent/node/discovery.js';
 import { AppError } from '../../errors.js';
 import type { ConfigFor } from '../config.js';
 import type { CliIO } from '../../util/io.js';
@@ -31,7 +30,9 @@ export function devicesCommand(
         interval: string;
         count?: string;
       }) => {
-        const config = configFor({ 'agent.hostRoot': opts.hostRoot });
+        const config = await configFor({ 'agent.hostRoot': opts.hostRoot });
+        const { discover, discoveryOptions, formatDevices } =
+          await import('../../agent/node/discovery.js');
         const devices = discover(discoveryOptions(config.agent));
         if (!opts.watch) {
           io.out(opts.json ? `${JSON.stringify(devices, null, 2)}\n` : formatDevices(devices));

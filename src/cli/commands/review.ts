@@ -1,9 +1,7 @@
 // `erdma-smcr review`: one AdmissionReview (JSON) through the webhook's own code, offline; the
 // response printed as the webhook would send it.
 import { Option, type Command } from 'commander';
-import { admit, type Endpoint } from '../../admission/handler.js';
-import { decodeReview, encodeReview } from '../../admission/review.js';
-import { offlineView } from '../../cluster/offline.js';
+import type { Endpoint } from '../../admission/handler.js';
 import { AppError } from '../../errors.js';
 import type { ConfigFor } from '../config.js';
 import type { CliIO } from '../../util/io.js';
@@ -37,7 +35,13 @@ export function reviewCommand(
     )
     .option('--show-patch', 'also print the decoded JSON Patch on stderr')
     .action(async (file: string, opts: ReviewOpts) => {
-      const config = configFor({ 'cluster.profile': opts.profile, 'cluster.nodes': opts.nodes });
+      const [config, { admit }, { decodeReview, encodeReview }, { offlineView }] =
+        await Promise.all([
+          configFor({ 'cluster.profile': opts.profile, 'cluster.nodes': opts.nodes }),
+          import('../../admission/handler.js'),
+          import('../../admission/review.js'),
+          import('../../cluster/offline.js'),
+        ]);
       const text =
         file === '-'
           ? io.stdin()

@@ -54,7 +54,7 @@ export function serveCommand(
     )
     .option('--kubeconfig <file>', 'kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)')
     .action(async (opts: ServeOpts) => {
-      const config = configFor({
+      const config = await configFor({
         'webhook.host': opts.host,
         'webhook.port': int(opts.port),
         'webhook.metricsPort': int(opts.metricsPort),

@@ -31,7 +31,7 @@ export function statusCommand(
         throw new AppError('USAGE', `--output must be text or json, got "${opts.output}"`);
       if (opts.pod !== undefined && !/^[^/]+\/[^/]+$/.test(opts.pod))
         throw new AppError('USAGE', `--pod must be namespace/name, got "${opts.pod}"`);
-      const { agent: a } = configFor({ 'agent.hostRoot': opts.hostRoot });
+      const { agent: a } = await configFor({ 'agent.hostRoot': opts.hostRoot });
       const { findPodNetns } = await import('../../agent/observe/pods.js');
       const { collectPodSmc, formatStatus } = await import('../../agent/observe/smc.js');
       const { NativeBinary } = await import('../../native/binary.js');

@@ -10,8 +10,9 @@ import { textWriter, type TextOptions } from './text.js';
 
 export type { ReportTail, ReportWriter } from './common.js';
 
-export const OUTPUT_FORMATS = ['text', 'json', 'junit', 'sarif', 'policyreport', 'github'] as const;
-export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+import type { OutputFormat } from './formats.js';
+
+export { OUTPUT_FORMATS, type OutputFormat } from './formats.js';
 
 export interface WriterOptions {
   readonly text: TextOptions;

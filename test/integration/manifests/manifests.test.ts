@@ -222,6 +222,7 @@ describe.skipIf(why !== '')('manifests', () => {
     const c = spec.containers[0];
     expect(ds.spec.updateStrategy).toEqual({ type: 'OnDelete' });
     expect(c.args).toEqual(['device-plugin']);
+    expect(c.command).toEqual(['node', '--lite-mode', '/app/bin/erdma-smcr.js']);
     const env = Object.fromEntries(
       c.env.map((e: { name: string; value?: string }) => [e.name, e.value]),
     );
@@ -260,6 +261,8 @@ describe.skipIf(why !== '')('manifests', () => {
     for (const name of Object.keys(env))
       if (name !== 'NODE_OPTIONS')
         expect(ENV_VARS, `${name} is read by the code`).toHaveProperty(name);
+    // --lite-mode is not allowed in NODE_OPTIONS: the image's node, with the image's entrypoint.
+    expect(c.command).toEqual(['node', '--lite-mode', '/app/bin/erdma-smcr.js']);
     const a = config.agent;
     const hostRoot = env.ERDMA_SMCR_HOST_ROOT as string;
     const mounts = Object.fromEntries(

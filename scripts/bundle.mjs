@@ -1,0 +1,44 @@
+// Bundles the CLI into dist/bundle/ (what bin/erdma-smcr.js runs and what the image ships): one
+// entry file plus a chunk per lazily loaded part (each command loads only its own), dependencies
+// included, minified. A process then holds only the code its role runs, and the image carries no
+// node_modules. tsc (tsconfig.build.json) still type-checks and emits dist/ for the VM and bench
+// scripts that load single modules. `node scripts/bundle-report.mjs` shows what each part holds.
+// Usage: node scripts/bundle.mjs [--metafile FILE]
+import { rmSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+/** Builds the bundle into `outdir`; resolves to esbuild's metafile (inputs and bytes per output). */
+export async function bundle(outdir = 'dist/bundle', options = {}) {
+  rmSync(outdir, { recursive: true, force: true });
+  const result = await build({
+    entryPoints: { main: 'src/cli/main.ts' },
+    outdir,
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    // The oldest Node the package supports (package.json engines).
+    target: 'node20',
+    minify: true,
+    // Error and class names appear in messages and logs.
+    keepNames: true,
+    chunkNames: 'chunks/[name]-[hash]',
+    outExtension: { '.js': '.mjs' },
+    legalComments: 'linked',
+    // Dependencies written as CommonJS call require() for Node's built-in modules.
+    banner: {
+      js: "import { createRequire as __erdmaSmcrRequire } from 'node:module'; const require = __erdmaSmcrRequire(import.meta.url);",
+    },
+    metafile: true,
+    logLevel: 'warning',
+    ...options,
+  });
+  return result.metafile;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const metafile = await bundle();
+  const i = process.argv.indexOf('--metafile');
+  if (i > 0) writeFileSync(process.argv[i + 1], JSON.stringify(metafile));
+}
