@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import jsyaml from 'js-yaml';
 import type { BenchRow } from './report.js';
+import { deploymentNodeOptions } from './scale.js';
 import { load, review, startChild, stop, type Server } from './webhook.js';
 import { binariesPresent, startControlPlane } from '../test/harness/k8s/control-plane.js';
 import { FakeKubelet } from '../test/helpers/fake-kubelet.js';
@@ -82,6 +83,8 @@ async function serveRows(
       ...extraArgs,
     ],
     /listening on https:\/\/127\.0\.0\.1:(\d+)/,
+    // As its Deployment runs it.
+    { NODE_OPTIONS: deploymentNodeOptions() },
   );
   try {
     const rows = [row(`serve (${label}), idle`, await idle(server.child), base, TARGET.serveIdle)];

@@ -1,5 +1,5 @@
 // Prometheus metrics of the webhook (prom-client), in a registry of its own.
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from '../util/prom.js';
 
 /** One answered review, as the metrics see it (label values are bounded by the caller). */
 export interface ReviewObservation {

@@ -1,6 +1,6 @@
 // The agent's Prometheus metrics: one registry, every gauge and counter its duties update. Label
 // sets are bounded (per pod only for SMC-R pods of this node; reasons from a fixed table).
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from '../util/prom.js';
 import type { PortCounters } from './observe/counters.js';
 
 export class AgentMetrics {

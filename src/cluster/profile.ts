@@ -1,6 +1,7 @@
 // Offline cluster profile (YAML): the cluster's driver mode, IP families and, optionally, its nodes.
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import '../util/zod.js';
+import * as z from 'zod/mini';
 import { AppError } from '../errors.js';
 import { NodeIndex } from '../policy/nodes.js';
 import type { ClusterView, NodeFacts, NodeSet } from '../policy/types.js';
@@ -10,25 +11,26 @@ import { nodeFacts } from './view.js';
 export const PROFILE_API_VERSION = 'smcr.erdma.io/v1alpha1';
 export const PROFILE_KIND = 'ClusterProfile';
 
-const nodeObject = z.looseObject({ metadata: z.looseObject({ name: z.string().min(1) }) });
+const nodeObject = z.looseObject({
+  metadata: z.looseObject({ name: z.string().check(z.minLength(1)) }),
+});
 const nodeList = z.looseObject({ items: z.array(nodeObject) });
 
-export const profileSchema = z
-  .object({
-    apiVersion: z.literal(PROFILE_API_VERSION).optional(),
-    kind: z.literal(PROFILE_KIND).optional(),
-    driverMode: z.enum(['default', 'compat', 'ofed']).optional(),
-    ipFamilies: z
-      .array(z.enum(['IPv4', 'IPv6']))
-      .min(1)
-      .max(2)
-      .refine((a) => new Set(a).size === a.length, 'ipFamilies must not repeat a family')
-      .optional(),
-    /** Whether the cluster enables RDMA (rdma/hca) for pods without hostNetwork (an IPv6 cluster option). */
-    rdmaNonHostNetwork: z.boolean().optional(),
-    nodes: z.union([z.array(nodeObject), nodeList]).optional(),
-  })
-  .strict();
+export const profileSchema = z.strictObject({
+  apiVersion: z.optional(z.literal(PROFILE_API_VERSION)),
+  kind: z.optional(z.literal(PROFILE_KIND)),
+  driverMode: z.optional(z.enum(['default', 'compat', 'ofed'])),
+  ipFamilies: z.optional(
+    z.array(z.enum(['IPv4', 'IPv6'])).check(
+      z.minLength(1),
+      z.maxLength(2),
+      z.refine((a) => new Set(a).size === a.length, 'ipFamilies must not repeat a family'),
+    ),
+  ),
+  /** Whether the cluster enables RDMA (rdma/hca) for pods without hostNetwork (an IPv6 cluster option). */
+  rdmaNonHostNetwork: z.optional(z.boolean()),
+  nodes: z.optional(z.union([z.array(nodeObject), nodeList])),
+});
 
 export type Profile = z.infer<typeof profileSchema>;
 

@@ -1,6 +1,7 @@
 // Builds the frozen configuration: flags over environment over file over defaults, one schema.
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import '../util/zod.js';
+import * as z from 'zod/mini';
 import { configSchema, type Config } from './schema.js';
 import { AppError } from '../errors.js';
 import { deepFreeze } from '../util/freeze.js';

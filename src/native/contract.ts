@@ -4,7 +4,8 @@
 // test/integration/native/contract.test.ts holds the C side to these shapes.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { z } from 'zod';
+import '../util/zod.js';
+import * as z from 'zod/mini';
 
 // ---- smc sockets | summary ----
 
@@ -136,8 +137,7 @@ export interface SysctlTable {
  * below is lenient (a record from an older or newer plugin is read for what it has); the contract
  * test parses the plugin's real output with this strict schema.
  */
-export const pluginRecordSchema = z
-  .object({
+export const pluginRecordSchema = z.strictObject({
     podNamespace: z.string(),
     podName: z.string(),
     podUid: z.string(),
@@ -147,13 +147,12 @@ export const pluginRecordSchema = z
     outcome: z.enum(['pending', 'applied', 'partial']),
     sysctls: z.record(z.string(), z.string()),
     missing: z.array(z.string()),
-    pnet: z.object({ id: z.string(), eth: z.string(), added: z.boolean() }).strict(),
+    pnet: z.strictObject({ id: z.string(), eth: z.string(), added: z.boolean() }),
     warnings: z.array(z.string()),
     ipv6Only: z.boolean(),
     mechanism: z.enum(['tcp2smc', 'bpf', 'preload', 'none']),
-    bpf: z.object({ dir: z.string(), cookie: z.string().regex(/^\d+$/) }).strict().optional(),
-  })
-  .strict();
+    bpf: z.optional(z.strictObject({ dir: z.string(), cookie: z.string().check(z.regex(/^\d+$/)) })),
+  });
 
 /** What the CNI plugin wrote for one sandbox (native/src/cni.c state_doc). */
 export interface PluginRecord {

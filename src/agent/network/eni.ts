@@ -13,6 +13,8 @@
 // hardened mode's token (`PUT /latest/api/token` with `X-aliyun-ecs-metadata-token-ttl-seconds`,
 // then `X-aliyun-ecs-metadata-token` on each GET; ECS "Access mode of instance metadata") is used
 // when the service hands one out.
+import { request as plainRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { Logger } from 'pino';
 import type { NativeBinary } from '../../native/binary.js';
 import type { NetConfigure, NetLink, NetRoute, NetState } from '../../native/contract.js';
@@ -40,18 +42,61 @@ export interface EniMeta {
   readonly gateway: string;
 }
 
-/** fetch says only "fetch failed": the system's reason (ECONNREFUSED, EHOSTUNREACH, ...) is in its cause. */
-function networkReason(err: unknown): string {
-  const cause = (
-    err as { cause?: { code?: string; message?: string; errors?: { code?: string }[] } }
-  ).cause;
-  return (
-    cause?.code ??
-    cause?.errors?.find((e) => e.code)?.code ??
-    cause?.message ??
-    (err as Error).message
-  );
+/** One answer of the metadata service (its answers are a few bytes; more than MAX_BODY is refused). */
+interface Answer {
+  readonly status: number;
+  readonly body: string;
 }
+
+const MAX_BODY = 64 << 10;
+
+/**
+ * One HTTP request with node:http(s), not fetch: fetch's HTTP parser is WebAssembly, which the
+ * agent's V8 lite mode (manifests/base/agent.yaml) does not have (#43).
+ */
+function httpRequest(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<Answer> {
+  const send = url.protocol === 'https:' ? httpsRequest : plainRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(url, { method, headers, timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > MAX_BODY) req.destroy(new Error(`an answer over ${MAX_BODY} bytes`));
+        else chunks.push(c);
+      });
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+      );
+      res.on('error', reject);
+    });
+    // The whole request, answer included, within timeoutMs (the socket's timeout counts idleness).
+    const timer = setTimeout(() => req.destroy(new TimeoutError(timeoutMs)), timeoutMs);
+    req.on('timeout', () => req.destroy(new TimeoutError(timeoutMs)));
+    req.on('error', reject);
+    req.on('close', () => clearTimeout(timer));
+    req.end();
+  });
+}
+
+class TimeoutError extends Error {
+  constructor(ms: number) {
+    super(`no answer within ${ms} ms`);
+    this.name = 'TimeoutError';
+  }
+}
+
+/** The system's reason (ECONNREFUSED, EHOSTUNREACH, ...) where there is one. */
+function networkReason(err: unknown): string {
+  return (err as { code?: string }).code ?? (err as Error).message;
+}
+
+const ok = (a: Answer): boolean => a.status >= 200 && a.status < 300;
 
 /** A small client of the ECS metadata service: bounded time per request, bounded retries. */
 export class MetadataClient {
@@ -59,16 +104,12 @@ export class MetadataClient {
 
   constructor(private readonly o: MetadataOptions) {}
 
-  private async once(
+  private once(
     method: 'GET' | 'PUT',
     path: string,
     headers: Record<string, string>,
-  ): Promise<Response> {
-    return fetch(new URL(path, this.o.baseUrl), {
-      method,
-      headers,
-      signal: AbortSignal.timeout(this.o.timeoutMs),
-    });
+  ): Promise<Answer> {
+    return httpRequest(new URL(path, this.o.baseUrl), method, headers, this.o.timeoutMs);
   }
 
   /** A request with retries: 404 and other 4xx are answers, not failures. */
@@ -76,7 +117,7 @@ export class MetadataClient {
     method: 'GET' | 'PUT',
     path: string,
     headers: Record<string, string> = {},
-  ): Promise<Response> {
+  ): Promise<Answer> {
     let wait = this.o.backoffMs ?? 200;
     let last = '';
     for (let attempt = 0; attempt <= this.o.retries; attempt++) {
@@ -88,12 +129,8 @@ export class MetadataClient {
         const res = await this.once(method, path, headers);
         if (res.status < 500) return res;
         last = `HTTP ${res.status}`;
-        await res.body?.cancel();
       } catch (err) {
-        last =
-          (err as Error).name === 'TimeoutError'
-            ? `no answer within ${this.o.timeoutMs} ms`
-            : networkReason(err);
+        last = err instanceof TimeoutError ? err.message : networkReason(err);
       }
     }
     const tries = this.o.retries === 0 ? 'tried once' : `tried ${this.o.retries + 1} times`;
@@ -105,7 +142,7 @@ export class MetadataClient {
     this.token ??= this.request('PUT', '/latest/api/token', {
       'X-aliyun-ecs-metadata-token-ttl-seconds': String(TOKEN_TTL_SECONDS),
     }).then(
-      async (res) => (res.ok ? (await res.text()).trim() || undefined : undefined),
+      (res) => (ok(res) ? res.body.trim() || undefined : undefined),
       (err: unknown) => {
         this.token = undefined; // try again next time
         throw err;
@@ -119,15 +156,9 @@ export class MetadataClient {
   /** One item under /latest/meta-data/; undefined when the service says 404. */
   async item(path: string): Promise<string | undefined> {
     const res = await this.request('GET', `/latest/meta-data/${path}`, await this.tokenHeader());
-    if (res.status === 404) {
-      await res.body?.cancel();
-      return undefined;
-    }
-    if (!res.ok) {
-      await res.body?.cancel();
-      throw new MetadataError(`instance metadata ${path}: HTTP ${res.status}`);
-    }
-    return (await res.text()).trim();
+    if (res.status === 404) return undefined;
+    if (!ok(res)) throw new MetadataError(`instance metadata ${path}: HTTP ${res.status}`);
+    return res.body.trim();
   }
 
   async primaryMac(): Promise<string> {

@@ -15,6 +15,16 @@ import { cleanupNetns, createNetns } from '../../helpers/netns.js';
 import { netns, requires } from '../../helpers/requires.js';
 
 const BINARY = join(process.cwd(), 'native/build/erdma-smcr');
+/**
+ * The Node flags the agent's DaemonSet runs with (V8 lite mode has no WebAssembly, so no fetch):
+ * the pass runs with them, as the agent does.
+ */
+const AGENT_NODE_FLAGS = (
+  /command: \[(.*)\]/.exec(readFileSync('manifests/base/agent.yaml', 'utf8'))?.[1] ?? ''
+)
+  .split(',')
+  .map((s) => s.trim().replace(/^"|"$/g, ''))
+  .filter((s) => s.startsWith('--'));
 const PRIMARY = '00:16:3e:00:00:01';
 const ENI1 = '00:16:3e:00:00:02';
 const ENI2 = '00:16:3e:00:00:03';
@@ -126,6 +136,7 @@ function pass(o: PassOptions = {}): { results: EniResult[]; ms: number } {
       'exec',
       node,
       process.execPath,
+      ...AGENT_NODE_FLAGS,
       '--import',
       'tsx',
       'test/harness/eni-pass.ts',
