@@ -7,9 +7,9 @@ import type { KubeClient } from '../cluster/client.js';
 import type { Logger } from 'pino';
 import { WebhookMetrics } from './metrics.js';
 import { startServer } from './server.js';
-import { certPaths, ensureLocalCerts } from '../certs/local.js';
+import { certFilesPresent, certPaths } from '../certs/files.js';
 import { FileCertificates, type CertificateSource } from '../certs/source.js';
-import { serviceNames } from '../certs/pki.js';
+import { serviceNames } from '../certs/x509.js';
 import type { RotationPolicy } from '../certs/rotation.js';
 import { DEFAULT_PROFILE, loadProfileFile, type Profile } from '../cluster/profile.js';
 import type { ClusterViewSource } from '../cluster/view.js';
@@ -62,16 +62,18 @@ interface Certificates {
   readonly caPath: string;
 }
 
-function fileCertificates(config: Readonly<Config>, logger: Logger): Certificates {
+async function fileCertificates(config: Readonly<Config>, logger: Logger): Promise<Certificates> {
   const w = config.webhook;
-  const certs = w.generateCerts
-    ? ensureLocalCerts({
-        dir: w.certDir,
-        service: w.serviceName,
-        namespace: w.namespace,
-        extraNames: w.extraNames,
-      })
-    : undefined;
+  // Making certificates loads node-forge: only when they are missing.
+  const certs =
+    w.generateCerts && !certFilesPresent(w.certDir)
+      ? (await import('../certs/local.js')).ensureLocalCerts({
+          dir: w.certDir,
+          service: w.serviceName,
+          namespace: w.namespace,
+          extraNames: w.extraNames,
+        })
+      : undefined;
   if (certs?.generated)
     logger.info({ dir: w.certDir }, 'generated a development CA and serving certificate');
   const paths = certs?.paths ?? certPaths(w.certDir);
@@ -158,7 +160,7 @@ export async function runServe(config: Readonly<Config>, io: CliIO): Promise<voi
   const certs =
     config.webhook.certSource === 'secret'
       ? await secretCertificates(config, await kube(), logger, metrics)
-      : fileCertificates(config, logger);
+      : await fileCertificates(config, logger);
   const views = await viewSource(config, kube, logger, metrics);
   let server;
   try {

@@ -14,7 +14,6 @@ import { apiReason, apiStatus } from '../cluster/client.js';
 import { WatchedSet } from '../cluster/watch.js';
 import { checkKeyCert, PairEvents, type CertificateSource, type KeyCert } from './source.js';
 import {
-  advance,
   assess,
   SECRET_KEYS,
   splitPem,
@@ -196,6 +195,8 @@ export class SecretCerts {
         // Never sign with a CA some webhook configuration does not trust yet.
         return { secret: (current as { secret: CertSecret }).secret, steps };
       }
+      // Making certificates loads node-forge: only now, not for the checks every interval.
+      const { advance } = await import('./advance.js');
       const next = advance(current?.secret, step, this.opts.policy, this.now());
       const result = current
         ? await this.opts.store.update(next, current.resourceVersion)

@@ -3,30 +3,9 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeAtomic } from '../util/fs.js';
-import { generateCA, generateServingCert, serviceNames } from './pki.js';
-
-export const CERT_FILES = {
-  caCert: 'ca.crt',
-  caKey: 'ca.key',
-  cert: 'tls.crt',
-  key: 'tls.key',
-} as const;
-
-export interface CertPaths {
-  readonly dir: string;
-  readonly caCert: string;
-  readonly cert: string;
-  readonly key: string;
-}
-
-export function certPaths(dir: string): CertPaths {
-  return {
-    dir,
-    caCert: join(dir, CERT_FILES.caCert),
-    cert: join(dir, CERT_FILES.cert),
-    key: join(dir, CERT_FILES.key),
-  };
-}
+import { CERT_FILES, certFilesPresent, certPaths, type CertPaths } from './files.js';
+import { generateCA, generateServingCert } from './pki.js';
+import { serviceNames } from './x509.js';
 
 export interface LocalCertOptions {
   readonly dir: string;
@@ -41,8 +20,7 @@ export interface LocalCertOptions {
 /** Ensures CA and serving certificate exist in `dir`; returns whether they were generated. */
 export function ensureLocalCerts(opts: LocalCertOptions): { generated: boolean; paths: CertPaths } {
   const paths = certPaths(opts.dir);
-  const all = [paths.caCert, join(opts.dir, CERT_FILES.caKey), paths.cert, paths.key];
-  if (all.every((p) => existsSync(p))) return { generated: false, paths };
+  if (certFilesPresent(opts.dir)) return { generated: false, paths };
   mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
   const validityDays = opts.validityDays ?? 365;
   const caKeyPath = join(opts.dir, CERT_FILES.caKey);
@@ -60,3 +38,5 @@ export function ensureLocalCerts(opts: LocalCertOptions): { generated: boolean; 
   writeAtomic(paths.cert, serving.certPem, 0o644);
   return { generated: true, paths };
 }
+
+export { CERT_FILES, certPaths, type CertPaths } from './files.js';

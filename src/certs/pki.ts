@@ -1,16 +1,17 @@
 // Certificate authority and serving certificates with node-forge: RSA-2048 keys (forge uses
 // Node's native key generation), random serials, SANs, key usages right for each role, and
-// notBefore backdated for clock skew between nodes.
+// notBefore backdated for clock skew between nodes. Reading certificates is ./x509.ts's (node:crypto):
+// this module, and node-forge with it, is loaded only when a certificate is made.
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import forge from 'node-forge';
+import { CLOCK_SKEW_MS } from './x509.js';
 
 export interface KeyPairPem {
   readonly certPem: string;
   readonly keyPem: string;
 }
 
-export const CLOCK_SKEW_MS = 5 * 60 * 1000;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 export interface CertOptions {
@@ -71,22 +72,6 @@ export function generateCA(commonName: string, opts: CertOptions): KeyPairPem {
   return pem(cert, keys);
 }
 
-/** The DNS names a webhook Service is reached by. */
-export function serviceNames(
-  service: string,
-  namespace: string,
-  extra: readonly string[] = [],
-): string[] {
-  const names = [
-    service,
-    `${service}.${namespace}`,
-    `${service}.${namespace}.svc`,
-    `${service}.${namespace}.svc.cluster.local`,
-    ...extra,
-  ];
-  return [...new Set(names)];
-}
-
 /** A TLS server certificate for `names` (DNS names or IP addresses), signed by the CA. */
 export function generateServingCert(
   ca: KeyPairPem,
@@ -113,31 +98,4 @@ export function generateServingCert(
   ]);
   cert.sign(caKey as forge.pki.rsa.PrivateKey, forge.md.sha256.create());
   return pem(cert, keys);
-}
-
-export interface CertInfo {
-  readonly notBefore: Date;
-  readonly notAfter: Date;
-  readonly isCA: boolean;
-  readonly dnsNames: readonly string[];
-  readonly ipAddresses: readonly string[];
-}
-
-/** Reads what the checks need from a PEM certificate. */
-export function certInfo(certPem: string): CertInfo {
-  const cert = forge.pki.certificateFromPem(certPem);
-  const bc = cert.getExtension('basicConstraints') as { cA?: boolean } | null;
-  const san =
-    (
-      cert.getExtension('subjectAltName') as {
-        altNames?: { type: number; value?: string; ip?: string }[];
-      } | null
-    )?.altNames ?? [];
-  return {
-    notBefore: cert.validity.notBefore,
-    notAfter: cert.validity.notAfter,
-    isCA: bc?.cA === true,
-    dnsNames: san.filter((a) => a.type === 2 && a.value).map((a) => a.value as string),
-    ipAddresses: san.filter((a) => a.type === 7 && a.ip).map((a) => a.ip as string),
-  };
 }

@@ -7,7 +7,7 @@ import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { AppError } from '../errors.js';
-import { certInfo } from './pki.js';
+import { certInfo } from './x509.js';
 
 /** A key and certificate that load together, and when the certificate expires. */
 export interface KeyCert {

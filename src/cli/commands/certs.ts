@@ -29,7 +29,7 @@ export function certsCommand(program: Command, io: CliIO, setCode: (c: number) =
     .action(async (opts: GenerateOpts) => {
       const [{ ensureLocalCerts }, { serviceNames }] = await Promise.all([
         import('../../certs/local.js'),
-        import('../../certs/pki.js'),
+        import('../../certs/x509.js'),
       ]);
       const days = Number.parseInt(opts.days ?? '365', 10);
       if (!(days > 0))

@@ -20,7 +20,8 @@ import {
   WebhookConfigTarget,
   secretFromApi,
 } from '../../../src/certs/bootstrap.js';
-import { generateCA, serviceNames } from '../../../src/certs/pki.js';
+import { generateCA } from '../../../src/certs/pki.js';
+import { serviceNames } from '../../../src/certs/x509.js';
 import { SECRET_KEYS, splitPem, type RotationPolicy } from '../../../src/certs/rotation.js';
 import type { KubeClient } from '../../../src/cluster/client.js';
 import { loadKubeClient } from '../../../src/cluster/kubeconfig.js';

@@ -3,8 +3,8 @@
 import forge from 'node-forge';
 import { describe, expect, it } from 'vitest';
 import { generateCA } from '../../../src/certs/pki.js';
+import { advance } from '../../../src/certs/advance.js';
 import {
-  advance,
   assess,
   NEXT_CA_SINCE_ANNOTATION,
   needsRegeneration,

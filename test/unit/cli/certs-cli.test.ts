@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { certInfo } from '../../../src/certs/pki.js';
+import { certInfo } from '../../../src/certs/x509.js';
 import { runCli } from '../../helpers/cli.js';
 
 describe('erdma-smcr certs generate', () => {

@@ -50,10 +50,15 @@ describe('what each role loads, in the bundle that ships', () => {
     expect(HEAVY.filter((p) => p !== 'zod' && check.includes(p))).toEqual([]);
   });
 
-  it('serve loads its web framework and certificates; no process loads client-node at start', () => {
-    expect(packages('src/admission/process.ts')).toEqual(
-      expect.arrayContaining(['fastify', 'node-forge', 'prom-client']),
-    );
+  it('serve loads its web framework, node-forge only to make certificates, client-node never at start', () => {
+    const serve = packages('src/admission/process.ts');
+    expect(serve).toEqual(expect.arrayContaining(['fastify', 'prom-client']));
+    // Certificates are read with node:crypto (certs/x509.ts) on every check; node-forge (~5 MB
+    // resident) is loaded when one is made: a rotation step, or local files that are missing.
+    expect(serve).not.toContain('node-forge');
+    for (const maker of ['src/certs/advance.ts', 'src/certs/local.ts'])
+      expect(packages(maker), maker).toContain('node-forge');
+    expect(packages('src/certs/bootstrap.ts')).not.toContain('node-forge');
     // No long-running process loads @kubernetes/client-node (~80 MB resident) at start: the live
     // view, the Secret-kept certificates and the agent talk through cluster/client.ts, and
     // cluster/kubeconfig.ts imports client-node only for a kubeconfig user with an exec plugin or
