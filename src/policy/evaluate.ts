@@ -9,6 +9,7 @@ import {
   TUNING_ANNOTATIONS,
 } from '../constants.js';
 import type { PolicyConfig } from '../config/schema.js';
+import { annotationHints } from './hints.js';
 import { keyPath, locatePod } from './locate.js';
 import { isObject, stringMap } from '../util/json.js';
 import { injectPreload, mechanismExpression, preloadPlan } from './mechanism.js';
@@ -56,21 +57,6 @@ function withPatch(
     patch,
     mutated: patch.length > 0 ? mutated : original,
   };
-}
-
-/** Warns when the annotation sits on a workload's own metadata, where it does nothing. */
-function misplacedAnnotation(obj: JsonObject, loc: PodLocation): string[] {
-  if (loc.isPod || !isObject(obj.metadata)) return [];
-  const own = stringMap(obj.metadata.annotations);
-  if (
-    own[SMCR_ANNOTATION] === undefined ||
-    stringMap(loc.metadata.annotations)[SMCR_ANNOTATION] !== undefined
-  ) {
-    return [];
-  }
-  return [
-    `${SMCR_ANNOTATION} on the ${loc.kind}'s own metadata does nothing; put it on ${loc.prefix}metadata.annotations`,
-  ];
 }
 
 /** The string a map holds at `key` itself, if any (never an inherited property). */
@@ -217,7 +203,7 @@ export function evaluate(
   const loc = locatePod(obj);
   if (!loc) return UNTOUCHED;
   const raw = ownString(loc.metadata.annotations, SMCR_ANNOTATION);
-  const misplaced = misplacedAnnotation(obj, loc);
+  const misplaced = annotationHints(obj, loc);
   const unquoted = nonStringAnnotations(loc);
   if (unquoted.length > 0) return verdictOf(unquoted, misplaced, false);
   if (raw === undefined) return withoutAnnotation(loc, misplaced, view, config);

@@ -1,0 +1,83 @@
+// Annotations that would do nothing in silence (#41): misspelled keys get a "did you mean", the
+// SMC-R annotation on metadata the pod never gets is named with where it belongs, and an outer
+// value that contradicts the pod template's says which one applies.
+import { describe, expect, it } from 'vitest';
+import { SMCR_ANNOTATION } from '../../../src/constants.js';
+import { evaluate } from '../../../src/policy/evaluate.js';
+import { meantAnnotation } from '../../../src/policy/hints.js';
+import type { JsonObject } from '../../../src/policy/types.js';
+import { config, pod, unknownView, workload } from '../../helpers/policy.js';
+
+const warningsOf = (obj: JsonObject): readonly string[] =>
+  evaluate(obj, unknownView, config).warnings;
+
+describe('misspelled annotation keys', () => {
+  it.each([
+    ['network.alibabacloud.com/erdma_smcr', SMCR_ANNOTATION],
+    ['network.alibabacloud.com/erdma-smc', SMCR_ANNOTATION],
+    ['Network.alibabacloud.com/erdma-smcr', SMCR_ANNOTATION],
+    ['smcr.erdma.io/wmen', 'smcr.erdma.io/wmem'],
+    ['smcr.erdma.io/keep-ipv-6', 'smcr.erdma.io/keep-ipv6'],
+    ['smcr.erdma.io/autocorking_size', 'smcr.erdma.io/autocorking-size'],
+    ['smcr.erdma.io/containr', 'smcr.erdma.io/container'],
+  ])('%s: did you mean %s', (typo, meant) => {
+    expect(meantAnnotation(typo)).toBe(meant);
+  });
+
+  it.each([
+    SMCR_ANNOTATION,
+    'smcr.erdma.io/wmem',
+    'smcr.erdma.io/settings',
+    'network.alibabacloud.com/pod-networks',
+    'app.kubernetes.io/name',
+    'smcr.erdma.io/something-else-entirely',
+  ])('%s: no suggestion', (key) => {
+    expect(meantAnnotation(key)).toBeUndefined();
+  });
+
+  it('a hostNetwork pod with the key misspelled passes, with a warning naming the key meant', () => {
+    const p = pod({ spec: { hostNetwork: true } });
+    (p.metadata as { annotations: Record<string, string> }).annotations = {
+      'network.alibabacloud.com/erdma_smcr': 'true',
+    };
+    const r = evaluate(p, unknownView, config);
+    expect(r.allowed).toBe(true);
+    expect(r.warnings).toEqual([
+      `metadata.annotations: "network.alibabacloud.com/erdma_smcr" is not an annotation erdma-smcr reads; did you mean "${SMCR_ANNOTATION}"?`,
+    ]);
+  });
+
+  it('a misspelled tuning key on an SMC-R pod is named next to the verdict', () => {
+    const w = warningsOf(pod({ annotations: { 'smcr.erdma.io/wmen': '262144' } }));
+    expect(w).toContainEqual(expect.stringContaining('did you mean "smcr.erdma.io/wmem"?'));
+  });
+});
+
+describe('the SMC-R annotation where the pod never gets it', () => {
+  it("only on a CronJob's spec.jobTemplate.metadata: says where it belongs", () => {
+    const c = workload('CronJob', {}, {});
+    (c.spec as { jobTemplate: JsonObject }).jobTemplate.metadata = {
+      annotations: { [SMCR_ANNOTATION]: 'true' },
+    };
+    expect(warningsOf(c)).toEqual([
+      `${SMCR_ANNOTATION} on spec.jobTemplate.metadata does nothing; put it on spec.jobTemplate.spec.template.metadata.annotations`,
+    ]);
+  });
+
+  it('"true" on the Deployment and "false" on its template: says the pod gets "false"', () => {
+    const d = workload('Deployment', {}, { [SMCR_ANNOTATION]: 'false' });
+    (d.metadata as JsonObject).annotations = { [SMCR_ANNOTATION]: 'true' };
+    expect(warningsOf(d)).toContainEqual(
+      `${SMCR_ANNOTATION} is "true" on the Deployment's own metadata but "false" on spec.template.metadata.annotations: the pod gets "false"`,
+    );
+  });
+
+  it('the same value on both, or only on the template: no warning', () => {
+    const d = workload('Deployment', {});
+    (d.metadata as JsonObject).annotations = { [SMCR_ANNOTATION]: 'true' };
+    expect(warningsOf(d).filter((w) => w.includes('metadata'))).toEqual([]);
+    expect(warningsOf(workload('Deployment', {})).filter((w) => w.includes('metadata'))).toEqual(
+      [],
+    );
+  });
+});
