@@ -220,7 +220,7 @@ export function evaluate(
         {
           rule: 'annotation-value',
           path,
-          message: `${SMCR_ANNOTATION} must be "true" or "false", got "${clip(raw, 64)}".`,
+          message: `${SMCR_ANNOTATION} must be "true" or "false" (1, t, T, TRUE, True and 0, f, F, FALSE, False are read too, with a warning), got "${clip(raw, 64)}".`,
         },
       ],
       misplaced,

@@ -63,8 +63,9 @@ export const driverMode: Rule = (ctx) => {
   return deny(
     'driver-mode',
     annotationPath(ctx),
-    `the cluster's eRDMA driver runs in "${mode}" mode (preferDriver), and SMC-R works only in "default" mode. ` +
-      `Switch the eRDMA driver to "default" on the nodes that run this pod, or remove the ${SMCR_ANNOTATION} annotation.`,
+    `the cluster's eRDMA driver runs in "${mode}" mode, and SMC-R works only in "default" mode. ` +
+      `Ask the cluster admin to switch the eRDMA driver to "default" on the nodes that run this pod ` +
+      `(on ACK, the eRDMA controller's preferDriver setting), or remove the ${SMCR_ANNOTATION} annotation.`,
   );
 };
 
