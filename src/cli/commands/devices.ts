@@ -1,6 +1,6 @@
 // `erdma-smcr devices`: the eRDMA devices of this node, like a short ibv_devinfo; with --watch,
 // their traffic per second like `eadm stat -l`.
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { AppError } from '../../errors.js';
 import type { ConfigFor } from '../config.js';
 import type { CliIO } from '../../util/io.js';
@@ -15,7 +15,12 @@ export function devicesCommand(
     .command('devices')
     .description('list the eRDMA devices of this node (from sysfs)')
     .option('--host-root <dir>', 'root of the host filesystem', undefined)
-    .option('--json', 'print JSON')
+    .addOption(
+      new Option('-o, --output <format>', 'output format (as status and check)')
+        .choices(['text', 'json'])
+        .default('text'),
+    )
+    .addOption(new Option('--json', 'the same as -o json').hideHelp())
     .option(
       '--watch',
       'traffic per device and port like `eadm stat -l`: rates each interval, max/avg/min, totals (Ctrl-C ends)',
@@ -25,17 +30,19 @@ export function devicesCommand(
     .action(
       async (opts: {
         hostRoot?: string;
+        output: 'text' | 'json';
         json?: boolean;
         watch?: boolean;
         interval: string;
         count?: string;
       }) => {
+        const json = opts.json === true || opts.output === 'json';
         const config = await configFor({ 'agent.hostRoot': opts.hostRoot });
         const { discover, discoveryOptions, formatDevices } =
           await import('../../agent/node/discovery.js');
         const devices = discover(discoveryOptions(config.agent));
         if (!opts.watch) {
-          io.out(opts.json ? `${JSON.stringify(devices, null, 2)}\n` : formatDevices(devices));
+          io.out(json ? `${JSON.stringify(devices, null, 2)}\n` : formatDevices(devices));
           return setCode(0);
         }
         const interval = Number(opts.interval);
@@ -55,7 +62,7 @@ export function devicesCommand(
           config.agent.hostRoot,
           interval,
           count,
-          opts.json === true,
+          json,
         );
         setCode(0);
       },

@@ -13,6 +13,18 @@ interface ReviewOpts {
   showPatch?: boolean;
 }
 
+/** The kind of a Kubernetes object given where a review was expected (a manifest), if it is one. */
+function manifestKind(body: unknown): string | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  const o = body as Record<string, unknown>;
+  return typeof o.kind === 'string' &&
+    o.kind !== 'AdmissionReview' &&
+    typeof o.metadata === 'object' &&
+    o.metadata !== null
+    ? o.kind
+    : undefined;
+}
+
 export function reviewCommand(
   program: Command,
   io: CliIO,
@@ -55,15 +67,22 @@ export function reviewCommand(
                 );
               }
             });
+      const where = file === '-' ? '<stdin>' : file;
       let body: unknown;
       try {
         body = JSON.parse(text);
       } catch (err) {
         throw new AppError(
           'REVIEW_NOT_JSON',
-          `${file === '-' ? '<stdin>' : file}: not JSON: ${(err as Error).message}`,
+          `${where}: not JSON: ${(err as Error).message} (review takes one AdmissionReview in JSON; for manifests, use \`erdma-smcr check\`)`,
         );
       }
+      const manifest = manifestKind(body);
+      if (manifest)
+        throw new AppError(
+          'REVIEW_INVALID',
+          `${where}: a ${manifest}, not an AdmissionReview: \`erdma-smcr check ${file}\` checks manifests (review takes one AdmissionReview, as the API server sends it)`,
+        );
       const req = decodeReview(body);
       const endpoint = opts.endpoint ?? (req.kind.kind === 'Pod' ? 'mutate' : 'validate');
       const decision = admit(req, endpoint, offlineView(config).current(), config.policy);

@@ -45,6 +45,18 @@ describe('erdma-smcr review', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/expected apiVersion admission\.k8s\.io\/v1/);
   });
+
+  it('points to check when given a manifest, in JSON or YAML', async () => {
+    const pod = '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{}}';
+    const r = await runCli(['review', '-'], { stdin: pod });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(
+      '<stdin>: a Pod, not an AdmissionReview: `erdma-smcr check -` checks manifests',
+    );
+    const yaml = await runCli(['review', '-'], { stdin: 'apiVersion: v1\nkind: Pod\n' });
+    expect(yaml.code).toBe(2);
+    expect(yaml.stderr).toMatch(/not JSON: .*for manifests, use `erdma-smcr check`/);
+  });
 });
 
 describe('erdma-smcr serve', () => {

@@ -69,9 +69,14 @@ describe('discovery', () => {
     expect(guidToMac('b859:9f03:00a1:2b3c')).toBe('');
   });
 
-  it('erdma-smcr devices --json works on the shipped fixture', async () => {
-    const r = await runCli(['devices', '--host-root', 'test/fixtures/sysfs/node-a', '--json']);
+  it('erdma-smcr devices -o json works on the shipped fixture, and --json says the same', async () => {
+    const args = ['devices', '--host-root', 'test/fixtures/sysfs/node-a'];
+    const r = await runCli([...args, '-o', 'json']);
     expect(r.code).toBe(0);
+    expect((await runCli([...args, '--json'])).stdout).toBe(r.stdout);
+    const bad = await runCli([...args, '-o', 'yaml']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/Allowed choices are text, json/);
     const devs = JSON.parse(r.stdout);
     expect(devs.map((d: { name: string }) => d.name)).toEqual(['erdma_0', 'erdma_2', 'rocep0s6']);
     for (const d of devs)
