@@ -11,6 +11,7 @@ interface CheckOpts {
   showPatch?: boolean;
   color?: boolean;
   failOnWarn?: boolean;
+  filename?: string[];
 }
 
 /** Many small writes gathered into a few large ones (each `process.stdout.write` is a system call). */
@@ -45,6 +46,10 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
       '[paths...]',
       'files, directories (recursive) or - for stdin (default: stdin when something is piped in, else .)',
     )
+    .option(
+      '-f, --filename <path...>',
+      'files, directories or - (as kubectl: repeatable, same as the paths above)',
+    )
     .option('--profile <file>', 'cluster profile (YAML): driverMode, ipFamilies, nodes')
     .option('--nodes <file>', 'NodeList (kubectl get nodes -o yaml) for node checks')
     .addOption(
@@ -53,7 +58,8 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
     .option('--show-patch', 'print the JSON Patch the webhook would apply to each pod')
     .option('--no-color', 'never colour the text output')
     .option('--fail-on-warn', 'exit 3 when objects are allowed but some have warnings (conftest)')
-    .action(async (given: string[], opts: CheckOpts) => {
+    .action(async (positional: string[], opts: CheckOpts) => {
+      const given = [...positional, ...(opts.filename ?? [])];
       const [{ checkPaths }, { visible }, { reportWriter }] = await Promise.all([
         import('../../check/check.js'),
         import('../output/common.js'),

@@ -28,6 +28,24 @@ function file(name: string, text: string): string {
   return p;
 }
 
+describe('check takes its paths as kubectl does too', () => {
+  it('-f/--filename, repeated, with or beside positional paths', async () => {
+    const a = file('f/a.yaml', POD('a'));
+    const b = file('f/b.yaml', POD('b'));
+    const r = await runCli(['check', '-o', 'json', '-f', a, '--filename', b]);
+    expect(r.code).toBe(1);
+    const names = (JSON.parse(r.stdout) as { results: { name: string }[] }).results.map(
+      (x) => x.name,
+    );
+    expect(names.sort()).toEqual(['a', 'b']);
+    const mixed = await runCli(['check', '-o', 'json', a, '-f', b]);
+    expect(mixed.stdout).toBe(r.stdout);
+    const piped = await runCli(['check', '-f', '-'], { stdin: POD('c') });
+    expect(piped.code).toBe(1);
+    expect(piped.stdout).toMatch(/DENY .*c/);
+  });
+});
+
 describe('check checks something, or fails', () => {
   it('an empty directory, a tree without YAML and an empty stdin exit 2 with "nothing to check"', async () => {
     mkdirSync(join(dir, 'empty'));
