@@ -44,6 +44,12 @@ export const PRELOAD = {
   mountPath: '/run/erdma-smcr-preload',
 } as const;
 
+/**
+ * Namespaces the webhook configurations leave out (namespaceSelector, manifests/base): the API
+ * server never sends their pods to the webhook, so `check` says so instead of judging them.
+ */
+export const EXCLUDED_NAMESPACES: readonly string[] = ['kube-system', 'erdma-smcr'];
+
 /** Extended resource served by the device plugin. */
 export const ERDMA_RESOURCE = 'aliyun/erdma';
 

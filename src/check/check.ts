@@ -6,7 +6,7 @@ import { AppError } from '../errors.js';
 import { evaluate } from '../policy/evaluate.js';
 import { locatePod } from '../policy/locate.js';
 import { isObject } from '../util/json.js';
-import { SMCR_ANNOTATION } from '../constants.js';
+import { EXCLUDED_NAMESPACES, SMCR_ANNOTATION } from '../constants.js';
 import type { ClusterView, Denial, PatchOperation } from '../policy/types.js';
 import { expandPaths, visitInputs, type InputError, type SourcedObject } from './inputs.js';
 
@@ -107,11 +107,25 @@ function checkOne(
   config: PolicyConfig,
   keepPatch: boolean,
 ): CheckResult {
+  const d = describe(object);
   const r = evaluate(object, view, config);
+  if (!r.untouched && EXCLUDED_NAMESPACES.includes(d.namespace))
+    // As the API server does: the webhook never sees this pod, so nothing is refused or added.
+    return {
+      source,
+      ...d,
+      annotated: true,
+      allowed: true,
+      denials: [],
+      warnings: [
+        `namespace ${d.namespace} is left out of the webhook (its namespaceSelector): this pod is admitted as written, without SMC-R`,
+      ],
+      patch: [],
+    };
   const warnings = [...r.warnings, ...strayWarning(object)];
   return {
     source,
-    ...describe(object),
+    ...d,
     annotated: !r.untouched,
     allowed: r.allowed,
     denials: r.denials,

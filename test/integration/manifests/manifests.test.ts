@@ -9,7 +9,7 @@ import { buildApp } from '../../../src/admission/app.js';
 import { WebhookMetrics } from '../../../src/admission/metrics.js';
 import { StaticViewSource } from '../../../src/cluster/view.js';
 import { ENV_VARS, loadConfig } from '../../../src/config/load.js';
-import { NODE_LABELS, SMCR_ANNOTATION } from '../../../src/constants.js';
+import { EXCLUDED_NAMESPACES, NODE_LABELS, SMCR_ANNOTATION } from '../../../src/constants.js';
 import { PROFILE_KEY } from '../../../src/cluster/live.js';
 import { parseProfile } from '../../../src/cluster/profile.js';
 import { KUBECTL, kubectlMissing } from '../../harness/k8s/control-plane.js';
@@ -170,6 +170,8 @@ describe.skipIf(why !== '')('manifests', () => {
         'kube-system',
         config.webhook.namespace,
       ]);
+      // check applies the same exclusions offline.
+      expect(hook.namespaceSelector.matchExpressions[0].values).toEqual(EXCLUDED_NAMESPACES);
       // The base must apply on API servers without matchConditions (before 1.27): no such field.
       expect(hook.matchConditions).toBeUndefined();
       const withConditions = find(matchConditions, cfg.kind, cfg.metadata.name).webhooks[0];

@@ -46,6 +46,21 @@ describe('check takes its paths as kubectl does too', () => {
   });
 });
 
+describe('namespaces the webhook leaves out', () => {
+  it('a pod in kube-system is admitted as written, with a warning that says why', async () => {
+    const denied = POD('sys').replace('name: sys', 'name: sys\n  namespace: kube-system');
+    const r = await runCli(['check', '-o', 'json', '-'], { stdin: denied });
+    expect(r.code).toBe(0);
+    const [res] = (JSON.parse(r.stdout) as { results: Record<string, unknown>[] }).results;
+    expect(res).toMatchObject({ namespace: 'kube-system', allowed: true, denials: [] });
+    expect(res?.warnings).toEqual([
+      'namespace kube-system is left out of the webhook (its namespaceSelector): this pod is admitted as written, without SMC-R',
+    ]);
+    // The same pod elsewhere is still refused.
+    expect((await runCli(['check', '-'], { stdin: POD('app') })).code).toBe(1);
+  });
+});
+
 describe('check checks something, or fails', () => {
   it('an empty directory, a tree without YAML and an empty stdin exit 2 with "nothing to check"', async () => {
     mkdirSync(join(dir, 'empty'));
