@@ -22,9 +22,26 @@ RUN npx tsc -p tsconfig.build.json && node scripts/bundle.mjs
 COPY native ./native
 RUN make -C native all CJSON_DIR=/tmp/cjson-src
 
+# The runtime's root, and nothing more: node and the libraries it links, chroot with its own (the
+# agent runs the host's modprobe through it), the users, a /tmp. No shell, no npm, no package
+# manager: the image is pulled onto every eRDMA node (#43).
+FROM ${NODE_IMAGE} AS rootfs
+WORKDIR /rootfs
+RUN set -eu; \
+    node=$(command -v node); chroot=$(command -v chroot); \
+    mkdir -p usr/local/bin usr/sbin etc tmp app; chmod 1777 tmp; \
+    cp "$node" usr/local/bin/node; cp "$chroot" usr/sbin/chroot; \
+    for lib in $( (ldd "$node"; ldd "$chroot") | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u); do \
+      cp --parents -L "$lib" .; \
+    done; \
+    printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' > etc/passwd; \
+    printf 'root:x:0:\nnonroot:x:65532:\n' > etc/group; \
+    printf 'hosts: files dns\n' > etc/nsswitch.conf
+
 # Runtime: no compiler, no dev dependencies, not root (the agent's DaemonSet sets uid 0 itself).
-FROM ${NODE_IMAGE}
-ENV NODE_ENV=production
+FROM scratch
+COPY --from=rootfs /rootfs /
+ENV PATH=/usr/local/bin:/usr/sbin:/usr/bin:/bin NODE_ENV=production
 # `docker run IMAGE` works as it is: the development certificates go where the non-root user may
 # write, and the webhook listens on the container's addresses (the manifests set both themselves).
 ENV ERDMA_SMCR_HOST=0.0.0.0 ERDMA_SMCR_CERT_DIR=/tmp/webhook-certs

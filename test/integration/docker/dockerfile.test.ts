@@ -35,8 +35,11 @@ describe('Dockerfile', () => {
     const m = /^ARG NODE_IMAGE=node:(\d+)-[\w-]+@sha256:[0-9a-f]{64}$/m.exec(text);
     expect(m, 'NODE_IMAGE pinned by digest').not.toBeNull();
     expect(Number(m?.[1]) % 2, 'an even (LTS) Node major').toBe(0);
-    for (const from of text.match(/^FROM .*/gm) ?? [])
+    // Every stage from the pinned Node image, but the runtime: scratch with the root built from it.
+    const froms = text.match(/^FROM .*/gm) ?? [];
+    for (const from of froms.slice(0, -1))
       expect(from).toMatch(/^FROM \$\{NODE_IMAGE\}( AS \w+)?$/);
+    expect(froms.at(-1)).toBe('FROM scratch');
   });
 
   it('keeps secrets, caches and builds out of the build context', () => {

@@ -145,6 +145,22 @@ describe.skipIf(skip)('the image built from our Dockerfile', () => {
     }
     // Dependencies ship inside the bundle (dist/bundle), dev dependencies nowhere.
     expect(existsSync(join(rootfs, 'app/node_modules'))).toBe(false);
+    // A root of node, its libraries and chroot (#43): no shell, no npm, no package manager.
+    for (const absent of ['bin/sh', 'usr/bin/apt-get', 'usr/bin/dpkg', 'usr/local/bin/npm'])
+      expect(existsSync(join(rootfs, absent)), absent).toBe(false);
+    // chroot runs (the agent runs the host's modprobe through it), and says so from its own libraries.
+    expect(
+      containerd!.ctr([
+        'run',
+        '--rm',
+        '--snapshotter',
+        'native',
+        IMAGE,
+        'image-chroot',
+        'chroot',
+        '--version',
+      ]),
+    ).toMatch(/chroot \(GNU coreutils\)/);
     const unpacked = Number(
       execFileSync('du', ['-sb', rootfs], { encoding: 'utf8' }).split('\t')[0],
     );
