@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import jsyaml from 'js-yaml';
 import type { BenchRow } from './report.js';
+import { ensureLocalCerts } from '../src/certs/local.js';
 import { deploymentNodeOptions } from './scale.js';
 import { load, review, startChild, stop, type Server } from './webhook.js';
 import { binariesPresent, startControlPlane } from '../test/harness/k8s/control-plane.js';
@@ -23,6 +24,7 @@ import { FakeKubelet } from '../test/helpers/fake-kubelet.js';
 import { until } from '../test/helpers/wait.js';
 
 const IDLE_SETTLE_MS = 3000;
+const SETTLED_MS = 20_000;
 const MB = 1e6;
 const AGENT_YAML = 'manifests/base/agent.yaml';
 const DEVICE_PLUGIN_YAML = 'manifests/base/device-plugin.yaml';
@@ -172,6 +174,9 @@ export async function benchMemory(): Promise<BenchRow[]> {
   try {
     const base = await idle(bare);
     const rows: BenchRow[] = [row('bare `node` idling (baseline)', base, base)];
+    // The webhook as it runs: its certificates exist (a Secret, or mounted files). Making them
+    // loads node-forge, which a webhook restarted with its certificates never does.
+    ensureLocalCerts({ dir, service: 'erdma-smcr-webhook', namespace: 'erdma-smcr' });
     rows.push(...(await serveRows(dir, base, [], 'offline view', true)));
     if (binariesPresent().length === 0) {
       const cp = await startControlPlane();
@@ -244,6 +249,18 @@ export async function benchMemory(): Promise<BenchRow[]> {
             await idle(agent),
             base,
             TARGET.agentIdle,
+          ),
+        );
+        // A daemon idles for days: after some seconds V8's memory reducer collects what start-up
+        // left behind. Reported beside the 3 s figure, which stays the one the target is read on.
+        await sleep(SETTLED_MS - IDLE_SETTLE_MS);
+        rows.push(
+          row(
+            `agent as shipped, idle ${SETTLED_MS / 1000} s after start`,
+            status(agent.pid ?? 0, 'VmRSS'),
+            base,
+            undefined,
+            "after V8's idle-time collection; the target is read on the row above",
           ),
         );
       } finally {
