@@ -21,8 +21,9 @@ export async function bundle(outdir = 'dist/bundle', options = {}) {
     // The oldest Node the package supports (package.json engines).
     target: 'node20',
     minify: true,
-    // Error and class names appear in messages and logs.
-    keepNames: true,
+    // Names are not kept (keeping them cost serve ~1.5 MB resident): the error classes whose names
+    // logs show (pino's `type`) name themselves (src/errors.ts, named()).
+    keepNames: false,
     chunkNames: 'chunks/[name]-[hash]',
     outExtension: { '.js': '.mjs' },
     legalComments: 'linked',

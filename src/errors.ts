@@ -72,6 +72,18 @@ export const ERRORS = {
 export type ErrorCode = keyof typeof ERRORS;
 
 /** An error with a stable code from the catalogue. Its message is safe to show to the caller. */
+/**
+ * Gives a class its name for good: the shipped bundle is minified without keeping names, and pino
+ * logs an error's constructor name as its `type`.
+ */
+export function named<T extends abstract new (...args: never[]) => unknown>(
+  cls: T,
+  name: string,
+): T {
+  Object.defineProperty(cls, 'name', { value: name });
+  return cls;
+}
+
 export class AppError extends Error {
   readonly code: ErrorCode;
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
@@ -86,6 +98,7 @@ export class AppError extends Error {
     return ERRORS[this.code].exit;
   }
 }
+named(AppError, 'AppError');
 
 export function isAppError(err: unknown): err is AppError {
   return err instanceof AppError;

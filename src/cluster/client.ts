@@ -10,6 +10,7 @@
 import { request, type RequestOptions } from 'node:https';
 import type { IncomingMessage } from 'node:http';
 import { createInterface } from 'node:readline';
+import { named } from '../errors.js';
 
 /** A request (not a watch) that has not answered by then has failed. */
 const REQUEST_TIMEOUT_MS = 30_000;
@@ -28,6 +29,7 @@ export class ApiError extends Error {
     this.name = 'ApiError';
   }
 }
+named(ApiError, 'ApiError');
 
 /** One event of a watch stream. */
 export interface WatchEvent {

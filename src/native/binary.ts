@@ -5,6 +5,7 @@
 // `bpf`). What each call prints is typed in ./contract.ts.
 import { execFile } from 'node:child_process';
 import { packagePath } from '../util/package.js';
+import { named } from '../errors.js';
 import type {
   BpfStatus,
   MechanismProbe,
@@ -40,6 +41,7 @@ export class NativeError extends Error {
     this.name = 'NativeError';
   }
 }
+named(NativeError, 'NativeError');
 
 interface Call {
   readonly timeoutMs?: number;

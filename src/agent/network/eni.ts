@@ -19,6 +19,7 @@ import type { Logger } from 'pino';
 import type { NativeBinary } from '../../native/binary.js';
 import type { NetConfigure, NetLink, NetRoute, NetState } from '../../native/contract.js';
 import type { RdmaDevice } from '../node/discovery.js';
+import { named } from '../../errors.js';
 
 /** Metric the platform gives eRDMA ENI routes, below NICs in the same CIDR (platform docs). */
 export const ENI_BASE_METRIC = 200;
@@ -27,6 +28,7 @@ export const JUMBO_MTU = 8500;
 const TOKEN_TTL_SECONDS = 21_600;
 
 export class MetadataError extends Error {}
+named(MetadataError, 'MetadataError');
 
 export interface MetadataOptions {
   readonly baseUrl: string;
