@@ -2,12 +2,14 @@
 // tested with Debian's promtool (test/monitoring/rules.test.yaml: every alert fires on the series
 // that should fire it and stays quiet otherwise), the PrometheusRule and PodMonitors of the
 // monitoring component validated against prometheus-operator's schemas, and every alert, metric
-// and runbook link held to the code and docs/alerts.md.
+// and runbook link held to the code and docs/alerts.md; the dashboard as its script builds it,
+// each query accepted by promtool and naming only our metrics or recording rules.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import yaml from 'js-yaml';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { requires } from '../../helpers/requires.js';
 
 const RULES = 'manifests/monitoring/erdma-smcr.rules.yaml';
@@ -178,5 +180,83 @@ describe('the monitoring component and the docs', () => {
           new RegExp(`docs/alerts\\.md#${a.toLowerCase()}$`),
         );
     }
+  });
+});
+
+describe.skipIf(why !== '')('the dashboard (manifests/monitoring/dashboard.json)', () => {
+  const DASHBOARD = 'manifests/monitoring/dashboard.json';
+  let queries: { panel: string; expr: string }[];
+  let render: () => string;
+
+  beforeAll(async () => {
+    // @ts-expect-error -- a plain .mjs script, typed by its use here
+    const mod = (await import('../../../scripts/dashboard.mjs')) as {
+      render: () => string;
+      queries: () => { panel: string; expr: string }[];
+    };
+    render = mod.render;
+    queries = mod.queries();
+  });
+
+  it('is what scripts/dashboard.mjs builds with the Grafana foundation SDK', () => {
+    expect(readFileSync(DASHBOARD, 'utf8')).toBe(render());
+    const d = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
+      uid: string;
+      panels: { type: string; title: string }[];
+    };
+    expect(d.uid).toBe('erdma-smcr');
+    // What the issue asks to see: connections and bytes per pod, fallbacks by reason, device
+    // traffic per node, webhook outcomes and latency, certificate expiry.
+    for (const metric of [
+      'pod_connections',
+      'pod_smcr_bytes',
+      'pod_fallback_connections',
+      'device_bytes_total',
+      'admission_requests',
+      'admission_duration_seconds',
+      'certificate_expiry_timestamp_seconds',
+    ])
+      expect(
+        queries.some((q) => q.expr.includes(metric)),
+        metric,
+      ).toBe(true);
+  });
+
+  it('every query is PromQL promtool accepts', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dashboard-'));
+    try {
+      const file = join(dir, 'queries.yaml');
+      const asRules = {
+        groups: [
+          {
+            name: 'dashboard',
+            rules: queries.map((q, i) => ({
+              record: `dashboard:query_${i}`,
+              // Grafana's own variable, given a value as Grafana would.
+              expr: q.expr.replaceAll('$__rate_interval', '5m'),
+            })),
+          },
+        ],
+      };
+      writeFileSync(file, yaml.dump(asRules));
+      const r = spawnSync('promtool', ['check', 'rules', file], { encoding: 'utf8' });
+      expect(r.status, r.stdout + r.stderr).toBe(0);
+      expect(r.stdout).toContain(`SUCCESS: ${queries.length} rules found`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('every metric a query names is exported by our code or recorded by our rules', () => {
+    const src = ['src/admission/metrics.ts', 'src/agent/metrics.ts']
+      .map((f) => readFileSync(f, 'utf8'))
+      .join('\n');
+    const ours = new Set([...src.matchAll(/'(erdma_smcr_[a-z_]+)'/g)].map((m) => m[1]));
+    const recorded = new Set(rules.filter((r) => r.record).map((r) => r.record!));
+    for (const q of queries)
+      for (const [name] of q.expr.matchAll(/\berdma_smcr[a-z0-9_:]+/g)) {
+        const base = name.replace(/_(bucket|sum|count)$/, '');
+        expect(ours.has(base) || recorded.has(name), `${name} in "${q.panel}"`).toBe(true);
+      }
   });
 });
