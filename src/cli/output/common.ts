@@ -52,6 +52,23 @@ export function nested(value: unknown, depth: number): string {
   return JSON.stringify(value, null, 2).replace(/\n/g, `\n${' '.repeat(depth)}`);
 }
 
+/** Where a result's object is: its file, the line its document starts on, its List item path. */
+export interface Location {
+  readonly file: string;
+  /** null for stdin read whole, or an input without lines. */
+  readonly line: number | null;
+  /** The item's index in each enclosing List (`kind: List` and typed lists), outermost first. */
+  readonly index: readonly number[];
+}
+
+/** `file:line#items[i]#items[j]` (the source of a result) taken apart. */
+export function locationOf(source: string): Location {
+  const index = [...source.matchAll(/#items\[(\d+)\]/g)].map((m) => Number(m[1]));
+  const head = source.replace(/#.*$/, '');
+  const m = /^(.*):(\d+)$/.exec(head);
+  return { file: m ? (m[1] as string) : head, line: m ? Number(m[2]) : null, index };
+}
+
 /** The file of a result's source (`file:line#index` without the position). */
 export function fileOf(source: string): string {
   return source.replace(/:\d+(#.*)?$/, '');

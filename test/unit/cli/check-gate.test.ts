@@ -204,3 +204,28 @@ describe('what CI users reach for', () => {
     expect(lines).toContain('1 object(s) checked: 0 allowed, 1 denied, 1 warning(s)');
   });
 });
+
+describe('check -o json for machines', () => {
+  it('carries a schema version, and each result its file, line and List item index', async () => {
+    const f = file(
+      'loc/multi.yaml',
+      `${POD('first')}---\napiVersion: v1\nkind: List\nitems:\n  - ${POD('in-list')
+        .trimEnd()
+        .split('\n')
+        .join('\n    ')}\n`,
+    );
+    const r = await runCli(['check', '-o', 'json', f]);
+    const report = JSON.parse(r.stdout) as {
+      schemaVersion: number;
+      results: { name: string; source: string; file: string; line: number; index: number[] }[];
+    };
+    expect(report.schemaVersion).toBe(1);
+    expect(
+      report.results.map(({ name, file: at, line, index }) => ({ name, at, line, index })),
+    ).toEqual([
+      { name: 'first', at: f, line: 1, index: [] },
+      { name: 'in-list', at: f, line: 11, index: [0] },
+    ]);
+    expect(report.results[1]?.source).toBe(`${f}:11#items[0]`);
+  });
+});
