@@ -34,6 +34,8 @@ export interface CheckReport {
     readonly denied: number;
     /** Warnings over all objects (--fail-on-warn makes them fail the run). */
     readonly warnings: number;
+    /** Allowed objects the policy does not apply to (no SMC-R annotation, no RDMA device), without warnings. */
+    readonly skipped: number;
     readonly errors: number;
   };
 }
@@ -134,17 +136,27 @@ function checkOne(
   };
 }
 
+/** The policy does not apply to the object: allowed untouched, nothing to say (a SKIP, not a PASS). */
+export const skipped = (r: CheckResult): boolean =>
+  r.allowed && !r.annotated && r.warnings.length === 0;
+
 function report(
   results: CheckResult[],
   errors: readonly InputError[],
-  objects: number,
-  denied: number,
-  warnings: number,
+  counts: { objects: number; denied: number; warnings: number; skipped: number },
 ): CheckReport {
+  const { objects, denied, warnings } = counts;
   return {
     results,
     errors,
-    summary: { objects, allowed: objects - denied, denied, warnings, errors: errors.length },
+    summary: {
+      objects,
+      allowed: objects - denied,
+      denied,
+      warnings,
+      skipped: counts.skipped,
+      errors: errors.length,
+    },
   };
 }
 
@@ -184,6 +196,7 @@ export function checkPaths(
   const results: CheckResult[] = [];
   let objects = 0;
   let denied = 0;
+  let skips = 0;
   let warnings = 0;
   visitInputs(
     files,
@@ -195,13 +208,14 @@ export function checkPaths(
         objects += 1;
         warnings += r.warnings.length;
         if (!r.allowed) denied += 1;
+        if (skipped(r)) skips += 1;
         if (onResult) onResult(r);
         else results.push(r);
       }
     },
     errors,
   );
-  return report(results, errors, objects, denied, warnings);
+  return report(results, errors, { objects, denied, warnings, skipped: skips });
 }
 
 export function runCheck(
@@ -211,11 +225,10 @@ export function runCheck(
   errors: readonly InputError[] = [],
 ): CheckReport {
   const results = objects.map((o) => checkOne(o, view, config, true));
-  return report(
-    results,
-    errors,
-    results.length,
-    results.filter((r) => !r.allowed).length,
-    results.reduce((n, r) => n + r.warnings.length, 0),
-  );
+  return report(results, errors, {
+    objects: results.length,
+    denied: results.filter((r) => !r.allowed).length,
+    warnings: results.reduce((n, r) => n + r.warnings.length, 0),
+    skipped: results.filter(skipped).length,
+  });
 }

@@ -12,6 +12,7 @@ interface CheckOpts {
   color?: boolean;
   failOnWarn?: boolean;
   filename?: string[];
+  quiet?: boolean;
 }
 
 /** Many small writes gathered into a few large ones (each `process.stdout.write` is a system call). */
@@ -57,6 +58,7 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
     )
     .option('--show-patch', 'print the JSON Patch the webhook would apply to each pod')
     .option('--no-color', 'never colour the text output')
+    .option('-q, --quiet', 'text output: only denials and warnings, then the summary')
     .option('--fail-on-warn', 'exit 3 when objects are allowed but some have warnings (conftest)')
     .action(async (positional: string[], opts: CheckOpts) => {
       const given = [...positional, ...(opts.filename ?? [])];
@@ -80,6 +82,7 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
       const text = {
         color: opts.color !== false && io.stdoutIsTTY && io.env.NO_COLOR === undefined,
         showPatch: opts.showPatch === true,
+        quiet: opts.quiet === true,
       };
       // Every format is written as results arrive; no result is kept.
       const out = coalesced(io.out);

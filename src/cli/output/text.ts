@@ -1,6 +1,6 @@
 // `check --output text`: for people, one block per object as it is known, coloured on a terminal.
 import { title, visible, type ReportTail, type ReportWriter } from './common.js';
-import type { CheckResult } from '../../check/check.js';
+import { skipped, type CheckResult } from '../../check/check.js';
 
 const ANSI = {
   red: '\x1b[31m',
@@ -18,12 +18,19 @@ function paint(color: boolean, code: keyof typeof ANSI, text: string): string {
 export interface TextOptions {
   readonly color: boolean;
   readonly showPatch: boolean;
+  /** Only denials and warnings (and the summary): --quiet. */
+  readonly quiet?: boolean;
 }
 
 /** The text lines of one result (printed as soon as it is known: `check` streams text output). */
 export function formatTextResult(r: CheckResult, opts: TextOptions): string {
   const c = opts.color;
-  const tag = r.allowed ? paint(c, 'green', 'PASS') : paint(c, 'red', 'DENY');
+  // SKIP: the policy does not apply (no SMC-R annotation, no RDMA device); PASS: it applied.
+  const tag = !r.allowed
+    ? paint(c, 'red', 'DENY')
+    : skipped(r)
+      ? paint(c, 'dim', 'SKIP')
+      : paint(c, 'green', 'PASS');
   const lines = [
     `${tag}  ${paint(c, 'bold', visible(title(r)))}  ${paint(c, 'dim', visible(r.source))}`,
   ];
@@ -49,7 +56,8 @@ export function formatTextFooter(report: ReportTail, opts: TextOptions): string 
   const s = report.summary;
   const errors = s.errors > 0 ? `, ${s.errors} input error(s)` : '';
   const warned = s.warnings > 0 ? `, ${s.warnings} warning(s)` : '';
-  const summary = `${s.objects} object(s) checked: ${s.allowed} allowed, ${s.denied} denied${warned}${errors}`;
+  const skips = s.skipped > 0 ? ` (${s.skipped} skipped: not for SMC-R)` : '';
+  const summary = `${s.objects} object(s) checked: ${s.allowed} allowed${skips}, ${s.denied} denied${warned}${errors}`;
   lines.push(
     '',
     s.denied > 0 || s.errors > 0 ? paint(c, 'red', summary) : paint(c, 'green', summary),
@@ -59,7 +67,9 @@ export function formatTextFooter(report: ReportTail, opts: TextOptions): string 
 
 export function textWriter(out: (text: string) => void, opts: TextOptions): ReportWriter {
   return {
-    result: (r) => out(formatTextResult(r, opts)),
+    result: (r) => {
+      if (!opts.quiet || !r.allowed || r.warnings.length > 0) out(formatTextResult(r, opts));
+    },
     end: (report) => out(formatTextFooter(report, opts)),
   };
 }

@@ -229,3 +229,26 @@ describe('check -o json for machines', () => {
     expect(report.results[1]?.source).toBe(`${f}:11#items[0]`);
   });
 });
+
+describe('check for people: SKIP and --quiet', () => {
+  it('says SKIP for objects the policy does not apply to, and --quiet prints only what needs a look', async () => {
+    const plain = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n`;
+    const warned = POD('warned')
+      .replace('hostNetwork: true', 'hostNetwork: false')
+      .replace('"true"', '"True"');
+    const input = [plain, warned, POD('denied')].join('---\n');
+    const all = await runCli(['check', '-'], { stdin: input });
+    expect(all.stdout).toMatch(/^SKIP {2}ConfigMap cfg/m);
+    expect(all.stdout).toMatch(/^PASS {2}Pod warned/m);
+    expect(all.stdout).toMatch(/^DENY {2}Pod denied/m);
+    expect(all.stdout).toContain(
+      '3 object(s) checked: 2 allowed (1 skipped: not for SMC-R), 1 denied',
+    );
+    const quiet = await runCli(['check', '-q', '-'], { stdin: input });
+    expect(quiet.code).toBe(all.code);
+    expect(quiet.stdout).not.toMatch(/SKIP|ConfigMap/);
+    expect(quiet.stdout).toMatch(/^PASS {2}Pod warned/m); // it has a warning
+    expect(quiet.stdout).toMatch(/^DENY {2}Pod denied/m);
+    expect(quiet.stdout).toContain('3 object(s) checked');
+  });
+});

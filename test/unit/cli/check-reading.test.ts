@@ -230,7 +230,10 @@ describe('SARIF output', () => {
       warnings: ['dual-stack cluster'],
       patch: [],
     });
-    w.end({ errors: [], summary: { objects: 1, allowed: 0, denied: 1, warnings: 1, errors: 0 } });
+    w.end({
+      errors: [],
+      summary: { objects: 1, allowed: 0, denied: 1, warnings: 1, skipped: 0, errors: 0 },
+    });
     const log = JSON.parse(text) as {
       runs: {
         results: {

@@ -54,14 +54,24 @@ describe('erdma-smcr check', () => {
   it('exits 0 on the valid examples', async () => {
     const r = await runCli(['check', 'examples/valid/']);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/7 object\(s\) checked: 7 allowed, 0 denied/);
+    expect(r.stdout).toMatch(
+      /7 object\(s\) checked: 7 allowed \(2 skipped: not for SMC-R\), 0 denied/,
+    );
+    expect(r.stdout).toMatch(/^SKIP  /m);
   });
 
   it('prints the documented JSON shape', async () => {
     const r = await runCli(['check', '-o', 'json', file('one.yaml', POD('yes'))]);
     expect(r.code).toBe(1);
     const report = JSON.parse(r.stdout);
-    expect(report.summary).toEqual({ objects: 1, allowed: 0, denied: 1, warnings: 0, errors: 0 });
+    expect(report.summary).toEqual({
+      objects: 1,
+      allowed: 0,
+      denied: 1,
+      warnings: 0,
+      skipped: 0,
+      errors: 0,
+    });
     expect(report.errors).toEqual([]);
     expect(report.results[0]).toMatchObject({
       source: expect.stringMatching(/one\.yaml:1$/),
