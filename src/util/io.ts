@@ -22,6 +22,23 @@ export interface CliIO {
  * `process.stdout` is never touched, which would make a pipe non-blocking.
  */
 let stdout: SonicBoom | undefined;
+/** Set once the reader of standard output has gone (`| head`): later output is dropped. */
+let stdoutGone = false;
+
+/**
+ * Writes to standard output. A reader that stops early (`erdma-smcr check -f dir | head`) closes the
+ * pipe; like a Unix filter we stop writing then, quietly, and the command still finishes and exits
+ * with its own code, so a gate under `set -o pipefail` keeps its verdict.
+ */
+function writeOut(text: string): void {
+  if (stdoutGone) return;
+  try {
+    (stdout ??= new sonicBoom.SonicBoom({ fd: 1, sync: true })).write(text);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPIPE') throw err;
+    stdoutGone = true;
+  }
+}
 
 /** The most read from stdin: more is refused with a message, never an out-of-memory abort. */
 export const STDIN_LIMIT = 64 << 20;
@@ -58,7 +75,7 @@ function stdinHasInput(): boolean {
 
 export function processIO(): CliIO {
   return {
-    out: (t) => (stdout ??= new sonicBoom.SonicBoom({ fd: 1, sync: true })).write(t),
+    out: writeOut,
     err: (t) => process.stderr.write(t),
     stdin: readStdin,
     stdinHasInput,
