@@ -17,8 +17,8 @@ import type { ConnectionGuard, StreamGuard } from './guard.js';
 /**
  * Tracks connections so shutdown is quick and loses nothing.
  * - HTTP/1.1: `server.close()` closes idle keep-alive connections at once and leaves busy ones
- *   (for an HTTP/2 server with allowHTTP1 too since Node 20.12; package.json asks for 20.13,
- *   which stopped that change from checking connections on every event-loop tick). A response
+ *   (for an HTTP/2 server with allowHTTP1 too since Node 20.12; package.json asks for 20.19,
+ *   past 20.13, which stopped that change from checking connections on every event-loop tick). A response
  *   still being produced tells its client not to reuse the connection (Connection: close), so it
  *   closes after that response.
  * - HTTP/2: sessions get GOAWAY and finish their open streams. (fastify's own session tracking
