@@ -57,7 +57,7 @@ describe('erdma-smcr check', () => {
     expect(r.stdout).toMatch(
       /7 object\(s\) checked: 7 allowed \(2 skipped: not for SMC-R\), 0 denied/,
     );
-    expect(r.stdout).toMatch(/^SKIP  /m);
+    expect(r.stdout).toMatch(/^SKIP {2}/m);
   });
 
   it('prints the documented JSON shape', async () => {
