@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import jsyaml from 'js-yaml';
-import { runCheck, splitProfiles } from '../src/check/check.js';
+import { checkPaths, runCheck } from '../src/check/check.js';
+import { PROFILE_KIND } from '../src/cluster/profile.js';
 import { resolveView } from '../src/cluster/offline.js';
 import { readInputs } from '../src/check/inputs.js';
 import { defaultConfig } from '../src/config/load.js';
@@ -164,12 +165,10 @@ export async function benchCheck(): Promise<BenchRow[]> {
     writeCorpus(dir, OBJECTS);
     const config = defaultConfig().policy;
     const parse = best(3, () => readInputs([dir], () => ''));
-    const full = best(3, () => {
-      const { objects, profile } = splitProfiles(readInputs([dir], () => '').objects);
-      return runCheck(objects, resolveView({}, profile), config);
-    });
-    const { objects, profile } = splitProfiles(parse.value.objects);
-    const view = resolveView({}, profile);
+    const full = best(3, () => checkPaths([dir], () => '', {}, config, true));
+    const isProfile = (o: { object: { kind?: unknown } }) => o.object.kind === PROFILE_KIND;
+    const objects = parse.value.objects.filter((o) => !isProfile(o));
+    const view = resolveView({}, parse.value.objects.find(isProfile));
     const policyOnly = best(5, () => runCheck(objects, view, config));
     const t = performance.now();
     try {

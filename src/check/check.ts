@@ -1,14 +1,14 @@
 // `erdma-smcr check`: runs the admission policy over manifests offline, for people and CI.
 import type { PolicyConfig } from '../config/schema.js';
-import { resolveView, type ProfileChoice } from '../cluster/offline.js';
+import type { ProfileChoice } from '../cluster/offline.js';
 import { PROFILE_KIND } from '../cluster/profile.js';
-import { AppError } from '../errors.js';
 import { evaluate } from '../policy/evaluate.js';
 import { locatePod } from '../policy/locate.js';
 import { isObject } from '../util/json.js';
 import { EXCLUDED_NAMESPACES, SMCR_ANNOTATION } from '../constants.js';
 import type { ClusterView, Denial, PatchOperation } from '../policy/types.js';
 import { expandPaths, visitInputs, type InputError, type SourcedObject } from './inputs.js';
+import { scopeProfiles, type FoundProfile } from './profiles.js';
 
 export interface CheckResult {
   readonly source: string;
@@ -59,21 +59,6 @@ function describe(obj: Record<string, unknown>): {
     namespace: typeof md.namespace === 'string' ? md.namespace : '',
     name,
   };
-}
-
-/** Splits ClusterProfile documents out of the inputs. More than one is an input error. */
-export function splitProfiles(inputs: readonly SourcedObject[]): {
-  objects: SourcedObject[];
-  profile?: SourcedObject;
-} {
-  const profiles = inputs.filter((i) => i.object.kind === PROFILE_KIND);
-  if (profiles.length > 1) {
-    throw new AppError(
-      'USAGE',
-      `more than one ClusterProfile among the inputs: ${profiles.map((p) => p.source).join(', ')}`,
-    );
-  }
-  return { objects: inputs.filter((i) => i.object.kind !== PROFILE_KIND), profile: profiles[0] };
 }
 
 /** Where the SMC-R annotation sits in an object we cannot read a pod from (bounded walk), if anywhere. */
@@ -165,7 +150,8 @@ const MAY_HOLD_PROFILE = new RegExp(PROFILE_KIND);
 
 /**
  * `check` over paths, file by file: memory holds one file's objects and the (small) results, not
- * the whole tree. A ClusterProfile among the inputs is found first, in the files that mention it.
+ * the whole tree. ClusterProfiles among the inputs are found first, in the files that mention them
+ * (./profiles.ts says which judges which file).
  */
 export function checkPaths(
   paths: readonly string[],
@@ -180,19 +166,21 @@ export function checkPaths(
   const files = expandPaths(paths, errors);
   let stdinText: string | undefined;
   const readStdin = (): string => (stdinText ??= stdin());
-  const profiles: SourcedObject[] = [];
+  const profiles: FoundProfile[] = [];
   if (!choice.profileFile) {
     const seen: InputError[] = []; // reported by the main pass below
     visitInputs(
       files,
       readStdin,
-      (objs) => profiles.push(...objs.filter((o) => o.object.kind === PROFILE_KIND)),
+      (objs, file) => {
+        for (const o of objs)
+          if (o.object.kind === PROFILE_KIND) profiles.push({ file, profile: o });
+      },
       seen,
       MAY_HOLD_PROFILE,
     );
   }
-  const { profile } = splitProfiles(profiles);
-  const view = resolveView(choice, profile);
+  const viewFor = scopeProfiles(choice, profiles, files);
   const results: CheckResult[] = [];
   let objects = 0;
   let denied = 0;
@@ -201,9 +189,10 @@ export function checkPaths(
   visitInputs(
     files,
     readStdin,
-    (objs) => {
+    (objs, file) => {
+      const view = objs.length > 0 ? viewFor(file) : undefined;
       for (const o of objs) {
-        if (o.object.kind === PROFILE_KIND) continue;
+        if (o.object.kind === PROFILE_KIND || !view) continue;
         const r = checkOne(o, view, config, keepPatch);
         objects += 1;
         warnings += r.warnings.length;

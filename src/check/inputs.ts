@@ -239,7 +239,8 @@ function parseError(name: string, err: unknown): InputError {
 export function visitInputs(
   files: readonly string[],
   stdin: () => string,
-  visit: (objects: SourcedObject[]) => void,
+  /** Called per file with its objects and the file as named (`-` for stdin). */
+  visit: (objects: SourcedObject[], file: string) => void,
   errors: InputError[],
   only?: RegExp,
 ): void {
@@ -264,7 +265,7 @@ export function visitInputs(
       objects = documentsBefore(text, name, (err as Error).message, notObjects);
     }
     errors.push(...notObjects.map(notObjectError));
-    visit(objects);
+    visit(objects, p);
   }
 }
 

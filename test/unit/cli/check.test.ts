@@ -1,7 +1,8 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scopeProfiles } from '../../../src/check/profiles.js';
 import { main } from '../../../src/cli/main.js';
 import { runCli } from '../../helpers/cli.js';
 
@@ -36,8 +37,11 @@ describe('erdma-smcr check', () => {
     const r = await runCli(['check', 'examples/']);
     expect(r.code).toBe(1);
     const denied = r.stdout.split('\n').filter((l) => l.startsWith('DENY'));
-    const invalidFiles = new Set(denied.map((l) => /examples\/invalid\/[^:]+/.exec(l)?.[0]));
+    const invalidFiles = new Set(
+      denied.map((l) => /examples\/(invalid|compat-cluster)\/[^:]+/.exec(l)?.[0]),
+    );
     expect([...invalidFiles].sort()).toEqual([
+      'examples/compat-cluster/driver-mode.yaml',
       'examples/invalid/acl4-and-ofed.yaml',
       'examples/invalid/annotation-value.yaml',
       'examples/invalid/container-missing.yaml',
@@ -46,8 +50,18 @@ describe('erdma-smcr check', () => {
       'examples/invalid/host-network.yaml',
       'examples/invalid/ipv6-dns.yaml',
       'examples/invalid/old-kernel.yaml',
+      'examples/invalid/rdma-host-network.yaml',
       'examples/invalid/tuning-range.yaml',
     ]);
+    // Every rule docs/policy.md lists has its example, denied by that rule; but object-size, whose
+    // example would need thousands of node-affinity terms (test/unit/policy covers it).
+    const rules = new Set([...r.stdout.matchAll(/✘ \[([a-z-]+)\]/g)].map((m) => m[1]));
+    const documented = readFileSync('docs/policy.md', 'utf8')
+      .split('\n')
+      .map((l) => /^\| `([a-z-]+)` \|/.exec(l)?.[1])
+      .filter((id): id is string => id !== undefined && id !== 'object-size');
+    expect(documented.length).toBeGreaterThan(8);
+    expect([...rules].sort()).toEqual([...new Set(documented)].sort());
     expect(r.stdout).not.toMatch(/DENY.*examples\/valid/);
   });
 
@@ -191,12 +205,63 @@ items:
     expect(r.stderr).toMatch(/driverMode/);
   });
 
-  it('exits 2 when two ClusterProfiles are among the inputs', async () => {
+  it('exits 2 when two ClusterProfiles share a directory', async () => {
     const a = file('two/a.yaml', 'kind: ClusterProfile\ndriverMode: default\n');
     file('two/b.yaml', 'kind: ClusterProfile\ndriverMode: ofed\n');
     const r = await runCli(['check', join(a, '..')]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/more than one ClusterProfile/);
+    expect(r.stderr).toMatch(
+      /more than one ClusterProfile in one directory: .*a\.yaml:1, .*b\.yaml:1/,
+    );
+  });
+
+  it('judges each directory by the nearest ClusterProfile when there are several', async () => {
+    const root = join(dir, 'gitops');
+    file('gitops/cluster-profile.yaml', 'kind: ClusterProfile\ndriverMode: default\n');
+    file('gitops/prod/app.yaml', POD('true'));
+    file('gitops/legacy/cluster-profile.yaml', 'kind: ClusterProfile\ndriverMode: ofed\n');
+    file('gitops/legacy/deep/app.yaml', POD('true'));
+    const r = await runCli(['check', '-o', 'json', root]);
+    expect(r.code).toBe(1);
+    const verdicts = Object.fromEntries(
+      (
+        JSON.parse(r.stdout).results as {
+          file: string;
+          allowed: boolean;
+          denials: { rule: string }[];
+        }[]
+      ).map((x) => [x.file.slice(root.length + 1), x.denials.map((d) => d.rule)]),
+    );
+    expect(verdicts).toEqual({ 'prod/app.yaml': [], 'legacy/deep/app.yaml': ['driver-mode'] });
+  });
+
+  it('refuses a ClusterProfile on stdin among several: which files it judges is unclear', () => {
+    const profile = (file: string, driverMode: string) => ({
+      file,
+      profile: { source: `${file}:1`, object: { kind: 'ClusterProfile', driverMode } },
+    });
+    const found = [profile('-', 'ofed'), profile(join(dir, 'x/cluster-profile.yaml'), 'default')];
+    expect(() => scopeProfiles({}, found, ['-'])).toThrow(/on stdin among 2 profiles.*--profile/);
+    // One profile, wherever it came from, judges every input (as --profile does).
+    const view = scopeProfiles({}, [found[0]!], ['-', '/elsewhere/app.yaml']);
+    expect(view('/elsewhere/app.yaml').driverMode).toBe('ofed');
+  });
+
+  it('exits 2, naming them, when manifests lie under none of several profiles', async () => {
+    const a = file('split/a/cluster-profile.yaml', 'kind: ClusterProfile\ndriverMode: default\n');
+    const b = file('split/b/cluster-profile.yaml', 'kind: ClusterProfile\ndriverMode: ofed\n');
+    const loose = file('loose/app.yaml', POD('true'));
+    const r = await runCli(['check', join(a, '..'), join(b, '..'), loose]);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(
+      /loose\/app\.yaml: under none of the directories whose ClusterProfile/,
+    );
+    expect(r.stderr).toMatch(/--profile/);
+    // With --profile naming one, every manifest is judged by it.
+    const named = await runCli(['check', '--profile', b, join(a, '..'), loose]);
+    expect(named.code).toBe(1);
+    expect(named.stdout).toMatch(/\[driver-mode\]/);
   });
 
   it('colours text only on a TTY and honours NO_COLOR', async () => {

@@ -1,0 +1,86 @@
+// Which ClusterProfile judges which manifest. One profile among the inputs judges them all (as
+// `--profile` does). Several, as in a GitOps tree with a directory per cluster (clusters/prod/,
+// clusters/staging/), each judge the files under their own directory, the nearest one winning, as
+// .editorconfig or kustomize bases scope by directory.
+import { dirname, relative, resolve } from 'node:path';
+import { resolveView, type ProfileChoice } from '../cluster/offline.js';
+import { AppError } from '../errors.js';
+import type { ClusterView } from '../policy/types.js';
+import type { SourcedObject } from './inputs.js';
+
+/** A ClusterProfile document and the file it came from (`-` for stdin). */
+export interface FoundProfile {
+  readonly file: string;
+  readonly profile: SourcedObject;
+}
+
+/** The view for the manifests of a file. */
+export type ViewFor = (file: string) => ClusterView;
+
+const STDIN = '-';
+
+function shown(files: readonly string[]): string {
+  const names = files.slice(0, 3).map((f) => (f === STDIN ? '<stdin>' : f));
+  return names.join(', ') + (files.length > 3 ? `, and ${files.length - 3} more` : '');
+}
+
+/**
+ * The view per input file. With `--profile`, or at most one profile among the inputs, every file
+ * gets the same view. Several: each directory holding one scopes its files; two in one directory,
+ * a profile on stdin, or a manifest under none of them is a usage error (exit 2), named before any
+ * object is checked.
+ */
+export function scopeProfiles(
+  choice: ProfileChoice,
+  found: readonly FoundProfile[],
+  files: readonly string[],
+): ViewFor {
+  if (choice.profileFile || found.length <= 1) {
+    const view = resolveView(choice, found[0]?.profile);
+    return () => view;
+  }
+  const byDir = new Map<string, FoundProfile[]>();
+  for (const f of found) {
+    if (f.file === STDIN)
+      throw new AppError(
+        'USAGE',
+        `a ClusterProfile on stdin among ${found.length} profiles: which files it judges is unclear; give it with --profile`,
+      );
+    const dir = dirname(resolve(f.file));
+    byDir.set(dir, [...(byDir.get(dir) ?? []), f]);
+  }
+  for (const [, list] of byDir)
+    if (list.length > 1)
+      throw new AppError(
+        'USAGE',
+        `more than one ClusterProfile in one directory: ${list.map((p) => p.profile.source).join(', ')}; ` +
+          'a directory holds at most one (it judges the manifests under it), or name one with --profile',
+      );
+  const nearest = (file: string): string | undefined => {
+    if (file === STDIN) return undefined;
+    for (let dir = dirname(resolve(file)); ; dir = dirname(dir)) {
+      if (byDir.has(dir)) return dir;
+      if (dirname(dir) === dir) return undefined;
+    }
+  };
+  const orphans = files.filter((f) => nearest(f) === undefined);
+  if (orphans.length > 0) {
+    const dirs = [...byDir.keys()].map((d) => relative('.', d) || '.');
+    throw new AppError(
+      'USAGE',
+      `${shown(orphans)}: under none of the directories whose ClusterProfile judges it (${dirs.join(', ')}); ` +
+        'move it under one, check it in a run of its own, or name a profile with --profile',
+    );
+  }
+  const views = new Map<string, ClusterView>();
+  return (file) => {
+    const dir = nearest(file) as string;
+    let view = views.get(dir);
+    if (!view) {
+      const [only] = byDir.get(dir) as [FoundProfile];
+      view = resolveView(choice, only.profile);
+      views.set(dir, view);
+    }
+    return view;
+  };
+}
