@@ -136,6 +136,32 @@ describe.skipIf(skip)('the image built from our Dockerfile', () => {
     expect(run('image-version', ['--version']).trim()).toBe(version);
   });
 
+  it('checks manifests mounted read-only, as docs/check.md runs it in CI (docker run -v, -w)', () => {
+    // The image as a CLI: the repository's examples bound in, the working directory set, the
+    // JUnit report on stdout. The valid examples pass (exit 0); ctr fails on any other exit.
+    const junit = containerd!.ctr([
+      'run',
+      '--rm',
+      '--snapshotter',
+      'native',
+      '--mount',
+      `type=bind,src=${join(process.cwd(), 'examples')},dst=/work/examples,options=rbind:ro`,
+      '--cwd',
+      '/work',
+      IMAGE,
+      'image-check',
+      ...(config.config.Entrypoint ?? []),
+      'check',
+      '-o',
+      'junit',
+      'examples/valid/',
+    ]);
+    expect(junit).toMatch(/<testsuites [^>]*tests="7"[^>]*failures="0"/);
+    expect(junit).toMatch(
+      /<testcase [^>]*name="Pod demo\/redis \(examples\/valid\/pod-basic\.yaml:3\)"/,
+    );
+  });
+
   it('carries a static CNI plugin, no compiler and no dev dependencies, and says how big it is', () => {
     const plugin = join(rootfs, 'app/native/build/erdma-smcr');
     expect(execFileSync('file', ['-b', plugin], { encoding: 'utf8' })).toMatch(/statically linked/);
