@@ -6,7 +6,13 @@ import { evaluate } from '../policy/evaluate.js';
 import { locatePod } from '../policy/locate.js';
 import { isObject } from '../util/json.js';
 import { EXCLUDED_NAMESPACES, SMCR_ANNOTATION } from '../constants.js';
-import type { ClusterView, Denial, PatchOperation } from '../policy/types.js';
+import type {
+  ClusterView,
+  Denial,
+  JsonObject,
+  PatchOperation,
+  PolicyResult,
+} from '../policy/types.js';
 import { expandPaths, visitInputs, type InputError, type SourcedObject } from './inputs.js';
 import { scopeProfiles, type FoundProfile } from './profiles.js';
 
@@ -22,6 +28,27 @@ export interface CheckResult {
   readonly denials: readonly Denial[];
   readonly warnings: readonly string[];
   readonly patch: readonly PatchOperation[];
+  /** The pod as the webhook admits it, kept only for `--show-mutated` / `--show-patch`. */
+  readonly preview?: PodPreview;
+}
+
+/**
+ * An allowed object's pod after the webhook's patch. For a workload, the webhook mutates each pod
+ * its controller creates, not the template: the preview is such a pod (the template's metadata
+ * and spec, named by generateName), judged as the webhook judges it.
+ */
+export interface PodPreview {
+  readonly fromTemplate: boolean;
+  readonly patch: readonly PatchOperation[];
+  readonly pod: JsonObject;
+}
+
+/** What to keep of each result beyond its verdict: memory stays flat in the size of the tree otherwise. */
+export interface Keep {
+  /** The JSON Patch of each Pod (JSON output, --show-patch). */
+  readonly patch: boolean;
+  /** The admitted pod and its patch, templates included (--show-mutated, --show-patch). */
+  readonly preview?: boolean;
 }
 
 export interface CheckReport {
@@ -87,12 +114,39 @@ function strayWarning(object: Record<string, unknown>): string[] {
     : [];
 }
 
-/** One object's result; its patch is kept only when the output shows patches. */
+/** A pod as a workload's controller creates it from the template (what the webhook then sees). */
+function podFromTemplate(object: JsonObject): JsonObject | undefined {
+  const loc = locatePod(object);
+  if (!loc || loc.isPod) return undefined;
+  const md = isObject(object.metadata) ? object.metadata : {};
+  const metadata: JsonObject = { ...loc.metadata };
+  if (typeof md.name === 'string') metadata.generateName = `${md.name}-`;
+  if (typeof md.namespace === 'string') metadata.namespace = md.namespace;
+  return { apiVersion: 'v1', kind: 'Pod', metadata, spec: loc.spec };
+}
+
+function previewOf(
+  object: JsonObject,
+  r: PolicyResult,
+  view: ClusterView,
+  config: PolicyConfig,
+): PodPreview | undefined {
+  if (!r.allowed || r.untouched) return undefined;
+  if (r.mutated) return { fromTemplate: false, patch: r.patch, pod: r.mutated };
+  const pod = podFromTemplate(object);
+  if (!pod) return undefined;
+  const admitted = evaluate(pod, view, config);
+  return admitted.allowed && admitted.mutated
+    ? { fromTemplate: true, patch: admitted.patch, pod: admitted.mutated }
+    : undefined;
+}
+
+/** One object's result; its patch and preview are kept only when the output shows them. */
 function checkOne(
   { source, object }: SourcedObject,
   view: ClusterView,
   config: PolicyConfig,
-  keepPatch: boolean,
+  keep: Keep,
 ): CheckResult {
   const d = describe(object);
   const r = evaluate(object, view, config);
@@ -110,6 +164,7 @@ function checkOne(
       patch: [],
     };
   const warnings = [...r.warnings, ...strayWarning(object)];
+  const preview = keep.preview ? previewOf(object, r, view, config) : undefined;
   return {
     source,
     ...d,
@@ -117,7 +172,8 @@ function checkOne(
     allowed: r.allowed,
     denials: r.denials,
     warnings,
-    patch: keepPatch ? r.patch : [],
+    patch: keep.patch ? r.patch : [],
+    ...(preview ? { preview } : {}),
   };
 }
 
@@ -158,7 +214,7 @@ export function checkPaths(
   stdin: () => string,
   choice: ProfileChoice,
   config: PolicyConfig,
-  keepPatch: boolean,
+  keep: Keep,
   /** Given: each result goes here as soon as it is known and is not kept (the report's results stay empty). */
   onResult?: (r: CheckResult) => void,
 ): CheckReport {
@@ -193,7 +249,7 @@ export function checkPaths(
       const view = objs.length > 0 ? viewFor(file) : undefined;
       for (const o of objs) {
         if (o.object.kind === PROFILE_KIND || !view) continue;
-        const r = checkOne(o, view, config, keepPatch);
+        const r = checkOne(o, view, config, keep);
         objects += 1;
         warnings += r.warnings.length;
         if (!r.allowed) denied += 1;
@@ -213,7 +269,7 @@ export function runCheck(
   config: PolicyConfig,
   errors: readonly InputError[] = [],
 ): CheckReport {
-  const results = objects.map((o) => checkOne(o, view, config, true));
+  const results = objects.map((o) => checkOne(o, view, config, { patch: true }));
   return report(results, errors, {
     objects: results.length,
     denied: results.filter((r) => !r.allowed).length,

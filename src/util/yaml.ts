@@ -144,3 +144,11 @@ export function parseYamlFirst(text: string, name: string): unknown {
   return parseYamlDocuments(text, name).find((d) => d.value !== null && d.value !== undefined)
     ?.value;
 }
+
+/**
+ * An object as YAML that kubectl reads back as the same object: strings that kubectl's YAML 1.1
+ * would read as something else (`yes`, `0644`, `~`) are quoted, long strings are not folded.
+ */
+export function toYaml(value: unknown): string {
+  return jsyaml.dump(value, { schema: KUBE_SCHEMA, lineWidth: -1, noRefs: true });
+}

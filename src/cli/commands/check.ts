@@ -1,14 +1,18 @@
 // `erdma-smcr check`: the admission policy over manifests, offline, for people and CI pipelines.
 import { Option, type Command } from 'commander';
 import { configFrom, packageVersion, type GlobalOpts } from '../config.js';
+import { AppError } from '../../errors.js';
 import type { CliIO } from '../../util/io.js';
 import { OUTPUT_FORMATS, type OutputFormat } from '../output/formats.js';
+import type { TextOptions } from '../output/text.js';
+import type { Keep } from '../../check/check.js';
 
 interface CheckOpts {
   profile?: string;
   nodes?: string;
   output: OutputFormat;
   showPatch?: boolean;
+  showMutated?: boolean;
   color?: boolean;
   failOnWarn?: boolean;
   filename?: string[];
@@ -56,7 +60,14 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
     .addOption(
       new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS).default('text'),
     )
-    .option('--show-patch', 'print the JSON Patch the webhook would apply to each pod')
+    .option(
+      '--show-patch',
+      "text output: the JSON Patch the webhook applies to each pod (a workload's: to each pod it creates)",
+    )
+    .option(
+      '--show-mutated',
+      'text output: each pod as the webhook admits it, as YAML (kyverno apply prints patched resources)',
+    )
     .option('--no-color', 'never colour the text output')
     .option('-q, --quiet', 'text output: only denials and warnings, then the summary')
     .option('--fail-on-warn', 'exit 3 when objects are allowed but some have warnings (conftest)')
@@ -77,13 +88,7 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
         ...(config.cluster.profile ? { profileFile: config.cluster.profile } : {}),
         ...(config.cluster.nodes ? { nodesFile: config.cluster.nodes } : {}),
       };
-      // Patches are kept only where they are shown: memory stays flat in the size of the tree.
-      const keepPatch = opts.output === 'json' || opts.showPatch === true;
-      const text = {
-        color: opts.color !== false && io.stdoutIsTTY && io.env.NO_COLOR === undefined,
-        showPatch: opts.showPatch === true,
-        quiet: opts.quiet === true,
-      };
+      const { text, keep } = shown(opts, io);
       // Every format is written as results arrive; no result is kept.
       const out = coalesced(io.out);
       const writer = reportWriter(opts.output, out.write, {
@@ -98,7 +103,7 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
           () => io.stdin(),
           choice,
           config.policy,
-          keepPatch,
+          keep,
           (r) => writer.result(r),
         );
         writer.end(report);
@@ -116,6 +121,30 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
         );
       setCode(exitCode(report.summary, nothing, opts.failOnWarn === true));
     });
+}
+
+/** The text output's options, and what each result keeps for the chosen output. */
+function shown(opts: CheckOpts, io: CliIO): { text: TextOptions; keep: Keep } {
+  const text = {
+    color: opts.color !== false && io.stdoutIsTTY && io.env.NO_COLOR === undefined,
+    showPatch: opts.showPatch === true,
+    showMutated: opts.showMutated === true,
+    quiet: opts.quiet === true,
+  };
+  if ((text.showPatch || text.showMutated) && opts.output !== 'text') {
+    const why =
+      opts.output === 'json' ? "carries each pod's patch itself" : 'has no place for them';
+    throw new AppError(
+      'USAGE',
+      `--show-patch and --show-mutated are for the text output; -o ${opts.output} ${why}`,
+    );
+  }
+  // Patches are kept only where they are shown: memory stays flat in the size of the tree.
+  const keep = {
+    patch: opts.output === 'json' || text.showPatch,
+    preview: text.showPatch || text.showMutated,
+  };
+  return { text, keep };
 }
 
 /**

@@ -1,6 +1,7 @@
 // `check --output text`: for people, one block per object as it is known, coloured on a terminal.
 import { title, visible, type ReportTail, type ReportWriter } from './common.js';
 import { skipped, type CheckResult } from '../../check/check.js';
+import { toYaml } from '../../util/yaml.js';
 
 const ANSI = {
   red: '\x1b[31m',
@@ -18,6 +19,8 @@ function paint(color: boolean, code: keyof typeof ANSI, text: string): string {
 export interface TextOptions {
   readonly color: boolean;
   readonly showPatch: boolean;
+  /** Each admitted pod as YAML: --show-mutated. */
+  readonly showMutated?: boolean;
   /** Only denials and warnings (and the summary): --quiet. */
   readonly quiet?: boolean;
 }
@@ -39,9 +42,16 @@ export function formatTextResult(r: CheckResult, opts: TextOptions): string {
     lines.push(`        ${paint(c, 'dim', `at ${visible(d.path)}`)}`);
   }
   for (const w of r.warnings) lines.push(`      ${paint(c, 'yellow', '! warning:')} ${visible(w)}`);
-  if (opts.showPatch && r.patch.length > 0) {
-    lines.push(`      ${paint(c, 'dim', 'patch:')}`);
-    for (const op of r.patch) lines.push(`        ${JSON.stringify(op)}`);
+  const preview = r.preview;
+  const each = preview?.fromTemplate ? ' (each pod it creates)' : '';
+  const patch = preview?.patch ?? r.patch;
+  if (opts.showPatch && patch.length > 0) {
+    lines.push(`      ${paint(c, 'dim', `patch${each}:`)}`);
+    for (const op of patch) lines.push(`        ${visible(JSON.stringify(op))}`);
+  }
+  if (opts.showMutated && preview) {
+    lines.push(`      ${paint(c, 'dim', `admitted as${each}:`)}`);
+    for (const l of toYaml(preview.pod).trimEnd().split('\n')) lines.push(`        ${visible(l)}`);
   }
   return `${lines.join('\n')}\n`;
 }

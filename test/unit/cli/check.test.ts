@@ -1,6 +1,8 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { applyPatch, type Operation } from 'fast-json-patch';
+import jsyaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scopeProfiles } from '../../../src/check/profiles.js';
 import { main } from '../../../src/cli/main.js';
@@ -111,6 +113,79 @@ describe('erdma-smcr check', () => {
     expect(json.results[0].patch.length).toBeGreaterThan(0);
     const text = await runCli(['check', '--show-patch', f]);
     expect(text.stdout).toContain('"path":"/metadata/annotations/smcr.erdma.io~1settings"');
+  });
+
+  describe('--show-mutated', () => {
+    /** The blocks printed under a header line, unindented: each a YAML or JSON Patch text. */
+    function block(stdout: string, header: RegExp): string {
+      const lines = stdout.split('\n');
+      const start = lines.findIndex((l) => header.test(l));
+      expect(start).toBeGreaterThanOrEqual(0);
+      const body: string[] = [];
+      for (const l of lines.slice(start + 1)) {
+        if (!l.startsWith('        ')) break;
+        body.push(l.slice(8));
+      }
+      return body.join('\n');
+    }
+
+    it('prints a pod as the webhook admits it: its patch applied, and judged again it needs none', async () => {
+      const f = file('show/pod.yaml', POD('true'));
+      const r = await runCli(['check', '--show-mutated', '--show-patch', f]);
+      expect(r.code).toBe(0);
+      const admitted = jsyaml.load(block(r.stdout, /^ {6}admitted as:$/));
+      const patch = block(r.stdout, /^ {6}patch:$/)
+        .split('\n')
+        .map((l) => JSON.parse(l) as Operation);
+      const original = jsyaml.load(POD('true'));
+      expect(admitted).toEqual(applyPatch(original, patch, true, false).newDocument);
+      // The webhook is idempotent (reinvocation): the admitted pod needs no further patch.
+      const again = await runCli([
+        'check',
+        '-o',
+        'json',
+        file('show/again.yaml', JSON.stringify(admitted)),
+      ]);
+      expect(JSON.parse(again.stdout).results[0]).toMatchObject({ allowed: true, patch: [] });
+    });
+
+    it('prints, for a workload, each pod its controller creates as admitted', async () => {
+      const r = await runCli([
+        'check',
+        '--show-mutated',
+        '--show-patch',
+        'examples/valid/deployment.yaml',
+      ]);
+      expect(r.code).toBe(0);
+      const pod = jsyaml.load(block(r.stdout, /admitted as \(each pod it creates\):$/)) as {
+        metadata: Record<string, unknown>;
+        spec: { containers: { resources: unknown }[] };
+      };
+      expect(pod.metadata).toMatchObject({
+        generateName: 'web-',
+        namespace: 'demo',
+        labels: { app: 'web' },
+      });
+      expect(pod.spec.containers[0]!.resources).toEqual({
+        limits: { 'aliyun/erdma': '1' },
+        requests: { 'aliyun/erdma': '1' },
+      });
+      expect(block(r.stdout, /patch \(each pod it creates\):$/)).toContain('smcr.erdma.io/capable');
+      // A denied or untouched object has nothing to show.
+      const denied = await runCli([
+        'check',
+        '--show-mutated',
+        'examples/invalid/host-network.yaml',
+      ]);
+      expect(denied.stdout).not.toContain('admitted as');
+    });
+
+    it('is for the text output only', async () => {
+      const r = await runCli(['check', '-o', 'json', '--show-mutated', 'examples/valid/']);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/--show-mutated are for the text output/);
+      expect(r.stdout).toBe('');
+    });
   });
 
   it('writes JUnit XML with one failure per denied object', async () => {
