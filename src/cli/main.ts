@@ -6,6 +6,7 @@ import { certsCommand } from './commands/certs.js';
 import { checkCommand } from './commands/check.js';
 import { devicesCommand } from './commands/devices.js';
 import { reviewCommand } from './commands/review.js';
+import { rulesCommand } from './commands/rules.js';
 import { serveCommand } from './commands/serve.js';
 import { statusCommand } from './commands/status.js';
 import { configFrom, packageVersion, type ConfigFor, type GlobalOpts } from './config.js';
@@ -21,6 +22,7 @@ export function buildProgram(io: CliIO, setCode: (c: number) => void): Command {
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
   checkCommand(program, io, setCode);
+  rulesCommand(program, io, setCode);
   const configFor: ConfigFor = (flags) => configFrom(program.opts<GlobalOpts>(), io, flags);
   serveCommand(program, io, configFor, setCode);
   reviewCommand(program, io, configFor, setCode);

@@ -3,6 +3,7 @@
 // policy's rule ids. https://docs.oasis-open.org/sarif/sarif/v2.1.0/sarif-v2.1.0.html
 // Written as results arrive: the run's `results` come first and its `tool` (whose rule list is
 // known only at the end) after them; SARIF, being JSON, gives property order no meaning.
+import { plain, RULE_CATALOGUE } from '../../policy/catalogue.js';
 import type { InputError } from '../../check/inputs.js';
 import { headed, nested, title, type ReportWriter } from './common.js';
 
@@ -69,11 +70,26 @@ export function sarifWriter(write: (text: string) => void, version: string): Rep
     },
     end(report) {
       for (const e of report.errors) emit(inputResult(e));
-      const rules = [...ruleIds].sort().map((id) => ({
-        id,
-        shortDescription: { text: ruleText(id) },
-        helpUri: `${INFO_URI}/blob/main/docs/troubleshooting.md`,
-      }));
+      const rules = [...ruleIds].sort().map((id) => {
+        const entry = RULE_CATALOGUE.find((r) => r.id === id);
+        if (!entry)
+          return {
+            id,
+            shortDescription: { text: ruleText(id) },
+            helpUri: `${INFO_URI}/blob/main/docs/troubleshooting.md`,
+          };
+        // What code scanning shows beside each alert: when the rule denies, and the fix.
+        return {
+          id,
+          shortDescription: { text: ruleText(id) },
+          fullDescription: { text: `Denies when ${plain(entry.when)}.` },
+          help: {
+            text: `Fix: ${plain(entry.fix)}.`,
+            markdown: `**Denies when** ${entry.when}.\n\n**Fix:** ${entry.fix}.`,
+          },
+          helpUri: `${INFO_URI}/blob/main/docs/policy.md#the-admission-rules`,
+        };
+      });
       const tool = { driver: { name: 'erdma-smcr', version, informationUri: INFO_URI, rules } };
       const invocations = [{ executionSuccessful: report.errors.length === 0 }];
       out(

@@ -163,11 +163,15 @@ describe('SARIF output', () => {
           }[];
         }[];
         invocations: { executionSuccessful: boolean }[];
-        tool: { driver: { rules: { id: string }[] } };
+        tool: { driver: { rules: { id: string; help?: { text: string } }[] } };
       }[];
     };
     expect(validate(log), JSON.stringify(validate.errors)).toBe(true);
     const run = log.runs[0]!;
+    // Code scanning shows each admission rule's fix beside its alerts (from the rule catalogue).
+    expect(run.tool.driver.rules.find((x) => x.id === 'host-network')?.help?.text).toBe(
+      'Fix: drop hostNetwork or the annotation.',
+    );
     const byRule = (id: string) => run.results.filter((x) => x.ruleId === id);
     expect(
       byRule('host-network')

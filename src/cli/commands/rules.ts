@@ -1,0 +1,44 @@
+// `erdma-smcr rules [ID]`: the admission rules, when each denies and how to fix it (docs/policy.md).
+import { Option, type Command } from 'commander';
+import { AppError } from '../../errors.js';
+import type { CliIO } from '../../util/io.js';
+
+export function rulesCommand(program: Command, io: CliIO, setCode: (c: number) => void): void {
+  program
+    .command('rules')
+    .alias('explain')
+    .description('list the admission rules, or explain one: when it denies, the fix, an example')
+    .argument('[id]', 'a rule id, as a denial prints it ([host-network])')
+    .addOption(
+      new Option('-o, --output <format>', 'output format')
+        .choices(['text', 'json'])
+        .default('text'),
+    )
+    .action(async (id: string | undefined, opts: { output: 'text' | 'json' }) => {
+      const { RULE_CATALOGUE, plain } = await import('../../policy/catalogue.js');
+      const wanted = id?.replace(/^\[|\]$/g, '');
+      const rules =
+        wanted === undefined ? RULE_CATALOGUE : RULE_CATALOGUE.filter((r) => r.id === wanted);
+      if (rules.length === 0)
+        throw new AppError(
+          'USAGE',
+          `no rule "${wanted}"; the rules are ${RULE_CATALOGUE.map((r) => r.id).join(', ')}`,
+        );
+      if (opts.output === 'json') {
+        io.out(`${JSON.stringify(wanted === undefined ? rules : rules[0], null, 2)}\n`);
+        return setCode(0);
+      }
+      const blocks = rules.map((r) =>
+        [
+          `${r.id}${r.scope === 'rdma' ? '  (pods that get an RDMA device without SMC-R)' : ''}`,
+          `  denies when: ${plain(r.when)}`,
+          `  fix:         ${plain(r.fix)}`,
+          ...(r.example ? [`  example:     ${r.example}`] : []),
+        ].join('\n'),
+      );
+      io.out(`${blocks.join('\n\n')}\n`);
+      if (wanted === undefined)
+        io.out('\nEvery denial names its rule ([host-network]); docs/policy.md has them all.\n');
+      setCode(0);
+    });
+}

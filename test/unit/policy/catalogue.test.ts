@@ -1,0 +1,62 @@
+// The rule catalogue `erdma-smcr rules` prints: the same rows as docs/policy.md, each example
+// denied by its rule, and the command's answers.
+import { existsSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { plain, RULE_CATALOGUE } from '../../../src/policy/catalogue.js';
+import { runCli } from '../../helpers/cli.js';
+
+describe('the rule catalogue', () => {
+  it('is docs/policy.md, row for row', () => {
+    const rows = readFileSync('docs/policy.md', 'utf8')
+      .split('\n')
+      .map((l) => /^\| `([a-z-]+)` \| (.+) \| (.+) \|$/.exec(l))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .map((m) => ({ id: m[1], when: m[2], fix: m[3] }));
+    expect(rows).toEqual(RULE_CATALOGUE.map(({ id, when, fix }) => ({ id, when, fix })));
+  });
+
+  it.each(RULE_CATALOGUE.filter((r) => r.example).map((r) => [r.id, r.example!]))(
+    '%s: its example %s is denied by it',
+    async (id, example) => {
+      expect(existsSync(example)).toBe(true);
+      // The example's directory, so its ClusterProfile judges it as `check examples/` does.
+      const r = await runCli(['check', '-o', 'json', example.replace(/\/[^/]+$/, '/..')]);
+      const result = (
+        JSON.parse(r.stdout).results as { file: string; denials: { rule: string }[] }[]
+      ).filter((x) => x.file === example);
+      expect(result.length).toBeGreaterThan(0);
+      expect(result.flatMap((x) => x.denials.map((d) => d.rule))).toContain(id);
+    },
+  );
+
+  it('reads as plain text on a terminal', () => {
+    expect(plain('`hostNetwork: true` ([support-matrix.md](support-matrix.md#kernels))')).toBe(
+      'hostNetwork: true (docs/support-matrix.md)',
+    );
+    expect(plain('see [the matrix](support-matrix.md)')).toBe(
+      'see the matrix (docs/support-matrix.md)',
+    );
+  });
+});
+
+describe('erdma-smcr rules', () => {
+  it('lists every rule with its fix, and explains one as a denial names it', async () => {
+    const all = await runCli(['rules']);
+    expect(all.code).toBe(0);
+    for (const r of RULE_CATALOGUE) expect(all.stdout).toMatch(new RegExp(`^${r.id}\\b`, 'm'));
+    const one = await runCli(['explain', '[host-network]']);
+    expect(one.code).toBe(0);
+    expect(one.stdout).toMatch(/^host-network\n {2}denies when: hostNetwork: true/);
+    expect(one.stdout).toContain('example:     examples/invalid/host-network.yaml');
+    expect(one.stdout).not.toContain('driver-mode');
+    const json = await runCli(['rules', 'tuning', '-o', 'json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ id: 'tuning', scope: 'smcr' });
+  });
+
+  it('exits 2 for an unknown rule, naming the rules there are', async () => {
+    const r = await runCli(['rules', 'hostnetwork']);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/no rule "hostnetwork"; the rules are annotation-value, host-network/);
+  });
+});
