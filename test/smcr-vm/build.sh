@@ -22,7 +22,7 @@ modules=(crc32_generic ib_core smc smc_diag udp_tunnel ip6_udp_tunnel ib_uverbs 
 if [ "$kernel" = trixie ]; then
   for p in qemu-system-x86 kmod cpio busybox-static iperf3; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-      apt-get install -y --no-install-recommends "$p" >/dev/null
+      apt-get install -y -o DPkg::Lock::Timeout=300 --no-install-recommends "$p" >/dev/null
   done
   parts=$("$here/trixie.sh")
   kdir=$(echo "$parts" | sed -n 1p)
@@ -46,7 +46,7 @@ else
   done
   if [ ${#missing[@]} -gt 0 ]; then
     log "installing ${missing[*]}"
-    apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null
+    apt-get install -y -o DPkg::Lock::Timeout=300 --no-install-recommends "${missing[@]}" >/dev/null
   fi
 
   if [ ! -f "$kdir/vmlinuz" ]; then

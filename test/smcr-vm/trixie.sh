@@ -15,7 +15,7 @@ mkdir -p "$cache"
 
 for p in mmdebstrap; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-    apt-get install -y --no-install-recommends "$p" >/dev/null
+    apt-get install -y -o DPkg::Lock::Timeout=300 --no-install-recommends "$p" >/dev/null
 done
 
 # The chroot: trixie's gcc, make and the headers of trixie's current kernel (linux-headers-amd64).
