@@ -15,9 +15,29 @@ export interface HostTreeOptions {
   readonly defaultRoute?: boolean;
 }
 
+const ERDMA_COUNTERS = {
+  tx_bytes_cnt: 0,
+  rx_bytes_cnt: 0,
+  tx_packets_cnt: 0,
+  rx_packets_cnt: 0,
+  tx_disable_drop_cnt: 0,
+  rx_pps_limit_drop_cnt: 0,
+};
+
+/** The hw_counters directory of an eRDMA device's port 1 in the tree. */
+export const hwCounters = (root: string, device: string): string =>
+  join(root, 'sys/class/infiniband', device, 'ports/1/hw_counters');
+
 /** Writes the tree under root; returns the primary conflist's path. */
 export function writeHostTree(root: string, o: HostTreeOptions): string {
   cpSync('test/fixtures/sysfs/node-a', root, { recursive: true });
+  // The upstream erdma driver's port counters, which the agent exports (a test may advance them).
+  for (const dev of ['erdma_0', 'erdma_2']) {
+    const dir = hwCounters(root, dev);
+    mkdirSync(dir, { recursive: true });
+    for (const [name, value] of Object.entries(ERDMA_COUNTERS))
+      writeFileSync(join(dir, name), `${value}\n`);
+  }
   mkdirSync(join(root, 'dev/infiniband'), { recursive: true });
   for (const d of ['uverbs0', 'uverbs1', 'uverbs2', 'rdma_cm'])
     execFileSync('mknod', ['-m', '0666', join(root, 'dev/infiniband', d), 'c', '1', '3']);
