@@ -14,7 +14,7 @@ import { AppError, isAppError } from '../errors.js';
 import { NodeAgent } from './agent.js';
 import { servedResources } from './deviceplugin/resources.js';
 import type { ErdmaDevicePlugin } from './deviceplugin/server.js';
-import { AgentMetrics } from './metrics.js';
+import { AgentMetrics, DevicePluginMetrics } from './metrics.js';
 import { discover, discoveryOptions } from './node/discovery.js';
 
 /**
@@ -81,8 +81,8 @@ async function devicePlugins(
 export async function runDevicePlugin(config: Readonly<Config>, io: CliIO): Promise<void> {
   const logger = createLogger(config.logLevel);
   const a = config.agent;
-  const metrics = new AgentMetrics();
   const plugins = await devicePlugins(a, () => discover(discoveryOptions(a)), logger);
+  const metrics = new DevicePluginMetrics(() => plugins);
   for (const p of plugins) await p.start();
   const probes = a.metricsEnabled
     ? await startProbeServer(a.metricsHost, a.metricsPort, {

@@ -704,18 +704,20 @@ describe.skipIf(why !== '')(
               sent += 1 << 20;
               writeFileSync(join(counters, 'tx_bytes_cnt'), `${sent}\n`);
               writeFileSync(join(counters, 'tx_packets_cnt'), `${sent >> 10}\n`);
-              node.exec('curl', [
-                '-sk',
-                '-o',
-                '/dev/null',
-                '-X',
-                'POST',
-                '-H',
-                'content-type: application/json',
-                '-d',
-                '{"kind":1}',
-                `https://${webhookPod}:8443/mutate`,
-              ]);
+              // A few requests that are not reviews (more would fire ErdmaSmcrWebhookBadRequests).
+              if (sent <= 3 << 20)
+                node.exec('curl', [
+                  '-sk',
+                  '-o',
+                  '/dev/null',
+                  '-X',
+                  'POST',
+                  '-H',
+                  'content-type: application/json',
+                  '-d',
+                  '{"kind":1}',
+                  `https://${webhookPod}:8443/mutate`,
+                ]);
               missing = empty();
               return missing.length === 0 ? true : undefined;
             },
@@ -738,14 +740,21 @@ describe.skipIf(why !== '')(
           });
           expect(tx.find((x) => x.metric.device === 'erdma_2')?.value[1]).toBe('0');
           expect(tx.find((x) => x.metric.device === 'erdma_2')?.value[1]).toBe('0');
-          // One alert for real: the webhook pods stopped, the alert reaches Alertmanager. What
-          // fires before (on this test node, with its fake devices) is logged, not judged.
+          // The device plugin exports its own series, not the agent's gauges (which read 0 there
+          // and fired ErdmaSmcrNodeNotCapable and ErdmaSmcrCniNotChained for every such pod).
+          const plugin = 'job="erdma-smcr/erdma-smcr-device-plugin"';
+          expect(prom.query(`{${plugin}, __name__=~"erdma_smcr_agent_.*"}`)).toEqual([]);
+          expect(
+            prom.query(`erdma_smcr_device_plugin_registered{${plugin}}`).map((x) => x.value[1]),
+          ).toEqual(['1']);
+          // A healthy cluster fires none of the alerts about its state (every for: cut to seconds);
+          // those about traffic (slow or bad requests, missed pods, fallbacks) depend on this
+          // test's load and are not judged here. Then one for real: the webhook pods stopped, the
+          // alert reaches Alertmanager, and no other.
           await new Promise((r) => setTimeout(r, 10_000));
-          const before = new Set(prom.alertmanagerAlerts().map((a) => a.labels.alertname));
-          expect(before.has('ErdmaSmcrWebhookDown')).toBe(false);
-          console.log(
-            `alerts firing before the webhook stops: ${[...before].join(', ') || 'none'}`,
-          );
+          const before = new Set(prom.alertmanagerAlerts().map((a) => a.labels.alertname ?? ''));
+          const traffic = /WebhookSlow|WebhookBadRequests|PodsMissed|ConnectionsFallingBack/;
+          expect([...before].filter((a) => !traffic.test(a))).toEqual([]);
           const scaleWebhook = (n: number): Promise<string> =>
             kubectl(
               'scale',
@@ -768,9 +777,8 @@ describe.skipIf(why !== '')(
                 ),
             );
             expect(alert.labels.severity).toBe('critical');
-            // Stopping the webhook fires that alert and no other.
-            const now = new Set(prom.alertmanagerAlerts().map((a) => a.labels.alertname));
-            expect([...now].filter((a) => !before.has(a))).toEqual(['ErdmaSmcrWebhookDown']);
+            const now = prom.alertmanagerAlerts().map((a) => a.labels.alertname ?? '');
+            expect(now.filter((a) => !before.has(a))).toEqual(['ErdmaSmcrWebhookDown']);
           } finally {
             await scaleWebhook(replicas);
           }
