@@ -246,9 +246,10 @@ export function checkPaths(
     files,
     readStdin,
     (objs, file) => {
-      const view = objs.length > 0 ? viewFor(file) : undefined;
+      if (objs.length === 0) return;
+      const view = viewFor(file);
       for (const o of objs) {
-        if (o.object.kind === PROFILE_KIND || !view) continue;
+        if (o.object.kind === PROFILE_KIND) continue;
         const r = checkOne(o, view, config, keep);
         objects += 1;
         warnings += r.warnings.length;

@@ -56,6 +56,7 @@ export function scopeProfiles(
         `more than one ClusterProfile in one directory: ${list.map((p) => p.profile.source).join(', ')}; ` +
           'a directory holds at most one (it judges the manifests under it), or name one with --profile',
       );
+  // Each file's nearest profile directory, found once; each directory's view, made once.
   const nearest = (file: string): string | undefined => {
     if (file === STDIN) return undefined;
     for (let dir = dirname(resolve(file)); ; dir = dirname(dir)) {
@@ -63,7 +64,8 @@ export function scopeProfiles(
       if (dirname(dir) === dir) return undefined;
     }
   };
-  const orphans = files.filter((f) => nearest(f) === undefined);
+  const dirOf = new Map(files.map((f) => [f, nearest(f)]));
+  const orphans = files.filter((f) => dirOf.get(f) === undefined);
   if (orphans.length > 0) {
     const dirs = [...byDir.keys()].map((d) => relative('.', d) || '.');
     throw new AppError(
@@ -72,15 +74,8 @@ export function scopeProfiles(
         'move it under one, check it in a run of its own, or name a profile with --profile',
     );
   }
-  const views = new Map<string, ClusterView>();
-  return (file) => {
-    const dir = nearest(file) as string;
-    let view = views.get(dir);
-    if (!view) {
-      const [only] = byDir.get(dir) as [FoundProfile];
-      view = resolveView(choice, only.profile);
-      views.set(dir, view);
-    }
-    return view;
-  };
+  const views = new Map(
+    [...byDir].map(([dir, [only]]) => [dir, resolveView(choice, only!.profile)] as const),
+  );
+  return (file) => views.get(dirOf.get(file)!)!;
 }

@@ -694,13 +694,13 @@ describe.skipIf(why !== '')(
               .map((q) => `${q.panel}: ${q.expr}`);
           let missing: string[] = [];
           let sent = 0;
+          const counters = hwCounters(HOST, 'erdma_0');
           await until(
             'every recording rule and dashboard query returns data',
             async () => {
               await cp.kubectl(['apply', '--dry-run=server', '-f', '-'], pod(false));
               await cp.kubectl(['apply', '--dry-run=server', '-f', '-'], pod(true));
               // Traffic through a device, as the driver would count it.
-              const counters = hwCounters(HOST, 'erdma_0');
               sent += 1 << 20;
               writeFileSync(join(counters, 'tx_bytes_cnt'), `${sent}\n`);
               writeFileSync(join(counters, 'tx_packets_cnt'), `${sent >> 10}\n`);
@@ -727,7 +727,6 @@ describe.skipIf(why !== '')(
           });
           expect(queries.filter((q) => needsSmc(q.expr)).length).toBeLessThan(queries.length / 2);
           // The device's traffic, per node as eadm stat shows it, is what the driver counted.
-          const counters = hwCounters(HOST, 'erdma_0');
           const tx = await until('erdma_0 sending in Prometheus', async () => {
             sent += 1 << 20;
             writeFileSync(join(counters, 'tx_bytes_cnt'), `${sent}\n`);
