@@ -23,10 +23,12 @@ import { discover, discoveryOptions } from './node/discovery.js';
  */
 function startFailure(err: unknown): unknown {
   if (isAppError(err)) return err;
-  const e = err as NodeJS.ErrnoException;
+  const e = err as NodeJS.ErrnoException & { dest?: string };
   if (e?.code === 'ENOENT' && e.path) {
+    // A copy names both ends (path, dest): the missing one is where it was going.
+    const path = e.dest !== undefined && existsSync(e.path) ? e.dest : e.path;
     // Name the directory that is missing, not the file we were about to write into it.
-    const missing = existsSync(dirname(e.path)) ? e.path : dirname(e.path);
+    const missing = existsSync(dirname(path)) ? path : dirname(path);
     return new AppError(
       'START_FAILED',
       `cannot start the agent: ${missing} does not exist: mount the host directory there, or change agent.hostRoot or the agent.* path that names it`,

@@ -4,7 +4,6 @@
 // runtimes sort them). A `.conf` is converted to a `.conflist`. A file that does not parse is
 // never written: it is reported and retried. Watching the directory re-inserts our entry when
 // the primary CNI rewrites its file.
-import { createHash } from 'node:crypto';
 import {
   existsSync,
   mkdirSync,
@@ -20,7 +19,7 @@ import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { CNI_PLUGIN_TYPE } from '../../constants.js';
 import type { Duty, Problem } from '../duty.js';
-import { writeAtomic } from '../../util/fs.js';
+import { copyAtomic, sha256File, writeAtomic } from '../../util/fs.js';
 
 export const PLUGIN_TYPE = CNI_PLUGIN_TYPE;
 export const BINARY_NAME = 'erdma-smcr';
@@ -111,9 +110,6 @@ export function removePlugin(file: string, text: string): EditResult {
   return { ok: true, text: changed ? serialize({ ...doc, plugins }) : text, changed, file };
 }
 
-const sha256 = (path: string): string =>
-  createHash('sha256').update(readFileSync(path)).digest('hex');
-
 export interface InstallerOptions extends PluginEntryOptions {
   /** Host CNI config dir (as the agent sees it, e.g. /host/etc/cni/net.d). */
   readonly confDir: string;
@@ -172,8 +168,8 @@ export class CniInstaller implements Duty {
   }
 
   private installFile(source: string, dest: string, mode: number, what: string): boolean {
-    if (existsSync(dest) && sha256(dest) === sha256(source)) return false;
-    writeAtomic(dest, readFileSync(source), mode);
+    if (existsSync(dest) && sha256File(dest) === sha256File(source)) return false;
+    copyAtomic(source, dest, mode);
     this.opts.logger.info({ dest }, `${what} installed`);
     return true;
   }

@@ -61,6 +61,7 @@ describe('CNI chaining', () => {
   function node(files: Record<string, string>): {
     conf: string;
     bin: string;
+    src: string;
     installer: CniInstaller;
     problems: (string | undefined)[];
     make: () => CniInstaller;
@@ -95,7 +96,7 @@ describe('CNI chaining', () => {
       return i;
     };
     const installer = make();
-    return { conf, bin, installer, problems, make };
+    return { conf, bin, src, installer, problems, make };
   }
 
   const json = (path: string): { plugins: { type: string }[]; [k: string]: unknown } =>
@@ -227,6 +228,24 @@ describe('CNI chaining', () => {
     writeFileSync(join(n.bin, 'erdma-smcr'), 'tampered');
     expect(n.installer.installBinary()).toBe(true);
     expect(readFileSync(join(n.bin, 'erdma-smcr'), 'utf8')).toContain('plugin v1');
+  });
+
+  it('compares and copies a binary of megabytes in chunks: a change in its last byte counts', () => {
+    const n = node({ '10-terway.conflist': JSON.stringify(terway) });
+    // The shipped plugin is about 1.3 MB (static): the agent hashes it 64 KiB at a time and lets
+    // the kernel copy it, so it never holds the file (#43).
+    const big = Buffer.alloc(1_300_000 + 17, 0x5a);
+    writeFileSync(n.src, big, { mode: 0o644 });
+    expect(n.installer.installBinary()).toBe(true);
+    const dest = join(n.bin, 'erdma-smcr');
+    expect(readFileSync(dest).equals(big)).toBe(true);
+    expect(statSync(dest).mode & 0o777).toBe(0o755);
+    expect(n.installer.installBinary()).toBe(false);
+    big[big.length - 1] = 0x5b;
+    writeFileSync(n.src, big);
+    expect(n.installer.installBinary()).toBe(true);
+    expect(readFileSync(dest).equals(big)).toBe(true);
+    expect(readdirSync(n.bin).filter((f) => f.includes('.tmp-'))).toEqual([]);
   });
 
   it('pure edits: insert is idempotent, remove leaves other files alone', () => {
