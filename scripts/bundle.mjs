@@ -8,6 +8,26 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
+/**
+ * @grpc/grpc-js requires @grpc/proto-loader, and with it protobufjs's .proto parser, only to serve
+ * channelz and ORCA, which the device plugin does not. The bundle leaves them out: a require of it
+ * fails, saying so. The device plugin reads its own API without them (src/agent/deviceplugin/api.ts).
+ */
+const leaveOutProtoLoader = {
+  name: 'leave-out-proto-loader',
+  setup(b) {
+    b.onResolve({ filter: /^@grpc\/proto-loader$/ }, (args) => ({
+      path: args.path,
+      namespace: 'left-out',
+    }));
+    b.onLoad({ filter: /.*/, namespace: 'left-out' }, () => ({
+      contents:
+        "throw new Error('@grpc/proto-loader is not in the erdma-smcr bundle (grpc-js channelz and ORCA are not served)');",
+      loader: 'js',
+    }));
+  },
+};
+
 /** Builds the bundle into `outdir`; resolves to esbuild's metafile (inputs and bytes per output). */
 export async function bundle(outdir = 'dist/bundle', options = {}) {
   rmSync(outdir, { recursive: true, force: true });
@@ -31,6 +51,7 @@ export async function bundle(outdir = 'dist/bundle', options = {}) {
     banner: {
       js: "import { createRequire as __erdmaSmcrRequire } from 'node:module'; const require = __erdmaSmcrRequire(import.meta.url);",
     },
+    plugins: [leaveOutProtoLoader],
     metafile: true,
     logLevel: 'warning',
     ...options,

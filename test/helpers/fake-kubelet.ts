@@ -2,10 +2,12 @@
 // one), so this is a hand-written stand-in that follows the upstream device manager protocol
 // exactly: it serves Registration on <dir>/device-plugins/kubelet.sock, and on Register dials the
 // plugin's endpoint, calls GetDevicePluginOptions, then opens ListAndWatch and keeps its updates.
+// It loads the API from the .proto text with proto-loader (./device-plugin-proto.ts), not with
+// the device plugin's own codecs.
 import { existsSync, mkdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { devicePluginApi } from '../../src/agent/deviceplugin/api.js';
+import { protoLoaderApi } from './device-plugin-proto.js';
 
 export interface DeviceMsg {
   ID: string;
@@ -40,7 +42,7 @@ export class FakeKubelet {
     mkdirSync(join(this.kubeletDir, 'device-plugins'), { recursive: true });
     if (existsSync(this.socket)) unlinkSync(this.socket);
     const server = new grpc.Server();
-    server.addService(devicePluginApi().Registration.service, {
+    server.addService(protoLoaderApi().Registration.service, {
       Register: (call: { request: Registration }, cb: (e: null, r: unknown) => void) => {
         this.registrations.push(call.request);
         cb(null, {});
@@ -61,7 +63,7 @@ export class FakeKubelet {
   private async connect(endpoint: string): Promise<void> {
     this.stream?.cancel();
     this.client?.close();
-    const Ctor = devicePluginApi().DevicePlugin;
+    const Ctor = protoLoaderApi().DevicePlugin;
     const client = new Ctor(
       `unix://${join(this.kubeletDir, 'device-plugins', endpoint)}`,
       grpc.credentials.createInsecure(),

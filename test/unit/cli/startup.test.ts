@@ -81,8 +81,15 @@ describe('what each role loads, in the bundle that ships', () => {
     // Its two probes and /metrics are plain node:http (src/util/probes.ts).
     for (const p of ['fastify', '@grpc/grpc-js', '@grpc/proto-loader', 'protobufjs'])
       expect(agent, p).not.toContain(p);
-    expect(packages('src/agent/deviceplugin/server.ts')).toEqual(
-      expect.arrayContaining(['@grpc/grpc-js', '@grpc/proto-loader']),
+    // The device plugin reads its API from a JSON descriptor with protobufjs's light build: no
+    // .proto parser, no proto-loader (src/agent/deviceplugin/api.ts).
+    const plugin = packages('src/agent/deviceplugin/server.ts');
+    expect(plugin).toEqual(expect.arrayContaining(['@grpc/grpc-js', 'protobufjs']));
+    expect(plugin).not.toContain('@grpc/proto-loader');
+    const bundled = Object.values(meta.outputs).flatMap((o) =>
+      Object.keys((o as { inputs: Record<string, unknown> }).inputs),
     );
+    expect(bundled).toContain('node_modules/protobufjs/src/root.js');
+    expect(bundled.filter((i) => /protobufjs\/src\/(parse|tokenize)\.js$/.test(i))).toEqual([]);
   });
 });
