@@ -28,6 +28,26 @@ const leaveOutProtoLoader = {
   },
 };
 
+/**
+ * Node's built-in modules are loaded with require(), also where the source imports them: Node
+ * gives an imported built-in an ES module namespace, and making it reads every export, which runs
+ * the module's lazy getters (node:fs then loads its streams, node:crypto WebCrypto, node:tls parses
+ * its 144 root certificates into strings). Named imports become reads of the required module where
+ * they are used, as for the CommonJS dependencies (#43).
+ */
+const builtinsByRequire = {
+  name: 'builtins-by-require',
+  setup(b) {
+    b.onResolve({ filter: /^node:/ }, (args) =>
+      args.kind === 'import-statement' ? { path: args.path, namespace: 'builtin' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'builtin' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
+  },
+};
+
 /** Builds the bundle into `outdir`; resolves to esbuild's metafile (inputs and bytes per output). */
 export async function bundle(outdir = 'dist/bundle', options = {}) {
   rmSync(outdir, { recursive: true, force: true });
@@ -51,7 +71,7 @@ export async function bundle(outdir = 'dist/bundle', options = {}) {
     banner: {
       js: "import { createRequire as __erdmaSmcrRequire } from 'node:module'; const require = __erdmaSmcrRequire(import.meta.url);",
     },
-    plugins: [leaveOutProtoLoader],
+    plugins: [builtinsByRequire, leaveOutProtoLoader],
     metafile: true,
     logLevel: 'warning',
     ...options,

@@ -38,6 +38,25 @@ const packages = (source?: string): string[] =>
   [...loads(meta, source).keys()].filter((k) => !k.startsWith('src/'));
 
 describe('what each role loads, in the bundle that ships', () => {
+  it('loads Node built-ins with require(), never as ES module namespaces (#43)', () => {
+    // Making a built-in's namespace runs every lazy getter of the module: on the image's Node 26
+    // that cost the agent 4.3 MB resident (`npm run bench memory`).
+    const outputs = Object.keys(meta.outputs).filter((o) => o.endsWith('.mjs'));
+    expect(outputs.length).toBeGreaterThan(10);
+    for (const o of outputs) {
+      const text = readFileSync(o, 'utf8');
+      // node:module only in the banner that makes `require` (scripts/bundle.mjs).
+      const imported = text.match(/(?:from|import)\s*["']node:[a-z_/]+["']/g) ?? [];
+      expect(
+        imported.filter((i) => !i.endsWith("'node:module'")),
+        o,
+      ).toEqual([]);
+    }
+    // ...and required where they are used.
+    const texts = outputs.map((o) => readFileSync(o, 'utf8')).join('\n');
+    for (const m of ['fs', 'http', 'crypto']) expect(texts).toContain(`("node:${m}")`);
+  });
+
   it('--help, --version and the command line load no heavy dependency, nor the config schema', () => {
     const entry = packages();
     expect(entry).toContain('commander');
