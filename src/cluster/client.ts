@@ -9,7 +9,6 @@
 // only then (./kubeconfig.ts), which applies their credentials to every request.
 import { request, type RequestOptions } from 'node:https';
 import type { IncomingMessage } from 'node:http';
-import { createInterface } from 'node:readline';
 import { named } from '../errors.js';
 
 /** A request (not a watch) that has not answered by then has failed. */
@@ -141,18 +140,35 @@ export class KubeClient {
       throw new ApiError(res.statusCode ?? 0, text, 'GET', `${path}?watch=1`);
     }
     const done = new Promise<void>((resolve, reject) => {
-      const lines = createInterface({ input: res, crlfDelay: Infinity });
-      lines.on('line', (line) => {
-        if (line.trim() === '') return;
+      // One JSON event per line. Split here rather than with node:readline, which a process
+      // otherwise never loads (#43: 0.9 MB resident on Node 26); setEncoding keeps a character
+      // cut between two chunks whole.
+      let rest = '';
+      let failed = false;
+      const event = (line: string): void => {
+        if (failed || line.trim() === '') return;
         try {
           onEvent(JSON.parse(line) as WatchEvent);
         } catch (err) {
+          failed = true;
           reject(err instanceof Error ? err : new Error(String(err)));
           abort();
         }
+      };
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        if (!chunk.includes('\n')) {
+          rest += chunk;
+          return;
+        }
+        const lines = (rest + chunk).split('\n');
+        rest = lines.pop() ?? '';
+        for (const line of lines) event(line);
       });
-      lines.on('close', () => resolve());
-      lines.on('error', reject); // readline re-emits the stream's errors (a reset connection)
+      res.on('end', () => {
+        event(rest);
+        resolve();
+      });
       res.on('error', reject);
       res.on('aborted', () => reject(new Error(`watch of ${path} aborted`)));
     });
