@@ -5,7 +5,7 @@
 // Prints its port on stdout.
 import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
-import { TLS_POLICY } from '../dist/admission/server.js';
+import { TLS_POLICY } from '../dist/admission/transport.js';
 
 const [keyPath, certPath] = process.argv.slice(2);
 const app = Fastify({
