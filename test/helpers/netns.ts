@@ -64,6 +64,8 @@ export interface PluginCall {
   /** Run the plugin inside this namespace (the "host" side of the chain), as a runtime in it would. */
   inNetns?: string;
   env?: Record<string, string>;
+  /** A command the plugin runs under (`strace ...`): its arguments, then the plugin's path. */
+  wrap?: string[];
 }
 
 export function runPlugin(call: PluginCall): PluginRun {
@@ -77,9 +79,10 @@ export function runPlugin(call: PluginCall): PluginRun {
     ...(call.args !== undefined ? { CNI_ARGS: call.args } : {}),
     ...(call.env ?? {}),
   };
+  const plugin = [...(call.wrap ?? []), call.plugin];
   const [cmd, argv] = call.inNetns
-    ? ['ip', ['netns', 'exec', call.inNetns, call.plugin]]
-    : [call.plugin, []];
+    ? ['ip', ['netns', 'exec', call.inNetns, ...plugin]]
+    : [plugin[0]!, plugin.slice(1)];
   const input = typeof call.config === 'string' ? call.config : JSON.stringify(call.config);
   const r = spawnSync(cmd, argv as string[], {
     env,
