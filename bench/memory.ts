@@ -47,18 +47,34 @@ const TARGET = {
   agentPeak: 64 * MB,
 };
 
-function status(pid: number, key: 'VmRSS' | 'VmHWM'): number {
+/** A figure of /proc/<pid>/status of a child that must still run (a daemon that exited says why). */
+function status(child: ChildProcess, key: 'VmRSS' | 'VmHWM'): number {
+  if (child.exitCode !== null || child.signalCode !== null)
+    throw new Error(
+      `${child.spawnargs.slice(1).join(' ')} exited (${child.exitCode ?? child.signalCode}) before it was measured: ${stderrTail.get(child)?.trim() || 'no stderr'}`,
+    );
   const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(
-    readFileSync(`/proc/${pid}/status`, 'utf8'),
+    readFileSync(`/proc/${child.pid}/status`, 'utf8'),
   );
   return Number(m?.[1] ?? 0) * 1024;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** What a child wrote to stderr, its last 2 KB (why a daemon exited; not kept beyond that). */
+const stderrTail = new WeakMap<ChildProcess, string>();
+
+function keepStderr(child: ChildProcess): ChildProcess {
+  stderrTail.set(child, '');
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    stderrTail.set(child, ((stderrTail.get(child) ?? '') + d).slice(-2048));
+  });
+  return child;
+}
+
 async function idle(child: ChildProcess): Promise<number> {
   await sleep(IDLE_SETTLE_MS);
-  return status(child.pid ?? 0, 'VmRSS');
+  return status(child, 'VmRSS');
 }
 
 function row(name: string, bytes: number, base: number, target?: number, extra?: string): BenchRow {
@@ -107,7 +123,7 @@ async function serveRows(
       rows.push(
         row(
           `serve (${label}), peak under load`,
-          status(server.child.pid ?? 0, 'VmHWM'),
+          status(server.child, 'VmHWM'),
           base,
           TARGET.servePeak,
           `${Math.round(r.rps)} req/s of SMC-R reviews for 5 s`,
@@ -198,28 +214,30 @@ async function daemonRows(
     manifest: string,
     env: Record<string, string> = {},
   ): ChildProcess =>
-    spawn(
-      node,
-      [
-        ...daemonSetNodeFlags(manifest),
-        'bin/erdma-smcr.js',
-        command,
-        '--host-root',
-        host,
-        '--kubelet-dir',
-        join(host, 'kubelet'),
-        ...(command === 'agent' ? ['--kubeconfig', join(host, 'none')] : []),
-      ],
-      {
-        env: {
-          ...process.env,
-          NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS', manifest),
-          ERDMA_SMCR_AGENT_METRICS_PORT: '0',
-          ERDMA_SMCR_LOG_LEVEL: 'warn',
-          ...env,
+    keepStderr(
+      spawn(
+        node,
+        [
+          ...daemonSetNodeFlags(manifest),
+          'bin/erdma-smcr.js',
+          command,
+          '--host-root',
+          host,
+          '--kubelet-dir',
+          join(host, 'kubelet'),
+          ...(command === 'agent' ? ['--kubeconfig', join(host, 'none')] : []),
+        ],
+        {
+          env: {
+            ...process.env,
+            NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS', manifest),
+            ERDMA_SMCR_AGENT_METRICS_PORT: '0',
+            ERDMA_SMCR_LOG_LEVEL: 'warn',
+            ...env,
+          },
+          stdio: ['ignore', 'ignore', 'pipe'],
         },
-        stdio: 'ignore',
-      },
+      ),
     );
   // The agent as its DaemonSet runs it: the device plugin is the other DaemonSet's.
   const agent = start('agent', AGENT_YAML, {
@@ -240,7 +258,7 @@ async function daemonRows(
     rows.push(
       row(
         `agent as shipped${on}, idle ${SETTLED_MS / 1000} s after start`,
-        status(agent.pid ?? 0, 'VmRSS'),
+        status(agent, 'VmRSS'),
         base,
         undefined,
         "after V8's idle-time collection; the target is read on the row above",
@@ -267,7 +285,7 @@ async function daemonRows(
       rows.push(
         row(
           `${name}, peak under load`,
-          status(p.pid ?? 0, 'VmHWM'),
+          status(p, 'VmHWM'),
           base,
           TARGET.agentPeak,
           `${Math.round(pairs / 5)} GetPreferredAllocation + Allocate pairs/s for 5 s from a stand-in kubelet`,

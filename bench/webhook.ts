@@ -66,8 +66,10 @@ export async function startChild(
   return { child, port, out };
 }
 
+/** Stops a child and waits for it; at once if it has already exited (waiting would never end). */
 export function stop(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
     child.once('exit', () => resolve());
     child.kill('SIGTERM');
   });
