@@ -5,6 +5,7 @@
 // scripts that load single modules. `node scripts/bundle-report.mjs` shows what each part holds.
 // Usage: node scripts/bundle.mjs [--metafile FILE]
 import { rmSync, writeFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
@@ -78,9 +79,10 @@ export function lazyRequires(pairs) {
         const i = pairs.findIndex(([imp, mod]) => mod === args.path && imp.test(args.importer));
         if (i < 0) return undefined;
         used.add(i);
-        // One stand-in per module and directory it is resolved from (copies of a package differ).
+        // One stand-in per module and directory it is resolved from (copies of a package differ),
+        // named relative to the build's directory: the bundle must not depend on where it is built.
         return {
-          path: `${args.resolveDir}:${args.path}`,
+          path: `${relative(b.initialOptions.absWorkingDir ?? process.cwd(), args.resolveDir)}:${args.path}`,
           namespace: 'lazy',
           pluginData: { module: args.path, resolveDir: args.resolveDir },
         };

@@ -2,7 +2,7 @@
 // only on paths our roles never take returns a stand-in that loads the real module on first use.
 // Built here with esbuild from a temporary project; the result runs in a child process.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
@@ -53,10 +53,11 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const bundleWith = (pairs: [RegExp, string][]) =>
+const bundleWith = (pairs: [RegExp, string][], from = dir) =>
   build({
-    entryPoints: [join(dir, 'entry.js')],
-    outfile: join(dir, 'out.cjs'),
+    entryPoints: [join(from, 'entry.js')],
+    outfile: join(from, 'out.cjs'),
+    absWorkingDir: from,
     bundle: true,
     platform: 'node',
     format: 'cjs',
@@ -92,6 +93,18 @@ describe('lazy requires in the bundle', () => {
       execFileSync(process.execPath, [join(dir, 'out.cjs')], { encoding: 'utf8' }),
     );
     expect(out.before).toEqual({ cls: 1, fn: 0 });
+  });
+
+  it('gives the same bundle wherever the project is built (the Dockerfile builds in /app)', async () => {
+    const pairs: [RegExp, string][] = [[/node_modules\/user\/index\.js$/, 'fn']];
+    const elsewhere = join(dir, 'elsewhere');
+    cpSync(join(dir, 'node_modules'), join(elsewhere, 'node_modules'), { recursive: true });
+    cpSync(join(dir, 'entry.js'), join(elsewhere, 'entry.js'));
+    await bundleWith(pairs);
+    await bundleWith(pairs, elsewhere);
+    expect(readFileSync(join(elsewhere, 'out.cjs'), 'utf8')).toBe(
+      readFileSync(join(dir, 'out.cjs'), 'utf8'),
+    );
   });
 
   it('fails the build when a pair matches no require, naming it', async () => {
