@@ -9,9 +9,10 @@
 // - `device-plugin`, and the agent with the device plugin in one process as before the split,
 //   registered with a stand-in kubelet (test/helpers/fake-kubelet.ts): idle, then the peak after
 //   5 s of GetPreferredAllocation and Allocate calls over its gRPC socket;
-// - the agent and the device plugin again on the Node.js the image ships (the official build of
-//   the Dockerfile's major, fetched once from the npm registry into the cache), with that
-//   executable's own bare baseline: the figures above are this machine's Debian Node 20.
+// - serve (offline view), the agent and the device plugin again on the Node.js the image ships
+//   (the official build of the Dockerfile's major, fetched once from the npm registry into the
+//   cache), with that executable's own bare baseline: the figures above are this machine's Debian
+//   Node 20.
 // Each with the Node flags and NODE_OPTIONS of its manifest.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import {
@@ -98,6 +99,7 @@ async function serveRows(
   extraArgs: string[],
   label: string,
   underLoad: boolean,
+  node = process.execPath,
 ): Promise<BenchRow[]> {
   const server: Server = await startChild(
     [
@@ -114,6 +116,7 @@ async function serveRows(
     /listening on https:\/\/127\.0\.0\.1:(\d+)/,
     // As its Deployment runs it.
     { NODE_OPTIONS: deploymentNodeOptions() },
+    node,
   );
   try {
     const rows = [row(`serve (${label}), idle`, await idle(server.child), base, TARGET.serveIdle)];
@@ -391,6 +394,9 @@ export async function benchMemory(): Promise<BenchRow[]> {
           const baseShipped = await idle(bareShipped);
           const on = ` on Node ${shipped.version} (the image's runtime)`;
           rows.push(row(`bare \`node\`${on} idling (its baseline)`, baseShipped, baseShipped));
+          rows.push(
+            ...(await serveRows(dir, baseShipped, [], `offline view${on}`, true, shipped.node)),
+          );
           rows.push(...(await daemonRows(shipped.node, host, kubelet, baseShipped, on, false)));
         } finally {
           bareShipped.kill('SIGKILL');

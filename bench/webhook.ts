@@ -38,13 +38,17 @@ export interface Server {
   readonly out: string;
 }
 
-/** Starts a server (`args` to node) and waits for `pattern` to give its port; `env` adds to ours. */
+/**
+ * Starts a server (`args` to `node`, by default ours) and waits for `pattern` to give its port;
+ * `env` adds to ours.
+ */
 export async function startChild(
   args: string[],
   pattern: RegExp,
   env: Record<string, string> = {},
+  node = process.execPath,
 ): Promise<Server> {
-  const child = spawn(process.execPath, args, {
+  const child = spawn(node, args, {
     stdio: ['ignore', 'pipe', 'ignore'],
     env: { ...process.env, ...env },
   });
