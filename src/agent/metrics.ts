@@ -1,6 +1,6 @@
 // The agent's Prometheus metrics: one registry, every gauge and counter its duties update. Label
 // sets are bounded (per pod only for SMC-R pods of this node; reasons from a fixed table).
-import { Counter, Gauge, Registry, collectDefaultMetrics } from '../util/prom.js';
+import { Counter, Gauge, Registry, collectDaemonDefaultMetrics } from '../util/prom.js';
 import type { PortCounters } from './observe/counters.js';
 
 export class AgentMetrics {
@@ -76,7 +76,7 @@ export class AgentMetrics {
   });
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
-    if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    if (opts.defaultMetrics !== false) collectDaemonDefaultMetrics(this.registry);
   }
 }
 
@@ -89,7 +89,7 @@ export class DevicePluginMetrics {
   readonly registry = new Registry();
 
   constructor(plugins: () => readonly { resourceName: string; isRegistered: boolean }[]) {
-    collectDefaultMetrics({ register: this.registry });
+    collectDaemonDefaultMetrics(this.registry);
     new Gauge({
       name: 'erdma_smcr_device_plugin_registered',
       help: '1 when the device plugin for each resource is registered with the kubelet.',
