@@ -18,7 +18,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function setup(opts: { kubeletFirst?: boolean } = {}) {
+function setup(opts: { kubeletFirst?: boolean; shared?: boolean } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'dp-'));
   const hostRoot = join(dir, 'host');
   const kubeletDir = join(dir, 'kubelet');
@@ -39,10 +39,11 @@ function setup(opts: { kubeletFirst?: boolean } = {}) {
   const kubelet = new FakeKubelet(kubeletDir);
   const plugin = new ErdmaDevicePlugin({
     kubeletDir,
-    resourceName: 'aliyun/erdma',
+    resourceName: opts.shared ? 'rdma/hca' : 'aliyun/erdma',
     socketName: 'erdma-smcr.sock',
     slotsPerDevice: 2,
     allocation: 'numa',
+    ...(opts.shared ? { mode: 'shared' as const } : {}),
     pollMs: 200,
     discover: () => discover({ hostRoot }),
     logger: pino({ level: 'silent' }),
@@ -138,6 +139,27 @@ describe('device plugin with a kubelet', () => {
       uverbs: 'uverbs5',
     });
     await until('device added', () => last(kubelet)?.some((d) => d.ID === 'erdma_5-1'), 2000);
+  });
+
+  it('keeps a shared resource Healthy while one device behind it is up, sending nothing new', async () => {
+    const { kubelet, plugin, hostRoot } = setup({ shared: true });
+    await kubelet.start();
+    await plugin.start();
+    const health = (): string | undefined =>
+      last(kubelet)
+        ?.map((d) => `${d.ID} ${d.health}`)
+        .join(', ');
+    await until('first list', () => last(kubelet));
+    expect(health()).toBe('hca-0 Healthy, hca-1 Healthy');
+    const sent = kubelet.updates.length;
+    setPortState(hostRoot, 'erdma_0', 1, '1: DOWN');
+    // Four polls: the list it would send is the same, so it sends none.
+    await new Promise((r) => setTimeout(r, 800));
+    expect(kubelet.updates.length).toBe(sent);
+    setPortState(hostRoot, 'erdma_1', 1, '1: DOWN');
+    await until('unhealthy', () => health() === 'hca-0 Unhealthy, hca-1 Unhealthy', 2000);
+    setPortState(hostRoot, 'erdma_0', 1, '4: ACTIVE');
+    await until('healthy again', () => health() === 'hca-0 Healthy, hca-1 Healthy', 2000);
   });
 
   it('re-registers when the kubelet restarts (kubelet.sock recreated)', async () => {
