@@ -105,11 +105,11 @@ function row(name: string, bytes: number, base: number, target?: number, extra?:
 
 /** CPU a running child uses over the next `ms`, in % of one core (utime + stime). */
 async function cpuOver(child: ChildProcess, ms: number): Promise<number> {
-  status(child, 'VmRSS');
+  status(child, 'VmRSS'); // throws, saying why, if the daemon has exited
   const before = cpuMicros(child.pid ?? 0);
   const t0 = process.hrtime.bigint();
   await sleep(ms);
-  status(child, 'VmRSS');
+  status(child, 'VmRSS'); // and if it exited during the window
   const micros = cpuMicros(child.pid ?? 0) - before;
   return (100 * micros) / (Number(process.hrtime.bigint() - t0) / 1e3);
 }
@@ -291,11 +291,10 @@ async function daemonRows(
     // The idle CPU is read meanwhile, over a window that holds the agent's periodic work.
     const cpu = cpuOver(agent, CPU_WINDOW_MS.agent);
     await sleep(SETTLED_MS - IDLE_SETTLE_MS);
-    const settled = status(agent, 'VmRSS');
     rows.push(
       row(
         `agent as shipped${on}, idle ${SETTLED_MS / 1000} s after start`,
-        settled,
+        status(agent, 'VmRSS'),
         base,
         undefined,
         "after V8's idle-time collection; the target is read on the row above",
