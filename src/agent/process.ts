@@ -15,7 +15,7 @@ import { NodeAgent } from './agent.js';
 import { servedResources } from './deviceplugin/resources.js';
 import type { ErdmaDevicePlugin } from './deviceplugin/server.js';
 import { AgentMetrics, DevicePluginMetrics } from './metrics.js';
-import { discover, discoveryOptions } from './node/discovery.js';
+import { discover, DiscoveryCache, discoveryOptions } from './node/discovery.js';
 
 /**
  * A start-up failure as one line: a host path the agent needs and cannot find, with the setting
@@ -83,7 +83,8 @@ async function devicePlugins(
 export async function runDevicePlugin(config: Readonly<Config>, io: CliIO): Promise<void> {
   const logger = createLogger(config.logLevel);
   const a = config.agent;
-  const plugins = await devicePlugins(a, () => discover(discoveryOptions(a)), logger);
+  const cache = new DiscoveryCache();
+  const plugins = await devicePlugins(a, () => discover(discoveryOptions(a), cache), logger);
   const metrics = new DevicePluginMetrics(() => plugins);
   for (const p of plugins) await p.start();
   const probes = a.metricsEnabled
@@ -132,7 +133,8 @@ export async function runAgent(
   const logger = createLogger(config.logLevel);
   const a = config.agent;
   const metrics = new AgentMetrics();
-  const discoverNow = (): ReturnType<typeof discover> => discover(discoveryOptions(a));
+  const cache = new DiscoveryCache();
+  const discoverNow = (): ReturnType<typeof discover> => discover(discoveryOptions(a), cache);
   if (uninstall) {
     await new NodeAgent({ config: a, logger, metrics, discover: discoverNow }).uninstallCni();
     io.out(

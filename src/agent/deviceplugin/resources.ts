@@ -6,7 +6,7 @@
 // node has.
 import { AppError } from '../../errors.js';
 import type { AgentConfig, ResourceSpec } from '../../config/schema.js';
-import { discover, type RdmaDevice } from '../node/discovery.js';
+import { discover, DiscoveryCache, type RdmaDevice } from '../node/discovery.js';
 
 export interface ServedResource {
   readonly name: string;
@@ -58,8 +58,9 @@ export function servedResources(
       },
     ];
   }
+  const cache = new DiscoveryCache();
   const all = (): RdmaDevice[] =>
-    discover({ hostRoot: a.hostRoot, driverMode: a.driverMode, anyDriver: true });
+    discover({ hostRoot: a.hostRoot, driverMode: a.driverMode, anyDriver: true }, cache);
   const now = all();
   const problems: string[] = [];
   const seen = new Map<string, string>();

@@ -57,35 +57,59 @@ export function read(path: string): string {
 
 function driverOf(devDir: string): string {
   try {
-    return basename(readlinkSync(join(devDir, 'device', 'driver')));
+    return basename(readlinkSync(`${devDir}/device/driver`));
   } catch {
     return '';
   }
 }
 
+// Paths below a device's directory are built by concatenation: the names come from readdir, and
+// the device plugin runs this every second, where path.join was a third of its JavaScript (#43).
 function ports(devDir: string): PortInfo[] {
-  const dir = join(devDir, 'ports');
+  const dir = `${devDir}/ports`;
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
     .filter((p) => /^\d+$/.test(p))
     .map(Number)
     .sort((a, b) => a - b)
     .map((port) => {
-      const raw = read(join(dir, String(port), 'state'));
+      const raw = read(`${dir}/${port}/state`);
       const state = raw.includes(':') ? (raw.split(':')[1] ?? '').trim() : raw;
       return {
         port,
         state,
-        linkLayer: read(join(dir, String(port), 'link_layer')),
+        linkLayer: read(`${dir}/${port}/link_layer`),
         healthy: state === 'ACTIVE',
       };
     });
 }
 
-function uverbsOf(root: string, name: string): string {
+/**
+ * What a repeated discovery can reuse: which netdev carries a MAC and which uverbs device serves
+ * an RDMA device. Finding them reads every entry of /sys/class/net (one per pod's veth on a busy
+ * node) and of /sys/class/infiniband_verbs, for each device; the device plugin discovers every
+ * second (#43: idle CPU). A remembered answer is checked with one read each time it is used and a
+ * failed check scans again, so the answer is what a scan finds. Two differences, both documented
+ * in docs/agent.md: where two netdevs carry one MAC (a VLAN on the ENI), the one found first stays
+ * while it keeps the MAC; and a MAC no netdev carried is looked for again when /sys/class/net
+ * lists other names (a netdev created, removed or renamed), not when an address changes.
+ */
+export class DiscoveryCache {
+  readonly netdevs = new Map<string, string>();
+  /** MAC → the names /sys/class/net listed when no netdev carried it. */
+  readonly missing = new Map<string, string>();
+  readonly uverbs = new Map<string, string>();
+}
+
+function uverbsOf(root: string, name: string, cache: DiscoveryCache | undefined): string {
   const dir = join(root, 'sys', 'class', 'infiniband_verbs');
+  const known = cache?.uverbs.get(name);
+  if (known !== undefined && read(`${dir}/${known}/ibdev`) === name)
+    return `/dev/infiniband/${known}`;
   if (!existsSync(dir)) return '';
-  const match = readdirSync(dir).find((u) => read(join(dir, u, 'ibdev')) === name);
+  const match = readdirSync(dir).find((u) => read(`${dir}/${u}/ibdev`) === name);
+  if (match) cache?.uverbs.set(name, match);
+  else cache?.uverbs.delete(name);
   return match ? `/dev/infiniband/${match}` : '';
 }
 
@@ -110,10 +134,24 @@ export function pnetIdOf(mac: string): string {
   return mac.replace(/:/g, '').toUpperCase();
 }
 
-function netdevByMac(root: string, mac: string): string {
+function netdevByMac(root: string, mac: string, cache: DiscoveryCache | undefined): string {
   const dir = join(root, 'sys', 'class', 'net');
-  if (!mac || !existsSync(dir)) return '';
-  return readdirSync(dir).find((n) => read(join(dir, n, 'address')).toLowerCase() === mac) ?? '';
+  if (!mac) return '';
+  const known = cache?.netdevs.get(mac);
+  if (known !== undefined && read(`${dir}/${known}/address`).toLowerCase() === mac) return known;
+  if (!existsSync(dir)) return '';
+  const names = readdirSync(dir);
+  const listed = cache ? names.join('/') : '';
+  if (cache?.missing.get(mac) === listed) return '';
+  const match = names.find((n) => read(`${dir}/${n}/address`).toLowerCase() === mac);
+  if (match) {
+    cache?.netdevs.set(mac, match);
+    cache?.missing.delete(mac);
+  } else {
+    cache?.netdevs.delete(mac);
+    cache?.missing.set(mac, listed);
+  }
+  return match ?? '';
 }
 
 function modeOf(name: string, opt: DiscoveryOptions['driverMode']): DriverMode {
@@ -121,14 +159,19 @@ function modeOf(name: string, opt: DiscoveryOptions['driverMode']): DriverMode {
   return name.startsWith('roce') ? 'compat' : 'default';
 }
 
-function deviceAt(opts: DiscoveryOptions, name: string): RdmaDevice | undefined {
-  const devDir = join(opts.hostRoot, 'sys', 'class', 'infiniband', name);
+function deviceAt(
+  opts: DiscoveryOptions,
+  dir: string,
+  name: string,
+  cache: DiscoveryCache | undefined,
+): RdmaDevice | undefined {
+  const devDir = `${dir}/${name}`;
   const driver = driverOf(devDir);
-  const vendor = read(join(devDir, 'device', 'vendor')).toLowerCase();
+  const vendor = read(`${devDir}/device/vendor`).toLowerCase();
   const isErdma = driver === ERDMA_DRIVER || vendor === ERDMA_VENDOR;
   if (!isErdma && !opts.anyDriver && !(opts.extraDrivers ?? []).includes(driver)) return undefined;
-  const nodeGuid = read(join(devDir, 'node_guid'));
-  const numaRaw = Number.parseInt(read(join(devDir, 'device', 'numa_node')) || '-1', 10);
+  const nodeGuid = read(`${devDir}/node_guid`);
+  const numaRaw = Number.parseInt(read(`${devDir}/device/numa_node`) || '-1', 10);
   const mac = guidToMac(nodeGuid);
   const p = ports(devDir);
   const healthy = p.some((x) => x.healthy);
@@ -137,12 +180,12 @@ function deviceAt(opts: DiscoveryOptions, name: string): RdmaDevice | undefined 
     name,
     driver: driver || (isErdma ? ERDMA_DRIVER : ''),
     vendor,
-    pciDevice: read(join(devDir, 'device', 'device')).toLowerCase(),
+    pciDevice: read(`${devDir}/device/device`).toLowerCase(),
     nodeGuid,
     ports: p,
     numaNode: Number.isNaN(numaRaw) || numaRaw < 0 ? -1 : numaRaw,
-    uverbs: uverbsOf(opts.hostRoot, name),
-    netdev: netdevByMac(opts.hostRoot, mac),
+    uverbs: uverbsOf(opts.hostRoot, name, cache),
+    netdev: netdevByMac(opts.hostRoot, mac, cache),
     mac,
     pnetId: mac ? pnetIdOf(mac) : '',
     driverMode,
@@ -151,13 +194,16 @@ function deviceAt(opts: DiscoveryOptions, name: string): RdmaDevice | undefined 
   };
 }
 
-/** Every eRDMA device (plus configured extra drivers) under hostRoot, sorted by name. */
-export function discover(opts: DiscoveryOptions): RdmaDevice[] {
+/**
+ * Every eRDMA device (plus configured extra drivers) under hostRoot, sorted by name. A caller that
+ * discovers again and again passes the same `cache` to each call.
+ */
+export function discover(opts: DiscoveryOptions, cache?: DiscoveryCache): RdmaDevice[] {
   const dir = join(opts.hostRoot, 'sys', 'class', 'infiniband');
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
     .sort()
-    .map((name) => deviceAt(opts, name))
+    .map((name) => deviceAt(opts, dir, name, cache))
     .filter((d): d is RdmaDevice => d !== undefined);
 }
 

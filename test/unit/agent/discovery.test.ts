@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import {
   pluginDevices,
   preferredAllocation,
 } from '../../../src/agent/deviceplugin/allocation.js';
-import { discover, guidToMac } from '../../../src/agent/node/discovery.js';
+import { discover, DiscoveryCache, guidToMac } from '../../../src/agent/node/discovery.js';
 import { runCli } from '../../helpers/cli.js';
 import { addDevice, nodeA } from '../../helpers/sysfs.js';
 
@@ -58,6 +58,65 @@ describe('discovery', () => {
     expect(discover({ hostRoot: root, extraDrivers: ['rdma_rxe'] }).map((d) => d.name)).toEqual([
       'rxe0',
     ]);
+  });
+
+  it('finds with a cache what a scan finds, as netdevs and uverbs devices come, go and change', () => {
+    const root = tree();
+    nodeA(root);
+    const cache = new DiscoveryCache();
+    const net = (...p: string[]): string => join(root, 'sys', 'class', 'net', ...p);
+    const verbs = (...p: string[]): string => join(root, 'sys', 'class', 'infiniband_verbs', ...p);
+    const put = (path: string, text: string): void => {
+      mkdirSync(join(path, '..'), { recursive: true });
+      writeFileSync(path, `${text}\n`);
+    };
+    const both = (): ReturnType<typeof discover> => {
+      const cached = discover({ hostRoot: root }, cache);
+      expect(cached).toEqual(discover({ hostRoot: root }));
+      return cached;
+    };
+    const of = (name: string) => both().find((d) => d.name === name);
+    expect(of('erdma_0')).toMatchObject({ netdev: 'eth0', uverbs: '/dev/infiniband/uverbs0' });
+    expect(cache.netdevs.get('00:16:3e:10:f8:b0')).toBe('eth0');
+    // The ENI's netdev renamed; then its address changed, so nothing carries the MAC.
+    renameSync(net('eth0'), net('ens5'));
+    expect(of('erdma_0')?.netdev).toBe('ens5');
+    put(net('ens5', 'address'), '00:16:3e:99:99:99');
+    expect(of('erdma_0')?.netdev).toBe('');
+    expect(cache.netdevs.has('00:16:3e:10:f8:b0')).toBe(false);
+    // A device without a netdev gains one, in upper case as some drivers write it.
+    put(net('eth2', 'address'), '00:16:3E:33:00:02');
+    expect(of('erdma_2')?.netdev).toBe('eth2');
+    // uverbs devices renumbered after a driver reload.
+    put(verbs('uverbs0', 'ibdev'), 'mlx5_0');
+    put(verbs('uverbs2', 'ibdev'), 'erdma_0');
+    expect(of('erdma_0')?.uverbs).toBe('/dev/infiniband/uverbs2');
+    rmSync(verbs('uverbs2'), { recursive: true });
+    expect(of('erdma_0')?.uverbs).toBe('');
+  });
+
+  it('differs from a scan only where documented: a second netdev with the MAC, an address taken', () => {
+    const root = tree();
+    nodeA(root);
+    const cache = new DiscoveryCache();
+    const net = (...p: string[]): string => join(root, 'sys', 'class', 'net', ...p);
+    const netdevs = (c?: DiscoveryCache): string[] =>
+      discover({ hostRoot: root }, c).map((d) => d.netdev);
+    expect(netdevs(cache)).toEqual(['eth0', '', 'eth1']);
+    // VLANs on the ENI carry its MAC too: the netdev found first stays while it keeps it.
+    for (const vlan of ['a.5', 'eth0.5', 'z.5']) {
+      mkdirSync(net(vlan));
+      writeFileSync(net(vlan, 'address'), '00:16:3e:10:f8:b0\n');
+    }
+    expect(netdevs(cache)[0]).toBe('eth0');
+    // eth1 takes erdma_2's MAC: no netdev was created or renamed, so erdma_2 stays without one
+    // until /sys/class/net lists other names, as when the next pod's veth appears.
+    writeFileSync(net('eth1', 'address'), '00:16:3e:33:00:02\n');
+    expect(netdevs()[1]).toBe('eth1');
+    expect(netdevs(cache)).toEqual(['eth0', '', '']);
+    mkdirSync(net('veth0a1b2c3d'));
+    writeFileSync(net('veth0a1b2c3d', 'address'), '0a:58:0a:f4:00:07\n');
+    expect(netdevs(cache)).toEqual(['eth0', 'eth1', '']);
   });
 
   it('returns nothing on a host without RDMA', () => {
