@@ -4,9 +4,9 @@
 // - `serve` with the offline cluster view: idle, then after 5 s of SMC-R reviews on 16 connections;
 // - `serve` with the live cluster view (watches Nodes and the profile ConfigMap of the harness's
 //   real v1.20.2 API server; skipped when its binaries are not built);
-// - `agent` as its DaemonSet runs it (no device plugin) on a fixture host tree without a cluster
-//   (device discovery, CNI chaining, metrics): idle, and its idle CPU (utime + stime from
-//   /proc/<pid>/stat) over 60 s;
+// - `agent` as its DaemonSet runs it (no device plugin) on a fixture host tree without a cluster,
+//   with the veths of a busy node's 110 pods (device discovery, CNI chaining, metrics): idle, and
+//   its idle CPU (utime + stime from /proc/<pid>/stat) over 60 s;
 // - `device-plugin`, and the agent with the device plugin in one process as before the split,
 //   registered with a stand-in kubelet (test/helpers/fake-kubelet.ts): idle (the device plugin's
 //   idle CPU over 30 s), then the peak after 5 s of GetPreferredAllocation and Allocate calls over
@@ -46,6 +46,8 @@ const SETTLED_MS = 20_000;
  */
 const CPU_WINDOW_MS = { agent: 60_000, devicePlugin: 30_000 };
 const MB = 1e6;
+/** Pods (each with a veth on the host) on the node the daemons are measured on. */
+const BUSY_NODE_PODS = 110;
 const AGENT_YAML = 'manifests/base/agent.yaml';
 const DEVICE_PLUGIN_YAML = 'manifests/base/device-plugin.yaml';
 /** #43's targets: within about 2x of a Go peer, on every node. */
@@ -331,7 +333,7 @@ async function daemonRows(
             `${name}, idle CPU`,
             await cpuOver(p, CPU_WINDOW_MS.devicePlugin),
             CPU_WINDOW_MS.devicePlugin,
-            'registered with the stand-in kubelet, polling its devices each second',
+            `registered with the stand-in kubelet, polling its devices each second; ${BUSY_NODE_PODS} pods' veths on the host`,
           ),
         );
       const pairs = await allocateFor(kubelet, 5000);
@@ -413,6 +415,17 @@ export async function benchMemory(): Promise<BenchRow[]> {
     mkdirSync(join(host, 'etc/cni/net.d'), { recursive: true });
     mkdirSync(join(host, 'opt/cni/bin'), { recursive: true });
     mkdirSync(join(host, 'kubelet/device-plugins'), { recursive: true });
+    // A busy node: a veth per pod on the host (kubelet's default maxPods, 110), as a veth CNI
+    // leaves them. The daemons' discovery matches each eRDMA device to its ENI by MAC, which a
+    // whole scan of /sys/class/net would read every second in the device plugin (#43: idle CPU).
+    for (let i = 0; i < BUSY_NODE_PODS; i++) {
+      const veth = join(host, 'sys/class/net', `veth${(0x5eed0000 + i * 7919).toString(16)}`);
+      mkdirSync(veth, { recursive: true });
+      writeFileSync(
+        join(veth, 'address'),
+        `0a:58:0a:f4:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 0xff).toString(16).padStart(2, '0')}\n`,
+      );
+    }
     writeFileSync(
       join(host, 'etc/cni/net.d/10-bridge.conflist'),
       JSON.stringify({
