@@ -13,7 +13,8 @@ export interface FakeDevice {
   netdev?: { name: string; mac: string };
 }
 
-function put(path: string, content: string): void {
+/** Writes a sysfs attribute file (with its trailing newline), making its directories. */
+export function put(path: string, content: string): void {
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, `${content}\n`);
 }

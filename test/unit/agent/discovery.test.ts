@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,7 +9,7 @@ import {
 } from '../../../src/agent/deviceplugin/allocation.js';
 import { discover, DiscoveryCache, guidToMac } from '../../../src/agent/node/discovery.js';
 import { runCli } from '../../helpers/cli.js';
-import { addDevice, nodeA } from '../../helpers/sysfs.js';
+import { addDevice, nodeA, put } from '../../helpers/sysfs.js';
 
 const roots: string[] = [];
 const tree = (): string => {
@@ -66,10 +66,6 @@ describe('discovery', () => {
     const cache = new DiscoveryCache();
     const net = (...p: string[]): string => join(root, 'sys', 'class', 'net', ...p);
     const verbs = (...p: string[]): string => join(root, 'sys', 'class', 'infiniband_verbs', ...p);
-    const put = (path: string, text: string): void => {
-      mkdirSync(join(path, '..'), { recursive: true });
-      writeFileSync(path, `${text}\n`);
-    };
     const both = (): ReturnType<typeof discover> => {
       const cached = discover({ hostRoot: root }, cache);
       expect(cached).toEqual(discover({ hostRoot: root }));
@@ -104,18 +100,14 @@ describe('discovery', () => {
       discover({ hostRoot: root }, c).map((d) => d.netdev);
     expect(netdevs(cache)).toEqual(['eth0', '', 'eth1']);
     // VLANs on the ENI carry its MAC too: the netdev found first stays while it keeps it.
-    for (const vlan of ['a.5', 'eth0.5', 'z.5']) {
-      mkdirSync(net(vlan));
-      writeFileSync(net(vlan, 'address'), '00:16:3e:10:f8:b0\n');
-    }
+    for (const vlan of ['a.5', 'eth0.5', 'z.5']) put(net(vlan, 'address'), '00:16:3e:10:f8:b0');
     expect(netdevs(cache)[0]).toBe('eth0');
     // eth1 takes erdma_2's MAC: no netdev was created or renamed, so erdma_2 stays without one
     // until /sys/class/net lists other names, as when the next pod's veth appears.
-    writeFileSync(net('eth1', 'address'), '00:16:3e:33:00:02\n');
+    put(net('eth1', 'address'), '00:16:3e:33:00:02');
     expect(netdevs()[1]).toBe('eth1');
     expect(netdevs(cache)).toEqual(['eth0', '', '']);
-    mkdirSync(net('veth0a1b2c3d'));
-    writeFileSync(net('veth0a1b2c3d', 'address'), '0a:58:0a:f4:00:07\n');
+    put(net('veth0a1b2c3d', 'address'), '0a:58:0a:f4:00:07');
     expect(netdevs(cache)).toEqual(['eth0', 'eth1', '']);
   });
 
