@@ -15,7 +15,7 @@
 //   (the official build of the Dockerfile's major, fetched once from the npm registry into the
 //   cache), with that executable's own bare baseline: the figures above are this machine's Debian
 //   Node 20.
-// Each with the Node flags and NODE_OPTIONS of its manifest.
+// Each with the Node flags and NODE_OPTIONS of its manifest, in a pod's environment (bench/env.ts).
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import {
   cpSync,
@@ -29,6 +29,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import jsyaml from 'js-yaml';
+import { podEnv } from './env.js';
 import type { BenchRow } from './report.js';
 import { ensureLocalCerts } from '../src/certs/local.js';
 import { deploymentNodeOptions } from './scale.js';
@@ -264,13 +265,12 @@ async function daemonRows(
           ...(command === 'agent' ? ['--kubeconfig', join(host, 'none')] : []),
         ],
         {
-          env: {
-            ...process.env,
+          env: podEnv({
             NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS', manifest),
             ERDMA_SMCR_AGENT_METRICS_PORT: '0',
             ERDMA_SMCR_LOG_LEVEL: 'warn',
             ...env,
-          },
+          }),
           stdio: ['ignore', 'ignore', 'pipe'],
         },
       ),
@@ -386,7 +386,10 @@ function shippedNode(): { node: string; version: string } | { error: string } {
 
 export async function benchMemory(): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-memory-'));
-  const bare = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+  const bare = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], {
+    stdio: 'ignore',
+    env: podEnv(),
+  });
   try {
     const base = await idle(bare);
     const rows: BenchRow[] = [row('bare `node` idling (baseline)', base, base)];
@@ -452,6 +455,7 @@ export async function benchMemory(): Promise<BenchRow[]> {
       else {
         const bareShipped = spawn(shipped.node, ['-e', 'setInterval(() => {}, 1000)'], {
           stdio: 'ignore',
+          env: podEnv(),
         });
         try {
           const baseShipped = await idle(bareShipped);

@@ -17,6 +17,7 @@ import {
   timingScript,
   type PacedLoad,
 } from './paced.js';
+import { podEnv } from './env.js';
 import { median, type BenchRow } from './report.js';
 
 const SNI = 'erdma-smcr-webhook.erdma-smcr.svc';
@@ -40,7 +41,7 @@ export interface Server {
 
 /**
  * Starts a server (`args` to `node`, by default ours) and waits for `pattern` to give its port;
- * `env` adds to ours.
+ * its environment is a pod's (bench/env.ts) with `env`.
  */
 export async function startChild(
   args: string[],
@@ -50,7 +51,7 @@ export async function startChild(
 ): Promise<Server> {
   const child = spawn(node, args, {
     stdio: ['ignore', 'pipe', 'ignore'],
-    env: { ...process.env, ...env },
+    env: podEnv(env),
   });
   let out = '';
   const port = await new Promise<number>((resolve, reject) => {
