@@ -406,7 +406,7 @@ export function otherNodeLines(value = process.env.ERDMA_SMCR_BENCH_NODE_LINES ?
   return lines.filter((l) => l !== shippedMajor());
 }
 
-/** Bare `node` of `node` idling, in a pod's environment: a baseline. */
+/** The executable `node` alone, idling in a pod's environment: a baseline. */
 function spawnBare(node: string): ChildProcess {
   return spawn(node, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore', env: podEnv() });
 }
