@@ -114,7 +114,7 @@ describe.skipIf(why !== '')('manifests', () => {
     );
     // NODE_OPTIONS is Node's own; it must hold only flags Node accepts there, or Node refuses to start.
     expect(env.NODE_OPTIONS).toMatch(
-      /^--max-semi-space-size=\d+ --max-old-space-size=\d+ --use-openssl-ca$/,
+      /^--max-semi-space-size=\d+ --max-old-space-size=\d+ --use-openssl-ca --no-node-snapshot$/,
     );
     expectNodeStarts(env.NODE_OPTIONS);
     for (const name of Object.keys(env))
@@ -244,7 +244,9 @@ describe.skipIf(why !== '')('manifests', () => {
     const env = Object.fromEntries(
       c.env.map((e: { name: string; value?: string }) => [e.name, e.value]),
     );
-    expect(env.NODE_OPTIONS).toMatch(/^--max-semi-space-size=\d+ --use-openssl-ca$/);
+    expect(env.NODE_OPTIONS).toMatch(
+      /^--max-semi-space-size=\d+ --use-openssl-ca --no-node-snapshot$/,
+    );
     expectNodeStarts(env.NODE_OPTIONS);
     for (const name of Object.keys(env))
       if (name !== 'NODE_OPTIONS')
@@ -277,7 +279,9 @@ describe.skipIf(why !== '')('manifests', () => {
       c.env.map((e: { name: string; value?: string }) => [e.name, e.value]),
     );
     // NODE_OPTIONS is Node's own; it must hold only flags Node accepts there, or Node refuses to start.
-    expect(env.NODE_OPTIONS).toMatch(/^--max-semi-space-size=\d+ --use-openssl-ca$/);
+    expect(env.NODE_OPTIONS).toMatch(
+      /^--max-semi-space-size=\d+ --use-openssl-ca --no-node-snapshot$/,
+    );
     expectNodeStarts(env.NODE_OPTIONS);
     for (const name of Object.keys(env))
       if (name !== 'NODE_OPTIONS')
