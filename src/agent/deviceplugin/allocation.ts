@@ -68,10 +68,42 @@ export function preferredAllocation(
     if (n === target) return 0;
     return n < 0 ? 2 : 1;
   };
-  const ordered = rest.sort(
-    (a, b) => rank(a) - rank(b) || a.localeCompare(b, 'en', { numeric: true }),
-  );
+  const ordered = rest
+    .map((id) => ({ id, rank: rank(id), parts: id.split(DIGIT_RUNS) }))
+    .sort((a, b) => a.rank - b.rank || compareIdParts(a.parts, b.parts))
+    .map((k) => k.id);
   return [...chosen, ...ordered.slice(0, size - chosen.length)];
+}
+
+/** Splits an ID into text and digit runs: `erdma_0-10` → `['erdma_', '0', '-', '10', '']`. */
+const DIGIT_RUNS = /(\d+)/;
+
+/**
+ * Orders device IDs as they read: digit runs by their value (`erdma_0-2` before `erdma_0-10`,
+ * `erdma_2-0` before `erdma_10-0`), the text between them by code unit. This was
+ * `localeCompare(b, 'en', { numeric: true })`, which gives IDs of the shape we make the same order
+ * but built an ICU collator on every comparison and loaded ICU's locale data into the device
+ * plugin on its first GetPreferredAllocation: about 1.2 MB of it at its peak (#43).
+ */
+export function compareIds(a: string, b: string): number {
+  return compareIdParts(a.split(DIGIT_RUNS), b.split(DIGIT_RUNS));
+}
+
+function compareIdParts(x: readonly string[], y: readonly string[]): number {
+  const n = Math.min(x.length, y.length);
+  for (let i = 0; i < n; i++) {
+    const p = x[i] ?? '';
+    const q = y[i] ?? '';
+    if (p === q) continue;
+    if (i % 2 === 0) return p < q ? -1 : 1;
+    // Digit runs (odd places): by value, however long; then fewer leading zeros first.
+    const u = p.replace(/^0+/, '');
+    const v = q.replace(/^0+/, '');
+    if (u.length !== v.length) return u.length - v.length;
+    if (u !== v) return u < v ? -1 : 1;
+    return p.length - q.length;
+  }
+  return x.length - y.length;
 }
 
 export interface ContainerGrant {

@@ -1,8 +1,10 @@
 import { mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  compareIds,
   grant,
   pluginDevices,
   preferredAllocation,
@@ -186,6 +188,43 @@ describe('allocation policy', () => {
     ['returns must-include alone when it fills the request', ['a-0', 'b-0'], ['b-0'], 1, ['b-0']],
   ])('%s', (_name, available, must, size, expected) => {
     expect(preferredAllocation(available, must, size, of)).toEqual(expected);
+  });
+
+  it('prefers IDs in device and slot order, digit runs by value', () => {
+    const ids = ['erdma_10-0', 'erdma_0-10', 'erdma_2-1', 'erdma_0-2', 'erdma_2-0', 'erdma_0-0'];
+    expect(preferredAllocation(ids, [], 6, () => 0)).toEqual([
+      'erdma_0-0',
+      'erdma_0-2',
+      'erdma_0-10',
+      'erdma_2-0',
+      'erdma_2-1',
+      'erdma_10-0',
+    ]);
+    expect(compareIds('hca-007', 'hca-7')).toBeGreaterThan(0);
+    expect(compareIds('erdma_0-1', 'erdma_0-1')).toBe(0);
+  });
+
+  // The order before #43 came from ICU (localeCompare, 'en', numeric). For IDs of the shape the
+  // device plugin makes (a device name, `-`, a slot) the comparison must give the same order.
+  it('orders IDs of our shape as ICU numeric collation did, and totally', () => {
+    const collator = new Intl.Collator('en', { numeric: true });
+    const id = fc
+      .tuple(
+        fc.constantFrom('erdma_', 'mlx5_', 'hca', 'rocep'),
+        fc.nat(300),
+        fc.constantFrom('', 's6', 'p1'),
+        fc.nat(200),
+      )
+      .map(([name, n, tail, slot]) => `${name}${n}${tail}-${slot}`);
+    fc.assert(
+      fc.property(id, id, id, (a, b, c) => {
+        expect(Math.sign(compareIds(a, b))).toBe(Math.sign(collator.compare(a, b)));
+        expect(Math.sign(compareIds(a, b))).toBe(-Math.sign(compareIds(b, a)));
+        if (compareIds(a, b) <= 0 && compareIds(b, c) <= 0)
+          expect(compareIds(a, c)).toBeLessThanOrEqual(0);
+      }),
+      { numRuns: 2000 },
+    );
   });
 
   it('advertises each device as shareable slots and grants the devices behind IDs plus rdma_cm', () => {
