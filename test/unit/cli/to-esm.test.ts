@@ -11,7 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rememberToEsm } from '../../../scripts/bundle.mjs';
 
 type OutFile = { path: string; contents: Uint8Array; text: string };
-const remember = rememberToEsm as (files: OutFile[]) => { path: string; contents: unknown }[];
+const remember = rememberToEsm as (
+  files: OutFile[],
+) => { path: string; contents: string | Uint8Array }[];
 
 let dir: string;
 
@@ -45,7 +47,7 @@ async function run(rememberIt: boolean): Promise<Record<string, unknown>> {
     logLevel: 'silent',
   });
   const files = rememberIt ? remember(result.outputFiles) : result.outputFiles;
-  for (const f of files) writeFileSync(f.path, f.contents as Uint8Array);
+  for (const f of files) writeFileSync(f.path, f.contents);
   return JSON.parse(execFileSync(process.execPath, [join(dir, 'out.mjs')], { encoding: 'utf8' }));
 }
 
