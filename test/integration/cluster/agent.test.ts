@@ -331,7 +331,14 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
 
   it('agent.manageEni: a foreign ENI becomes one Node Event, unreachable metadata makes the node not capable', async () => {
     // The ENI lives in a test netns: the agent's native binary is a wrapper that runs it there.
-    // The metadata service is our stand-in on loopback.
+    // The metadata service is our stand-in on loopback. These agents label a Node of their own:
+    // the suite's agent relabels NODE every 300 ms, and a label read after theirs raced with it.
+    const ENI_NODE = 'ecs-agent-eni';
+    const created = await cp.kubectl(
+      ['create', '-f', '-'],
+      JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: ENI_NODE } }),
+    );
+    expect(created.status, created.stderr).toBe(0);
     const devices = discover({ hostRoot: host }).filter((d) => d.mac !== '' && d.smcrCapable);
     const eni = devices[devices.length - 1]!;
     const ns = createNetns('agent-eni');
@@ -386,7 +393,7 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
           flags: {
             'agent.hostRoot': host,
             'agent.procRoot': proc,
-            'agent.nodeName': NODE,
+            'agent.nodeName': ENI_NODE,
             'agent.nativeBinary': wrapper,
             'agent.refreshMs': 600_000,
             'agent.manageEni': true,
@@ -417,7 +424,7 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
       const events = (
         await admin.listNamespacedEvent({
           namespace: 'default',
-          fieldSelector: `involvedObject.kind=Node,involvedObject.name=${NODE},reason=ERDMAENIAddressMismatch`,
+          fieldSelector: `involvedObject.kind=Node,involvedObject.name=${ENI_NODE},reason=ERDMAENIAddressMismatch`,
         })
       ).items;
       expect(events).toHaveLength(1);
@@ -451,7 +458,7 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
         ),
       );
       expect(down.a.readiness()).toMatch(/^eni: /);
-      const node = await admin.readNode({ name: NODE });
+      const node = await admin.readNode({ name: ENI_NODE });
       expect(node.metadata?.labels).toMatchObject({
         'smcr.erdma.io/capable': 'false',
         'smcr.erdma.io/reason': 'eni-not-configured',
