@@ -66,6 +66,10 @@ const LAZY = [
   [/node_modules\/thread-stream\/index\.js$/, 'assert'],
   // prom-client reads the active trace only for exemplars, which we do not enable.
   [/node_modules\/prom-client\/lib\/metrics\/processCpuTotal\.js$/, '@opentelemetry/api'],
+  // grpc-js (the device plugin) inflates and deflates only compressed messages, which neither the
+  // kubelet nor we send. On Node 26 zlib also loads Node's zip reader (14 modules).
+  [/node_modules\/@grpc\/grpc-js\/build\/src\/compression-filter\.js$/, 'zlib'],
+  [/node_modules\/@grpc\/grpc-js\/build\/src\/server-interceptors\.js$/, 'zlib'],
 ];
 
 /** An esbuild plugin that makes the requires of `pairs` ([importer RegExp, module]) lazy. */
