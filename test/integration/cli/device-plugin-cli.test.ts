@@ -10,6 +10,7 @@ import {
   mkdtempSync,
   readFileSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +30,14 @@ describe('erdma-smcr device-plugin (the bundle)', () => {
   let child: ChildProcess;
   let stderr = '';
   const loaded = (): string[] => JSON.parse(readFileSync(join(host, 'modules.json'), 'utf8'));
+  /** The list as the process has it now: one written after this call. */
+  const loadedNow = async (): Promise<string[]> => {
+    const t = Date.now();
+    await until('a fresh module list', () =>
+      statSync(join(host, 'modules.json')).mtimeMs > t ? true : undefined,
+    );
+    return loaded();
+  };
 
   beforeAll(async () => {
     host = mkdtempSync(join(tmpdir(), 'dp-bin-'));
@@ -85,7 +94,7 @@ describe('erdma-smcr device-plugin (the bundle)', () => {
     const ids = (kubelet.updates.at(-1) ?? []).map((d) => d.ID);
     expect(ids.length).toBeGreaterThan(0);
     await kubelet.unary('Allocate', { container_requests: [{ devicesIDs: [ids[0]] }] });
-    expect(loaded()).not.toContain('NativeModule zlib');
+    expect(await loadedNow()).not.toContain('NativeModule zlib');
 
     const endpoint = kubelet.registrations[0]?.endpoint ?? '';
     const Ctor = protoLoaderApi().DevicePlugin;
