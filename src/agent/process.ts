@@ -1,6 +1,7 @@
 // The node agent process behind `erdma-smcr agent`, loaded only when it runs: it brings
-// @grpc/grpc-js and prom-client, which `devices` and the other subcommands never need. It owns
-// the process: the device plugins, the duties (./agent.ts), the probe port, the signals.
+// prom-client (and @grpc/grpc-js when it serves the device plugins too), which `devices` and the
+// other subcommands never need. It owns the process: the duties (./agent.ts), the device plugins
+// if configured, the probe port, the signals. `device-plugin` runs ./deviceplugin/process.ts.
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
@@ -12,9 +13,8 @@ import { createLogger } from '../util/log.js';
 import { listenFailure, startProbeServer } from '../util/probes.js';
 import { AppError, isAppError } from '../errors.js';
 import { NodeAgent } from './agent.js';
-import { servedResources } from './deviceplugin/resources.js';
-import type { ErdmaDevicePlugin } from './deviceplugin/server.js';
-import { AgentMetrics, DevicePluginMetrics } from './metrics.js';
+import { devicePlugins } from './deviceplugin/process.js';
+import { AgentMetrics } from './metrics.js';
 import { discover, DiscoveryCache, discoveryOptions } from './node/discovery.js';
 
 /**
@@ -40,70 +40,6 @@ function startFailure(err: unknown): unknown {
       `cannot start the agent: ${e.path}: ${e.code} (mounted read-only, or not root?)`,
     );
   return err;
-}
-
-/**
- * One kubelet registration per resource; a configuration the node's devices contradict stops here.
- * gRPC and the API definition are loaded only by a process that serves one (#43: the agent as
- * shipped does not).
- */
-async function devicePlugins(
-  a: AgentConfig,
-  discoverNow: () => ReturnType<typeof discover>,
-  logger: Logger,
-): Promise<ErdmaDevicePlugin[]> {
-  const { ErdmaDevicePlugin } = await import('./deviceplugin/server.js');
-  return servedResources(a, discoverNow).map((r) => {
-    const log = logger.child({ resource: r.name });
-    if (r.discover().length === 0)
-      log.info(
-        'no device on this node is selected for this resource: serving it with none until one appears',
-      );
-    return new ErdmaDevicePlugin({
-      kubeletDir: a.kubeletDir,
-      resourceName: r.name,
-      socketName: r.socketName,
-      slotsPerDevice: r.slots,
-      allocation: r.allocation,
-      mode: r.mode,
-      pollMs: a.pollMs,
-      discover: r.discover,
-      logger: log,
-      deviceRoot: a.deviceRoot,
-    });
-  });
-}
-
-/**
- * `erdma-smcr device-plugin`: the kubelet's device plugins and nothing else, so that they can have
- * a lifecycle of their own (manifests/base/device-plugin.yaml, updated OnDelete): the agent's
- * routine updates, restarts and crashes then never leave the kubelet without an endpoint, which
- * fails every pod it admits meanwhile (docs/agent.md "Upgrading without failed pods").
- */
-export async function runDevicePlugin(config: Readonly<Config>, io: CliIO): Promise<void> {
-  const logger = createLogger(config.logLevel);
-  const a = config.agent;
-  const cache = new DiscoveryCache();
-  const plugins = await devicePlugins(a, () => discover(discoveryOptions(a), cache), logger);
-  const metrics = new DevicePluginMetrics(() => plugins);
-  for (const p of plugins) await p.start();
-  const probes = a.metricsEnabled
-    ? await startProbeServer(a.metricsHost, a.metricsPort, {
-        ready: () => {
-          const waiting = plugins.filter((p) => !p.isRegistered).map((p) => p.resourceName);
-          return waiting.length > 0
-            ? `not registered with the kubelet yet: ${waiting.join(', ')}`
-            : undefined;
-        },
-        metrics: metrics.registry,
-      })
-    : undefined;
-  if (probes)
-    io.out(`erdma-smcr device-plugin: probes on http://${a.metricsHost}:${probes.port}\n`);
-  await runUntilSignal(logger, 'stopping the device plugins', async () => {
-    for (const p of plugins) await p.stop();
-    await probes?.close();
-  });
 }
 
 async function kubeFor(

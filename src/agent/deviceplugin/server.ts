@@ -318,10 +318,8 @@ export class ErdmaDevicePlugin {
     const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_REQUEST_BYTES });
     server.addService(devicePluginApi().DevicePlugin.service, this.handlers());
     await new Promise<void>((resolve, reject) =>
-      server.bindAsync(
-        `unix://${this.socketPath}`,
-        grpc.ServerCredentials.createInsecure(),
-        (err) => (err ? reject(err) : resolve()),
+      server.bindAsync(`unix:${this.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
+        err ? reject(err) : resolve(),
       ),
     );
     this.server = server;
@@ -346,7 +344,7 @@ export class ErdmaDevicePlugin {
       return;
     }
     const Client = devicePluginApi().Registration;
-    const client = new Client(`unix://${this.kubeletSocket}`, grpc.credentials.createInsecure());
+    const client = new Client(`unix:${this.kubeletSocket}`, grpc.credentials.createInsecure());
     try {
       await new Promise<void>((resolve, reject) =>
         (

@@ -1,5 +1,5 @@
-// `erdma-smcr agent`: the node agent. The command reads its flags; the process (device plugins,
-// duties, probes) loads when it runs (src/agent/process.ts).
+// `erdma-smcr agent` and `erdma-smcr device-plugin`: the node daemons. The commands read their
+// flags; each process loads when it runs (src/agent/process.ts, src/agent/deviceplugin/process.ts).
 import type { Command } from 'commander';
 import type { ConfigFor } from '../config.js';
 import type { CliIO } from '../../util/io.js';
@@ -58,7 +58,7 @@ export function agentCommand(
         'agent.slotsPerDevice':
           opts.slots === undefined ? undefined : Number.parseInt(opts.slots, 10),
       });
-      const { runDevicePlugin } = await import('../../agent/process.js');
+      const { runDevicePlugin } = await import('../../agent/deviceplugin/process.js');
       await runDevicePlugin(config, io);
       setCode(0);
     });

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 function run(
@@ -123,5 +123,31 @@ describe('start-up failures', () => {
     oneLine(r.stderr);
     expect(readdirSync(join(host, 'kubelet/device-plugins'))).toEqual([]);
     expect(existsSync(join(host, 'opt/cni/bin'))).toBe(false);
+  }, 30_000);
+
+  it('the device plugin with its probe port in use: one line naming the port and the setting, exit 1, no socket left behind', async () => {
+    // Reproduced first: a stack trace with "internal error", and the process kept serving the
+    // kubelet without its probes. The kubelet directory is given relative to the working
+    // directory, which gRPC's unix:// form read as a host name ("permission denied host/...").
+    const host = join(dir, 'host-dp');
+    cpSync('test/fixtures/sysfs/node-a', host, { recursive: true });
+    mkdirSync(join(host, 'kubelet/device-plugins'), { recursive: true });
+    const port = await holdPort();
+    const r = await run(
+      [
+        'device-plugin',
+        '--host-root',
+        host,
+        '--kubelet-dir',
+        relative(process.cwd(), join(host, 'kubelet')),
+      ],
+      { ERDMA_SMCR_AGENT_METRICS_PORT: String(port) },
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      `cannot listen on 0.0.0.0:${port}: the address is in use by another process; change agent.metricsPort (ERDMA_SMCR_AGENT_METRICS_PORT)`,
+    );
+    oneLine(r.stderr);
+    expect(readdirSync(join(host, 'kubelet/device-plugins'))).toEqual([]);
   }, 30_000);
 });

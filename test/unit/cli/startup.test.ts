@@ -111,4 +111,17 @@ describe('what each role loads, in the bundle that ships', () => {
     expect(bundled).toContain('node_modules/protobufjs/src/root.js');
     expect(bundled.filter((i) => /protobufjs\/src\/(parse|tokenize)\.js$/.test(i))).toEqual([]);
   });
+
+  it("the device plugin's process loads none of the agent's duties nor its API client", () => {
+    // Its process module imported the agent's (src/agent/process.ts) until #43's split: the
+    // duties, the network and observation code and the cluster client were loaded and evaluated
+    // in every device plugin (0.5-0.7 MB resident, docs/benchmarks.md).
+    // Sources are keyed by their first three path segments (scripts/bundle-report.mjs).
+    const sources = [...loads(meta, 'src/agent/deviceplugin/process.ts').keys()];
+    expect(sources).toEqual(expect.arrayContaining(['src/agent/node', 'src/agent/deviceplugin']));
+    const agentOnly = sources.filter((s) =>
+      /^src\/(agent\/(agent|duty|events|process)\.ts|agent\/(network|observe)$|cluster\/)/.test(s),
+    );
+    expect(agentOnly).toEqual([]);
+  });
 });
