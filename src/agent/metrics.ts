@@ -2,6 +2,8 @@
 // sets are bounded (per pod only for SMC-R pods of this node; reasons from a fixed table).
 import { Counter, Gauge, Registry, collectDaemonDefaultMetrics } from '../util/prom.js';
 import type { PortCounters } from './observe/counters.js';
+import type { AgentConfig } from '../config/schema.js';
+import { listenFailure, startProbeServer, type ProbeServer, type Probes } from '../util/probes.js';
 
 export class AgentMetrics {
   readonly registry = new Registry();
@@ -147,4 +149,23 @@ export function mirrorDeviceCounters(registry: Registry, read: () => PortCounter
     'Packets each RDMA device port dropped (the sum of its *drop_cnt counters).',
     (c, d) => (d === 'tx' ? c.txDrops : c.rxDrops),
   );
+}
+
+/**
+ * A node daemon's probes and /metrics on agent.metricsHost:metricsPort, or none when metrics are
+ * off. A port it cannot listen on is one line naming the setting (the agent's and the device
+ * plugin's share it).
+ */
+export async function startDaemonProbes(
+  a: AgentConfig,
+  probes: Probes,
+): Promise<ProbeServer | undefined> {
+  if (!a.metricsEnabled) return undefined;
+  return startProbeServer(a.metricsHost, a.metricsPort, probes).catch((err: unknown) => {
+    throw listenFailure(
+      err,
+      `${a.metricsHost}:${a.metricsPort}`,
+      'agent.metricsPort (ERDMA_SMCR_AGENT_METRICS_PORT)',
+    );
+  });
 }

@@ -10,11 +10,11 @@ import { runUntilSignal } from '../util/signals.js';
 import { loadKubeClient, type Env, type KubeClient } from '../cluster/kubeconfig.js';
 import type { AgentConfig, Config } from '../config/schema.js';
 import { createLogger } from '../util/log.js';
-import { listenFailure, startProbeServer } from '../util/probes.js';
+import type { ProbeServer } from '../util/probes.js';
 import { AppError, isAppError } from '../errors.js';
 import { NodeAgent } from './agent.js';
 import { devicePlugins } from './deviceplugin/process.js';
-import { AgentMetrics } from './metrics.js';
+import { AgentMetrics, startDaemonProbes } from './metrics.js';
 import { discover, DiscoveryCache, discoveryOptions } from './node/discovery.js';
 
 /**
@@ -89,22 +89,14 @@ export async function runAgent(
     ...(client ? { client } : {}),
   });
   const plugins = a.devicePlugin ? await devicePlugins(a, discoverNow, logger) : [];
-  let probes: Awaited<ReturnType<typeof startProbeServer>> | undefined;
+  let probes: ProbeServer | undefined;
   try {
     for (const p of plugins) await p.start();
     await agent.start();
-    probes = a.metricsEnabled
-      ? await startProbeServer(a.metricsHost, a.metricsPort, {
-          ready: () => agent.readiness(),
-          metrics: metrics.registry,
-        }).catch((err: unknown) => {
-          throw listenFailure(
-            err,
-            `${a.metricsHost}:${a.metricsPort}`,
-            'agent.metricsPort (ERDMA_SMCR_AGENT_METRICS_PORT)',
-          );
-        })
-      : undefined;
+    probes = await startDaemonProbes(a, {
+      ready: () => agent.readiness(),
+      metrics: metrics.registry,
+    });
   } catch (err) {
     // Nothing left running or behind: no duty, no device plugin socket.
     await agent.close();

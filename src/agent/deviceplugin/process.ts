@@ -7,10 +7,10 @@ import type { CliIO } from '../../util/io.js';
 import { runUntilSignal } from '../../util/signals.js';
 import type { AgentConfig, Config } from '../../config/schema.js';
 import { createLogger } from '../../util/log.js';
-import { listenFailure, startProbeServer } from '../../util/probes.js';
+import type { ProbeServer } from '../../util/probes.js';
 import { servedResources } from './resources.js';
 import type { ErdmaDevicePlugin } from './server.js';
-import { DevicePluginMetrics } from '../metrics.js';
+import { DevicePluginMetrics, startDaemonProbes } from '../metrics.js';
 import { discover, DiscoveryCache, discoveryOptions } from '../node/discovery.js';
 
 /**
@@ -57,26 +57,18 @@ export async function runDevicePlugin(config: Readonly<Config>, io: CliIO): Prom
   const cache = new DiscoveryCache();
   const plugins = await devicePlugins(a, () => discover(discoveryOptions(a), cache), logger);
   const metrics = new DevicePluginMetrics(() => plugins);
-  let probes: Awaited<ReturnType<typeof startProbeServer>> | undefined;
+  let probes: ProbeServer | undefined;
   try {
     for (const p of plugins) await p.start();
-    probes = a.metricsEnabled
-      ? await startProbeServer(a.metricsHost, a.metricsPort, {
-          ready: () => {
-            const waiting = plugins.filter((p) => !p.isRegistered).map((p) => p.resourceName);
-            return waiting.length > 0
-              ? `not registered with the kubelet yet: ${waiting.join(', ')}`
-              : undefined;
-          },
-          metrics: metrics.registry,
-        }).catch((err: unknown) => {
-          throw listenFailure(
-            err,
-            `${a.metricsHost}:${a.metricsPort}`,
-            'agent.metricsPort (ERDMA_SMCR_AGENT_METRICS_PORT)',
-          );
-        })
-      : undefined;
+    probes = await startDaemonProbes(a, {
+      ready: () => {
+        const waiting = plugins.filter((p) => !p.isRegistered).map((p) => p.resourceName);
+        return waiting.length > 0
+          ? `not registered with the kubelet yet: ${waiting.join(', ')}`
+          : undefined;
+      },
+      metrics: metrics.registry,
+    });
   } catch (err) {
     // A process that cannot serve its probes exits, its sockets removed: the kubelet restarts it.
     for (const p of plugins) await p.stop();
