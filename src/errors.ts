@@ -64,7 +64,7 @@ export const ERRORS = {
   START_FAILED: {
     status: 500,
     exit: 1,
-    doc: 'A process could not start (a host path it needs is missing); nothing is left running or behind.',
+    doc: 'A process could not start (a host path it needs is missing, not writable, or a file where a directory should be; its socket cannot be served); nothing is left running or behind.',
   },
   INTERNAL: { status: 500, exit: 1, doc: 'An unexpected failure; details go to the log only.' },
 } as const satisfies Record<string, ErrorSpec>;

@@ -2,8 +2,7 @@
 // prom-client (and @grpc/grpc-js when it serves the device plugins too), which `devices` and the
 // other subcommands never need. It owns the process: the duties (./agent.ts), the device plugins
 // if configured, the probe port, the signals. `device-plugin` runs ./deviceplugin/process.ts.
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { CliIO } from '../util/io.js';
 import { runUntilSignal } from '../util/signals.js';
@@ -11,36 +10,11 @@ import { loadKubeClient, type Env, type KubeClient } from '../cluster/kubeconfig
 import type { AgentConfig, Config } from '../config/schema.js';
 import { createLogger } from '../util/log.js';
 import type { ProbeServer } from '../util/probes.js';
-import { AppError, isAppError } from '../errors.js';
 import { NodeAgent } from './agent.js';
 import { devicePlugins } from './deviceplugin/process.js';
 import { AgentMetrics, startDaemonProbes } from './metrics.js';
 import { discover, DiscoveryCache, discoveryOptions } from './node/discovery.js';
-
-/**
- * A start-up failure as one line: a host path the agent needs and cannot find, with the setting
- * that names it; an AppError (a port) as it is.
- */
-function startFailure(err: unknown): unknown {
-  if (isAppError(err)) return err;
-  const e = err as NodeJS.ErrnoException & { dest?: string };
-  if (e?.code === 'ENOENT' && e.path) {
-    // A copy names both ends (path, dest): the missing one is where it was going.
-    const path = e.dest !== undefined && existsSync(e.path) ? e.dest : e.path;
-    // Name the directory that is missing, not the file we were about to write into it.
-    const missing = existsSync(dirname(path)) ? path : dirname(path);
-    return new AppError(
-      'START_FAILED',
-      `cannot start the agent: ${missing} does not exist: mount the host directory there, or change agent.hostRoot or the agent.* path that names it`,
-    );
-  }
-  if ((e?.code === 'EACCES' || e?.code === 'EROFS') && e.path)
-    return new AppError(
-      'START_FAILED',
-      `cannot start the agent: ${e.path}: ${e.code} (mounted read-only, or not root?)`,
-    );
-  return err;
-}
+import { startFailure } from './startup.js';
 
 async function kubeFor(
   a: AgentConfig,
@@ -101,7 +75,7 @@ export async function runAgent(
     // Nothing left running or behind: no duty, no device plugin socket.
     await agent.close();
     for (const p of plugins) await p.stop();
-    throw startFailure(err);
+    throw startFailure('agent', err);
   }
   if (probes)
     io.out(`erdma-smcr agent: metrics and probes on http://${a.metricsHost}:${probes.port}\n`);

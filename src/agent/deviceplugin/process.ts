@@ -12,6 +12,7 @@ import { servedResources } from './resources.js';
 import type { ErdmaDevicePlugin } from './server.js';
 import { DevicePluginMetrics, startDaemonProbes } from '../metrics.js';
 import { discover, DiscoveryCache, discoveryOptions } from '../node/discovery.js';
+import { startFailure } from '../startup.js';
 
 /**
  * One kubelet registration per resource; a configuration the node's devices contradict stops here.
@@ -23,7 +24,8 @@ export async function devicePlugins(
   discoverNow: () => ReturnType<typeof discover>,
   logger: Logger,
 ): Promise<ErdmaDevicePlugin[]> {
-  const { ErdmaDevicePlugin } = await import('./server.js');
+  const { ErdmaDevicePlugin, grpcLogsTo } = await import('./server.js');
+  grpcLogsTo(logger);
   return servedResources(a, discoverNow).map((r) => {
     const log = logger.child({ resource: r.name });
     if (r.discover().length === 0)
@@ -70,9 +72,10 @@ export async function runDevicePlugin(config: Readonly<Config>, io: CliIO): Prom
       metrics: metrics.registry,
     });
   } catch (err) {
-    // A process that cannot serve its probes exits, its sockets removed: the kubelet restarts it.
+    // A process that cannot serve its sockets or its probes exits, its sockets removed: the
+    // DaemonSet restarts it.
     for (const p of plugins) await p.stop();
-    throw err;
+    throw startFailure('device plugin', err);
   }
   if (probes)
     io.out(`erdma-smcr device-plugin: probes on http://${a.metricsHost}:${probes.port}\n`);

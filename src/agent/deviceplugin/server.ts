@@ -1,10 +1,12 @@
 // The aliyun/erdma device plugin: serves the kubelet's DevicePlugin API on a unix socket,
 // registers with the kubelet, streams devices with health and NUMA topology, and survives the
 // kubelet: when kubelet.sock is recreated or our socket disappears, it serves and registers again.
-import { existsSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
+import { format } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
+import { AppError } from '../../errors.js';
 import {
   grant,
   pluginDevices,
@@ -118,6 +120,38 @@ function checkIds(
   );
 }
 
+/**
+ * grpc-js's own log lines ("E No address added..." on stderr by default) as JSON lines of the
+ * process logger, so that the log stays one JSON object per line. Its verbosity is still
+ * GRPC_VERBOSITY's (errors only by default); GRPC_TRACE's lines come at debug.
+ */
+export function grpcLogsTo(logger: Logger): void {
+  const log = logger.child({ component: 'grpc' });
+  const line = (args: unknown[]): string => format(...args);
+  grpc.setLogger({
+    error: (...args: unknown[]) => log.error(line(args)),
+    info: (...args: unknown[]) => log.info(line(args)),
+    debug: (...args: unknown[]) => log.debug(line(args)),
+  });
+}
+
+/**
+ * Why our socket could not be served, as one line. grpc-js reports a failed bind as "No address
+ * added out of total 1 resolved errors: [...]"; the directory's own errno (EACCES, EROFS), when
+ * it has one, names the cause and the path.
+ */
+function bindFailure(dir: string, socket: string, err: unknown): unknown {
+  try {
+    accessSync(dir, constants.W_OK | constants.X_OK);
+  } catch (dirErr) {
+    return dirErr;
+  }
+  return new AppError(
+    'START_FAILED',
+    `cannot serve the kubelet on ${socket}: ${err instanceof Error ? err.message : String(err)}`,
+  );
+}
+
 export class ErdmaDevicePlugin {
   private server: grpc.Server | undefined;
   private streams = new Set<Stream>();
@@ -218,14 +252,26 @@ export class ErdmaDevicePlugin {
       this.broadcast();
     }
     const kubelet = sockId(this.kubeletSocket);
-    const ownGone = !existsSync(this.socketPath);
+    // No server: the last restart failed.
+    const ownGone = !existsSync(this.socketPath) || this.server === undefined;
     const kubeletNew = kubelet !== '' && kubelet !== this.kubeletSock;
     if (ownGone || (kubeletNew && this.registered)) {
       this.opts.logger.info(
         { ownGone, kubeletNew },
         'kubelet restarted or our socket vanished: serving and registering again',
       );
-      this.restarting = this.restart().finally(() => (this.restarting = undefined));
+      this.restarting = this.restart()
+        .catch((err: unknown) => {
+          // Tried again at the next check (no server now): the plugin keeps running, not ready.
+          this.opts.logger.error(
+            {
+              reason: err instanceof Error ? err.message : String(err),
+              retryInMs: this.opts.pollMs,
+            },
+            'cannot serve and register again; retrying',
+          );
+        })
+        .finally(() => (this.restarting = undefined));
       return;
     }
     if (!this.registered && kubelet !== '' && Date.now() >= this.nextRegisterAt)
@@ -317,11 +363,18 @@ export class ErdmaDevicePlugin {
     if (existsSync(this.socketPath)) unlinkSync(this.socketPath);
     const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_REQUEST_BYTES });
     server.addService(devicePluginApi().DevicePlugin.service, this.handlers());
-    await new Promise<void>((resolve, reject) =>
-      server.bindAsync(`unix:${this.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
-        err ? reject(err) : resolve(),
-      ),
-    );
+    try {
+      await new Promise<void>((resolve, reject) =>
+        server.bindAsync(
+          `unix:${this.socketPath}`,
+          grpc.ServerCredentials.createInsecure(),
+          (err) => (err ? reject(err) : resolve()),
+        ),
+      );
+    } catch (err) {
+      server.forceShutdown();
+      throw bindFailure(this.dir, this.socketPath, err);
+    }
     this.server = server;
   }
 

@@ -1,6 +1,6 @@
 // The device plugin over real gRPC on unix sockets, against a test kubelet that speaks the
 // upstream protocol (see test/helpers/fake-kubelet.ts for why it is a stand-in).
-import { existsSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs';
 import http2 from 'node:http2';
 import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -18,7 +18,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function setup(opts: { kubeletFirst?: boolean; shared?: boolean } = {}) {
+function setup(
+  opts: { kubeletFirst?: boolean; shared?: boolean; lines?: Record<string, unknown>[] } = {},
+) {
   const dir = mkdtempSync(join(tmpdir(), 'dp-'));
   const hostRoot = join(dir, 'host');
   const kubeletDir = join(dir, 'kubelet');
@@ -46,7 +48,12 @@ function setup(opts: { kubeletFirst?: boolean; shared?: boolean } = {}) {
     ...(opts.shared ? { mode: 'shared' as const } : {}),
     pollMs: 200,
     discover: () => discover({ hostRoot }),
-    logger: pino({ level: 'silent' }),
+    logger: opts.lines
+      ? pino(
+          { level: 'info' },
+          { write: (l: string) => void opts.lines?.push(JSON.parse(l) as Record<string, unknown>) },
+        )
+      : pino({ level: 'silent' }),
   });
   cleanups.push(
     () => rmSync(dir, { recursive: true, force: true }),
@@ -197,6 +204,34 @@ describe('device plugin with a kubelet', () => {
     );
     await plugin.stop();
     expect(existsSync(plugin.socketPath)).toBe(false);
+  });
+
+  it('keeps running when it cannot serve again after a kubelet restart, says why, and recovers', async () => {
+    // Reproduced first: the failed restart's rejection was never handled, and Node ended the
+    // process on it with a stack trace.
+    const lines: Record<string, unknown>[] = [];
+    const { kubelet, plugin } = setup({ lines });
+    await kubelet.start();
+    await plugin.start();
+    await until('registration', () => kubelet.registrations.length === 1);
+    // Our socket's path taken by a directory with something in it: it can be neither removed nor bound.
+    await kubelet.stop();
+    unlinkSync(plugin.socketPath);
+    mkdirSync(join(plugin.socketPath, 'held'), { recursive: true });
+    await kubelet.start();
+    const failed = await until('the failure logged', () =>
+      lines.find((l) => l.msg === 'cannot serve and register again; retrying'),
+    );
+    expect(failed).toMatchObject({ level: 50, retryInMs: 200 });
+    expect(String(failed.reason)).toContain(plugin.socketPath);
+    expect(plugin.isRegistered).toBe(false);
+    rmSync(plugin.socketPath, { recursive: true });
+    await until(
+      'served and registered again',
+      () => plugin.isRegistered && kubelet.registrations.length === 2,
+      5000,
+    );
+    expect(lstatSync(plugin.socketPath).isSocket()).toBe(true);
   });
 });
 

@@ -3,18 +3,34 @@
 // with the metrics port busy, serve kept serving without its banner; the agent without
 // <host>/opt/cni/bin printed a stack, did not exit and left its device plugin socket).
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
+/** Runs the CLI; `asNobody` runs it as uid/gid 65534 (setpriv), as a pod with runAsNonRoot would. */
 function run(
   args: string[],
   env: Record<string, string> = {},
+  asNobody = false,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const cli = [process.execPath, 'bin/erdma-smcr.js', ...args];
+  const [cmd, ...argv] = asNobody
+    ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', ...cli]
+    : cli;
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bin/erdma-smcr.js', ...args], {
+    const child = spawn(cmd!, argv, {
       env: { ...process.env, ERDMA_SMCR_LOG_LEVEL: 'silent', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -52,6 +68,12 @@ afterAll(() => {
   for (const s of held) s.close();
   rmSync(dir, { recursive: true, force: true });
 });
+
+/** Every line but the last (the CLI's own) is a JSON log line: no stray library output. */
+const jsonLines = (stderr: string): void => {
+  const lines = stderr.trimEnd().split('\n');
+  for (const l of lines.slice(0, -1)) expect(() => JSON.parse(l), l).not.toThrow();
+};
 
 const oneLine = (stderr: string): void => {
   expect(stderr).not.toMatch(/\n\s+at /); // no stack trace
@@ -150,4 +172,59 @@ describe('start-up failures', () => {
     oneLine(r.stderr);
     expect(readdirSync(join(host, 'kubelet/device-plugins'))).toEqual([]);
   }, 30_000);
+
+  it('the device plugin where a file stands for the device-plugins directory: one line naming it, exit 1', async () => {
+    const host = join(dir, 'host-dp-file');
+    cpSync('test/fixtures/sysfs/node-a', host, { recursive: true });
+    mkdirSync(join(host, 'kubelet'), { recursive: true });
+    writeFileSync(join(host, 'kubelet/device-plugins'), 'not a directory\n');
+    const r = await run(
+      ['device-plugin', '--host-root', host, '--kubelet-dir', join(host, 'kubelet')],
+      { ERDMA_SMCR_AGENT_METRICS_PORT: '0' },
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      `cannot start the device plugin: ${join(host, 'kubelet/device-plugins')}: EEXIST (a file where a directory should be`,
+    );
+    oneLine(r.stderr);
+    expect(readFileSync(join(host, 'kubelet/device-plugins'), 'utf8')).toBe('not a directory\n');
+  }, 30_000);
+
+  // Reproduced first: "internal error" with a stack, after grpc-js's own "E No address added out
+  // of total 1 resolved" line, which is not JSON, on stderr.
+  it.skipIf(process.getuid?.() !== 0)(
+    'the device plugin not allowed to write its socket (not root): one line naming the directory, JSON log lines only, exit 1',
+    async () => {
+      const base = join(dir, 'nonroot');
+      const host = join(base, 'host');
+      cpSync('test/fixtures/sysfs/node-a', host, { recursive: true });
+      mkdirSync(join(base, 'kubelet/device-plugins'), { recursive: true });
+      // The test's temporary directory is the only one opened to the unprivileged user; the
+      // device-plugins directory stays root's, 0755, as on a node.
+      chmodSync(dir, 0o755);
+      const r = await run(
+        [
+          'device-plugin',
+          '--host-root',
+          host,
+          '--kubelet-dir',
+          join(base, 'kubelet'),
+          '--log-level',
+          'error',
+        ],
+        { ERDMA_SMCR_AGENT_METRICS_PORT: '0' },
+        true,
+      );
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `erdma-smcr: cannot start the device plugin: ${join(base, 'kubelet/device-plugins')}: EACCES \\(mounted read-only, or not root\\?\\)\n$`,
+        ),
+      );
+      oneLine(r.stderr);
+      jsonLines(r.stderr);
+      expect(readdirSync(join(base, 'kubelet/device-plugins'))).toEqual([]);
+    },
+    30_000,
+  );
 });

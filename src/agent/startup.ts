@@ -1,0 +1,36 @@
+// A node daemon's start-up failure as one line (the agent's and the device plugin's): a host path
+// it needs and cannot find or write, with the setting that names it; an AppError (a port, a
+// socket) as it is. Anything else stays an internal error, with its stack.
+import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { AppError, isAppError } from '../errors.js';
+
+export type Daemon = 'agent' | 'device plugin';
+
+export function startFailure(daemon: Daemon, err: unknown): unknown {
+  if (isAppError(err)) return err;
+  const e = err as NodeJS.ErrnoException & { dest?: string };
+  if (!e?.code || !e.path) return err;
+  const cannot = `cannot start the ${daemon}`;
+  if (e.code === 'ENOENT') {
+    // A copy names both ends (path, dest): the missing one is where it was going.
+    const path = e.dest !== undefined && existsSync(e.path) ? e.dest : e.path;
+    // Name the directory that is missing, not the file we were about to write into it.
+    const missing = existsSync(dirname(path)) ? path : dirname(path);
+    return new AppError(
+      'START_FAILED',
+      `${cannot}: ${missing} does not exist: mount the host directory there, or change agent.hostRoot or the agent.* path that names it`,
+    );
+  }
+  if (e.code === 'EACCES' || e.code === 'EROFS' || e.code === 'EPERM')
+    return new AppError(
+      'START_FAILED',
+      `${cannot}: ${e.path}: ${e.code} (mounted read-only, or not root?)`,
+    );
+  if (e.code === 'ENOTDIR' || e.code === 'EEXIST')
+    return new AppError(
+      'START_FAILED',
+      `${cannot}: ${e.path}: ${e.code} (a file where a directory should be: change agent.hostRoot or the agent.* path that names it)`,
+    );
+  return err;
+}
