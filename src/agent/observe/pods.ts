@@ -35,7 +35,19 @@ function sandboxSince(pod: V1Pod): number | undefined {
   return t ? new Date(t).getTime() : 0;
 }
 
-/** What to tell about this pod now; undefined when nothing (not SMC-R, not started, within grace). */
+/**
+ * A pod whose sandbox is gone or going: it finished (Succeeded, Failed) or is being deleted. The
+ * runtime's DEL removed our plugin's record with the sandbox, so the record's absence says nothing.
+ */
+function sandboxEnding(pod: V1Pod): boolean {
+  const phase = pod.status?.phase;
+  return phase === 'Succeeded' || phase === 'Failed' || !!pod.metadata?.deletionTimestamp;
+}
+
+/**
+ * What to tell about this pod now; undefined when nothing (not SMC-R, not started, within grace,
+ * or without its record once its sandbox is ending).
+ */
 export function judge(
   pod: V1Pod,
   record: PluginRecord | undefined,
@@ -44,6 +56,7 @@ export function judge(
 ): PodOutcome | undefined {
   if (!wantsSmcr(pod)) return undefined;
   if (record) return fromRecord(record);
+  if (sandboxEnding(pod)) return undefined;
   const since = sandboxSince(pod);
   if (since === undefined || now - since < graceMs) return undefined;
   return {

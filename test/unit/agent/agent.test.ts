@@ -163,6 +163,7 @@ describe('the agent, in process', () => {
   let events: Events;
   let pods: Pods;
   let agent: NodeAgent | undefined;
+  let metrics: AgentMetrics;
 
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'agent-unit-'));
@@ -205,10 +206,11 @@ describe('the agent, in process', () => {
         ...flags,
       },
     });
+    metrics = new AgentMetrics({ defaultMetrics: false });
     agent = new NodeAgent({
       config: config.agent,
       logger: pino({ level: 'silent' }),
-      metrics: new AgentMetrics({ defaultMetrics: false }),
+      metrics,
       discover: () => discover({ hostRoot: host }),
       clock,
       events,
@@ -272,6 +274,24 @@ describe('the agent, in process', () => {
     pods.list = [smcrPod('a', 'uid-a', clock.t), smcrPod('b', 'uid-b', clock.t)];
     await agent!.podsPass();
     expect(events.told.at(-1)).toMatchObject({ about: 'apps/a', what: { reason: 'SMCREnabled' } });
+  });
+
+  it('tells nothing more, and counts nothing missed, once a pod finished and its record went with its sandbox', async () => {
+    // Reproduced first: a completed Job's pod got an SMCRNotApplied Event after SMCREnabled, and
+    // counted as missed (ErdmaSmcrPodsMissed fired) for as long as the pod object stayed.
+    pods.list = [smcrPod('job', 'uid-job', clock.t)];
+    record('uid-job', 'applied');
+    await start({ 'agent.nodeLabels': false });
+    expect(events.told.map((e) => e.what.reason)).toEqual(['SMCREnabled']);
+    rmSync(join(host, 'var/lib/cni/erdma-smcr', 'c-uid-job_eth0.json'));
+    const done = smcrPod('job', 'uid-job', clock.t);
+    pods.list = [{ ...done, status: { ...done.status, phase: 'Succeeded' } }];
+    await clock.advance(60_000);
+    await agent!.podsPass();
+    expect(events.told.map((e) => e.what.reason)).toEqual(['SMCREnabled']);
+    expect(await metrics.registry.getSingleMetricAsString('erdma_smcr_agent_pods')).toContain(
+      'erdma_smcr_agent_pods{outcome="missed"} 0',
+    );
   });
 
   it('tells again after an Event could not be posted', async () => {

@@ -78,6 +78,34 @@ describe('pod verdicts', () => {
     });
   });
 
+  it('tells nothing of a finished or terminating pod without its record (the runtime removed it with the sandbox)', () => {
+    // Reproduced first: a completed Job's pod got SMCRNotApplied, and counted as missed.
+    for (const phase of ['Succeeded', 'Failed'])
+      expect(
+        judge(
+          pod(on, { podIP: '10.0.0.5', startTime: new Date(0), phase }),
+          undefined,
+          10_000,
+          1000,
+        ),
+      ).toBeUndefined();
+    const terminating = {
+      ...pod(on),
+      metadata: { ...pod(on).metadata, deletionTimestamp: new Date(9_000) },
+    };
+    expect(judge(terminating, undefined, 10_000, 1000)).toBeUndefined();
+    // Its record, while there, is still told; a running pod without one is still missed.
+    expect(judge(terminating, rec({}), 10_000, 1000)).toMatchObject({ reason: 'SMCREnabled' });
+    expect(
+      judge(
+        pod(on, { podIP: '10.0.0.5', startTime: new Date(0), phase: 'Running' }),
+        undefined,
+        10_000,
+        1000,
+      ),
+    ).toMatchObject({ reason: 'SMCRNotApplied' });
+  });
+
   it('turns each record outcome into a reason and a fix', () => {
     expect(judge(pod(on), rec({}), 0, 0)).toMatchObject({
       kind: 'applied',
