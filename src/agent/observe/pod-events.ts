@@ -52,6 +52,8 @@ export class PodsDuty implements Duty {
   private readonly told: Told;
   /** Pods a late apply was tried for (once each). */
   private readonly lateTried = new Set<string>();
+  /** Pods whose plugin record was seen; with the time it was first found gone, once it is. */
+  private readonly recordSeen = new Map<string, number | undefined>();
 
   constructor(private readonly o: PodsDutyOptions) {
     this.told = new Told(o.clock);
@@ -89,7 +91,8 @@ export class PodsDuty implements Duty {
     for (const pod of source.objects()) {
       const uid = pod.metadata?.uid ?? '';
       live.add(uid);
-      let v = judge(pod, records.get(uid), now, this.o.podGraceMs);
+      const record = records.get(uid);
+      let v = judge(pod, record, now, this.o.podGraceMs, this.recordGoneAt(uid, record, now));
       if (!v) continue;
       if (v.kind === 'missed' && this.o.lateApply && !this.lateTried.has(uid))
         v = await this.tryLate(pod, v);
@@ -101,10 +104,19 @@ export class PodsDuty implements Duty {
     for (const [k, n] of Object.entries(counts)) this.o.metrics.pods.set({ outcome: k }, n);
   }
 
+  /** When a record seen for this pod was first found gone (undefined: there, or never seen). */
+  private recordGoneAt(uid: string, record: unknown, now: number): number | undefined {
+    if (record) this.recordSeen.set(uid, undefined);
+    else if (this.recordSeen.has(uid) && this.recordSeen.get(uid) === undefined)
+      this.recordSeen.set(uid, now);
+    return this.recordSeen.get(uid);
+  }
+
   /** Drops what is kept for pods that left this node, and (from a current list only) their late records. */
   private forgetGone(live: ReadonlySet<string>, now: number, fresh: boolean): void {
     this.told.forgetExcept((uid) => live.has(uid));
     for (const uid of [...this.lateTried]) if (!live.has(uid)) this.lateTried.delete(uid);
+    for (const uid of [...this.recordSeen.keys()]) if (!live.has(uid)) this.recordSeen.delete(uid);
     // A broken watch must not make live pods look gone.
     if (!fresh) return;
     const removed = removeLateRecords(this.o.stateDir, live, now - this.o.podGraceMs);

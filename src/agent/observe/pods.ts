@@ -28,9 +28,26 @@ export function wantsSmcr(pod: V1Pod): boolean {
   );
 }
 
-/** Whether the pod's sandbox is up (it has an IP), and since when (ms). */
+/**
+ * The kubelet's condition for a pod whose sandbox is made and its network set up (KEP-3085:
+ * PodReadyToStartContainers, beta and on since 1.29; PodHasNetwork in 1.25-1.26). It turns False
+ * when the sandbox is gone (a crash, a node reboot) and True again, with a new transition time,
+ * once the runtime has made it again, our plugin's ADD included.
+ */
+const SANDBOX_CONDITIONS: readonly string[] = ['PodReadyToStartContainers', 'PodHasNetwork'];
+
+/**
+ * Whether the pod's sandbox is up, and since when (ms): since the condition's last transition
+ * where the kubelet sets it, else since the pod started (it has an IP: its first sandbox is up).
+ */
 function sandboxSince(pod: V1Pod): number | undefined {
   if (!pod.status?.podIP) return undefined;
+  const c = pod.status.conditions?.find((x) => SANDBOX_CONDITIONS.includes(x.type));
+  if (c) {
+    // Between the DEL of a sandbox and the ADD of the next, the pod has no record: not missed.
+    if (c.status !== 'True') return undefined;
+    if (c.lastTransitionTime) return new Date(c.lastTransitionTime).getTime();
+  }
   const t = pod.status.startTime;
   return t ? new Date(t).getTime() : 0;
 }
@@ -46,19 +63,24 @@ function sandboxEnding(pod: V1Pod): boolean {
 
 /**
  * What to tell about this pod now; undefined when nothing (not SMC-R, not started, within grace,
- * or without its record once its sandbox is ending).
+ * or without its record once its sandbox is ending). `recordGoneAt`: when a record seen for this
+ * pod was first found gone.
  */
 export function judge(
   pod: V1Pod,
   record: PluginRecord | undefined,
   now: number,
   graceMs: number,
+  recordGoneAt?: number,
 ): PodOutcome | undefined {
   if (!wantsSmcr(pod)) return undefined;
   if (record) return fromRecord(record);
   if (sandboxEnding(pod)) return undefined;
   const since = sandboxSince(pod);
-  if (since === undefined || now - since < graceMs) return undefined;
+  if (since === undefined) return undefined;
+  // A record seen before and gone now went with its sandbox (the runtime's DEL): the pod object
+  // may not say so yet (its phase, its sandbox condition). Its grace runs from then.
+  if (now - Math.max(since, recordGoneAt ?? since) < graceMs) return undefined;
   return {
     kind: 'missed',
     type: 'Warning',

@@ -268,6 +268,83 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
     );
   });
 
+  it('tells nothing more of a pod whose sandbox the runtime took down: finished, or being made again', async () => {
+    // Reproduced first: after the DEL removed the record, a finished pod got SMCRNotApplied and
+    // counted as missed, as did a pod whose sandbox was being made again.
+    const stateDir = join(host, 'var/lib/cni/erdma-smcr');
+    const plugin = (command: 'ADD' | 'DEL', p: V1Pod, id: string, ns: string): void => {
+      const r = runPlugin({
+        plugin: PLUGIN,
+        command,
+        containerId: id,
+        netns: ns,
+        ifname: 'eth0',
+        args: `K8S_POD_NAMESPACE=apps;K8S_POD_NAME=${p.metadata?.name};K8S_POD_UID=${p.metadata?.uid}`,
+        config: {
+          cniVersion: '1.0.0',
+          name: 'k8s',
+          type: 'erdma-smcr',
+          stateDir,
+          pnetId: '00163E10F8B0',
+          logFile: join(dir, 'cni.log'),
+          runtimeConfig: { 'io.kubernetes.cri.pod-annotations': p.metadata?.annotations },
+          prevResult: { cniVersion: '1.0.0', interfaces: [{ name: 'eth0', sandbox: ns }], ips: [] },
+        },
+      });
+      expect(r.status, r.stderr).toBe(0);
+    };
+    const on = { 'network.alibabacloud.com/erdma-smcr': 'true' };
+    const ns = [createNetns('job'), createNetns('resandbox')];
+    const pods = [
+      await startedPod('smcr-job', on, NODE, (p) => plugin('ADD', p, 'j0b', ns[0]!.path)),
+      await startedPod('smcr-resandbox', on, NODE, (p) => plugin('ADD', p, 're5', ns[1]!.path)),
+    ];
+    for (const pod of pods)
+      await until('its first event', async () =>
+        (await eventsOf(pod)).length > 0 ? true : undefined,
+      );
+    // The runtime's DEL of each sandbox; then what the kubelet reports: the Job's pod finished,
+    // the other's sandbox gone (its condition False) until the runtime has made it again.
+    plugin('DEL', pods[0]!, 'j0b', ns[0]!.path);
+    plugin('DEL', pods[1]!, 're5', ns[1]!.path);
+    expect(readdirSync(stateDir).filter((f) => /^(j0b|re5)_/.test(f))).toEqual([]);
+    const status = (p: V1Pod, s: V1Pod['status']): Promise<V1Pod> =>
+      admin.replaceNamespacedPodStatus({
+        name: p.metadata!.name!,
+        namespace: 'apps',
+        body: { ...p, status: { ...p.status, ...s } },
+      });
+    const now = new Date();
+    const updated = [
+      await status(pods[0]!, { phase: 'Succeeded' }),
+      await status(pods[1]!, {
+        conditions: [
+          { type: 'PodReadyToStartContainers', status: 'False', lastTransitionTime: now },
+        ],
+      }),
+    ];
+    await until('the agent to see both', () =>
+      updated.every((u) =>
+        agent.knownPods().some((k) => k.metadata?.resourceVersion === u.metadata?.resourceVersion),
+      )
+        ? true
+        : undefined,
+    );
+    skew += 5_000; // far past podGraceMs
+    await agent.podsPass();
+    for (const pod of pods)
+      expect((await eventsOf(pod)).map((e) => e.reason)).toEqual(['SMCRUnavailable']);
+    expect(await metrics.registry.getSingleMetricAsString('erdma_smcr_agent_pods')).toContain(
+      'erdma_smcr_agent_pods{outcome="missed"} 0',
+    );
+    for (const pod of pods)
+      await admin.deleteNamespacedPod({
+        name: pod.metadata!.name!,
+        namespace: 'apps',
+        gracePeriodSeconds: 0,
+      });
+  });
+
   it('applies SMC-R late to a running pod the plugin missed, in its own netns, and says connections before stay on TCP', async () => {
     const ns = createNetns('late');
     expect(readSysctlIn(ns.name, 'net.ipv6.conf.all.disable_ipv6')).toBe('0');

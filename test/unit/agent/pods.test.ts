@@ -106,6 +106,41 @@ describe('pod verdicts', () => {
     ).toMatchObject({ reason: 'SMCRNotApplied' });
   });
 
+  it("waits for the grace period from the kubelet's sandbox condition, and not at all while it is False", () => {
+    // A sandbox made again (a crash, a node reboot) has no record between its DEL and the next
+    // ADD: reproduced first, such a pod was missed at once, its start time long past.
+    const withSandbox = (type: string, status: string, at: number): V1Pod =>
+      pod(on, {
+        podIP: '10.0.0.5',
+        startTime: new Date(0),
+        phase: 'Running',
+        conditions: [
+          { type: 'PodScheduled', status: 'True', lastTransitionTime: new Date(0) },
+          { type, status, lastTransitionTime: new Date(at) },
+        ],
+      });
+    for (const type of ['PodReadyToStartContainers', 'PodHasNetwork']) {
+      expect(judge(withSandbox(type, 'False', 9_000), undefined, 100_000, 1000)).toBeUndefined();
+      expect(judge(withSandbox(type, 'True', 99_500), undefined, 100_000, 1000)).toBeUndefined();
+      expect(judge(withSandbox(type, 'True', 98_000), undefined, 100_000, 1000)).toMatchObject({
+        reason: 'SMCRNotApplied',
+      });
+    }
+    // While False, a record still there is told.
+    expect(
+      judge(withSandbox('PodReadyToStartContainers', 'False', 0), rec({}), 100_000, 1000),
+    ).toMatchObject({ reason: 'SMCREnabled' });
+  });
+
+  it('gives a pod whose record went (the runtime took its sandbox down) its grace again from then', () => {
+    // Running by its status, started long ago, the record gone at 9,500: not yet missed at
+    // 10,000; missed once the grace has passed with no new record (a sandbox made without us).
+    expect(judge(pod(on), undefined, 10_000, 1000, 9_500)).toBeUndefined();
+    expect(judge(pod(on), undefined, 10_500, 1000, 9_500)).toMatchObject({
+      reason: 'SMCRNotApplied',
+    });
+  });
+
   it('turns each record outcome into a reason and a fix', () => {
     expect(judge(pod(on), rec({}), 0, 0)).toMatchObject({
       kind: 'applied',
