@@ -167,6 +167,8 @@ export class ErdmaDevicePlugin {
   private backoffMs = 500;
   private nextRegisterAt = 0;
   private stopped = false;
+  /** A restart that keeps failing: logged when it starts, when its reason changes and when it ends. */
+  private failing: { reason: string; since: number; attempts: number } | undefined;
 
   constructor(private readonly opts: DevicePluginOptions) {}
 
@@ -257,26 +259,45 @@ export class ErdmaDevicePlugin {
     const ownGone = !existsSync(this.socketPath) || this.server === undefined;
     const kubeletNew = kubelet !== '' && kubelet !== this.kubeletSock;
     if (ownGone || (kubeletNew && this.registered)) {
-      this.opts.logger.info(
-        { ownGone, kubeletNew },
-        'kubelet restarted or our socket vanished: serving and registering again',
+      this.restarting = this.restartLogged(ownGone, kubeletNew).finally(
+        () => (this.restarting = undefined),
       );
-      this.restarting = this.restart()
-        .catch((err: unknown) => {
-          // Tried again at the next check (no server now): the plugin keeps running, not ready.
-          this.opts.logger.error(
-            {
-              reason: err instanceof Error ? err.message : String(err),
-              retryInMs: this.opts.pollMs,
-            },
-            'cannot serve and register again; retrying',
-          );
-        })
-        .finally(() => (this.restarting = undefined));
       return;
     }
     if (!this.registered && kubelet !== '' && Date.now() >= this.nextRegisterAt)
       await this.tryRegister();
+  }
+
+  /** Restarts; while it keeps failing for one reason, only the first failure is logged above debug. */
+  private async restartLogged(ownGone: boolean, kubeletNew: boolean): Promise<void> {
+    const log = this.opts.logger;
+    const failing = this.failing;
+    if (!failing)
+      log.info(
+        { ownGone, kubeletNew },
+        'kubelet restarted or our socket vanished: serving and registering again',
+      );
+    try {
+      await this.restart();
+    } catch (err) {
+      // Tried again at the next check (no server now): the plugin keeps running, not ready.
+      const reason = err instanceof Error ? err.message : String(err);
+      const attempts = (failing?.attempts ?? 0) + 1;
+      this.failing = { reason, since: failing?.since ?? Date.now(), attempts };
+      const level = failing?.reason === reason ? 'debug' : 'error';
+      log[level](
+        { reason, retryInMs: this.opts.pollMs, attempts },
+        'cannot serve and register again; retrying',
+      );
+      return;
+    }
+    if (failing) {
+      this.failing = undefined;
+      log.info(
+        { failedAttempts: failing.attempts, failingForMs: Date.now() - failing.since },
+        'serving again after failed attempts',
+      );
+    }
   }
 
   private async restart(): Promise<void> {

@@ -206,7 +206,7 @@ describe('device plugin with a kubelet', () => {
     expect(existsSync(plugin.socketPath)).toBe(false);
   });
 
-  it('keeps running when it cannot serve again after a kubelet restart, says why, and recovers', async () => {
+  it('keeps running when it cannot serve again after a kubelet restart, says why once, and recovers', async () => {
     // Reproduced first: the failed restart's rejection was never handled, and Node ended the
     // process on it with a stack trace.
     const lines: Record<string, unknown>[] = [];
@@ -222,9 +222,16 @@ describe('device plugin with a kubelet', () => {
     const failed = await until('the failure logged', () =>
       lines.find((l) => l.msg === 'cannot serve and register again; retrying'),
     );
-    expect(failed).toMatchObject({ level: 50, retryInMs: 200 });
+    expect(failed).toMatchObject({ level: 50, retryInMs: 200, attempts: 1 });
     expect(String(failed.reason)).toContain(plugin.socketPath);
     expect(plugin.isRegistered).toBe(false);
+    // Five more polls failing for the same reason: said once, not twice a poll.
+    const after = lines.length;
+    await new Promise((r) => setTimeout(r, 1100));
+    const said = (msg: string) => lines.filter((l) => l.msg === msg).length;
+    expect(lines.length).toBe(after);
+    expect(said('cannot serve and register again; retrying')).toBe(1);
+    expect(said('kubelet restarted or our socket vanished: serving and registering again')).toBe(1);
     rmSync(plugin.socketPath, { recursive: true });
     await until(
       'served and registered again',
@@ -232,6 +239,10 @@ describe('device plugin with a kubelet', () => {
       5000,
     );
     expect(lstatSync(plugin.socketPath).isSocket()).toBe(true);
+    const back = lines.find((l) => l.msg === 'serving again after failed attempts');
+    expect(back).toMatchObject({ level: 30 });
+    expect(back?.failedAttempts).toBeGreaterThanOrEqual(5);
+    expect(back?.failingForMs).toBeGreaterThanOrEqual(1000);
   });
 });
 
