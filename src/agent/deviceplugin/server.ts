@@ -193,6 +193,12 @@ export class ErdmaDevicePlugin {
   }
 
   async start(): Promise<void> {
+    // A mistyped directory would otherwise look like a kubelet that has not started yet, forever.
+    if (!existsSync(this.opts.kubeletDir))
+      throw new AppError(
+        'START_FAILED',
+        `cannot start the device plugin: ${this.opts.kubeletDir} does not exist: it is the kubelet's root directory (--root-dir); change agent.kubeletDir (--kubelet-dir, ERDMA_SMCR_KUBELET_DIR)`,
+      );
     this.rescan();
     await this.serve();
     await this.tryRegister();
@@ -381,7 +387,14 @@ export class ErdmaDevicePlugin {
   }
 
   private async serve(): Promise<void> {
-    mkdirSync(this.dir, { recursive: true });
+    // Not recursive: the kubelet's root directory is checked at start and not made here.
+    try {
+      mkdirSync(this.dir);
+    } catch (err) {
+      // EEXIST from a file where the directory should be is the caller's to report.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(this.dir).isDirectory())
+        throw err;
+    }
     if (existsSync(this.socketPath)) unlinkSync(this.socketPath);
     const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_REQUEST_BYTES });
     server.addService(devicePluginApi().DevicePlugin.service, this.handlers());

@@ -23,7 +23,9 @@ function setup(
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'dp-'));
   const hostRoot = join(dir, 'host');
+  // The kubelet's root directory is there even while no kubelet runs; its socket is not.
   const kubeletDir = join(dir, 'kubelet');
+  mkdirSync(kubeletDir);
   addDevice(hostRoot, {
     name: 'erdma_0',
     driver: 'erdma',
