@@ -38,7 +38,7 @@ export function statusCommand(
       const { recordedPods } = await import('../../native/contract.js');
       const records = recordedPods(join(a.hostRoot, a.cniStateDir))
         .filter((r) => opts.pod === undefined || `${r.namespace}/${r.name}` === opts.pod)
-        .sort((x, y) => `${x.namespace}/${x.name}`.localeCompare(`${y.namespace}/${y.name}`));
+        .sort((x, y) => byCodeUnit(x.namespace, y.namespace) || byCodeUnit(x.name, y.name));
       if (opts.pod !== undefined && records.length === 0)
         throw new AppError(
           'USAGE',
@@ -56,3 +56,6 @@ export function statusCommand(
       setCode(pods.some((p) => p.error) ? 1 : 0);
     });
 }
+
+/** As kubectl lists: namespace, then name, in byte order (the same on every host's locale). */
+const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -160,6 +160,32 @@ describe('erdma-smcr status', () => {
       'no SMC-R pods on this node\n',
     );
   });
+
+  it('lists pods by namespace, then name, as kubectl does', async () => {
+    const state = join(dir, 'order/var/lib/cni/erdma-smcr');
+    mkdirSync(state, { recursive: true });
+    // As one "ns/name" string, "a-b/c" sorts before "a/z" ('-' < '/'); kubectl puts namespace a first.
+    for (const [ns, name] of [
+      ['a-b', 'c'],
+      ['a', 'z'],
+      ['a', 'm-1'],
+    ])
+      writeFileSync(
+        join(state, `${ns}_${name}.json`),
+        JSON.stringify({
+          podNamespace: ns,
+          podName: name,
+          podUid: `u-${ns}-${name}`,
+          containerId: `${ns}-${name}`,
+          netns: '/var/run/netns/gone',
+          outcome: 'applied',
+          missing: [],
+        }),
+      );
+    const out = await runCli(['status', '--host-root', join(dir, 'order'), '-o', 'json']);
+    const pods = (JSON.parse(out.stdout) as { pods: { namespace: string; name: string }[] }).pods;
+    expect(pods.map((p) => `${p.namespace}/${p.name}`)).toEqual(['a/m-1', 'a/z', 'a-b/c']);
+  });
 });
 
 describe('device traffic from hw_counters', () => {
