@@ -70,6 +70,9 @@ const LAZY = [
   // kubelet nor we send. On Node 26 zlib also loads Node's zip reader (14 modules).
   [/node_modules\/@grpc\/grpc-js\/build\/src\/compression-filter\.js$/, 'zlib'],
   [/node_modules\/@grpc\/grpc-js\/build\/src\/server-interceptors\.js$/, 'zlib'],
+  // commander spawns only executable subcommands, which our CLI does not define; child_process
+  // loads net and the stream modules, which a `check` writing through sonic-boom never needs.
+  [/node_modules\/commander\/lib\/command\.js$/, 'node:child_process'],
 ];
 
 /** An esbuild plugin that makes the requires of `pairs` ([importer RegExp, module]) lazy. */
@@ -150,6 +153,27 @@ export function rememberToEsm(files) {
   return out;
 }
 
+/** Each output file starts with this; `withoutUnusedRequire` takes it out of those that never call it. */
+const REQUIRE_BANNER =
+  "import { createRequire as __erdmaSmcrRequire } from 'node:module'; const require = __erdmaSmcrRequire(import.meta.url);";
+
+/**
+ * The output files without the `require` banner where nothing in them names `require` (69 of 74
+ * files: esbuild's own require helper lives in one chunk and the others call it). Making a require
+ * function per module resolves and normalises that module's path: at start-up 0.1 ms for each of
+ * the eight files `--version` and `check` load (#43). A file that might name it keeps it.
+ */
+export function withoutUnusedRequire(files) {
+  return files.map((f) => {
+    const text = typeof f.contents === 'string' ? f.contents : new TextDecoder().decode(f.contents);
+    if (!f.path.endsWith('.mjs') || !text.startsWith(REQUIRE_BANNER)) return f;
+    const rest = text.slice(REQUIRE_BANNER.length);
+    return /(?<![.\w$])require(?![\w$])/.test(rest)
+      ? f
+      : { path: f.path, contents: rest.replace(/^\n/, '') };
+  });
+}
+
 /** Builds the bundle into `outdir`; resolves to esbuild's metafile (inputs and bytes per output). */
 export async function bundle(outdir = 'dist/bundle', options = {}) {
   rmSync(outdir, { recursive: true, force: true });
@@ -170,16 +194,14 @@ export async function bundle(outdir = 'dist/bundle', options = {}) {
     outExtension: { '.js': '.mjs' },
     legalComments: 'linked',
     // Dependencies written as CommonJS call require() for Node's built-in modules.
-    banner: {
-      js: "import { createRequire as __erdmaSmcrRequire } from 'node:module'; const require = __erdmaSmcrRequire(import.meta.url);",
-    },
+    banner: { js: REQUIRE_BANNER },
     plugins: [lazyRequires(LAZY), builtinsByRequire, leaveOutProtoLoader],
     metafile: true,
     logLevel: 'warning',
     ...options,
     write: false,
   });
-  for (const { path, contents } of rememberToEsm(result.outputFiles)) {
+  for (const { path, contents } of withoutUnusedRequire(rememberToEsm(result.outputFiles))) {
     mkdirSync(dirname(path), { recursive: true });
     writeFileSync(path, contents);
   }
