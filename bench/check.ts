@@ -221,7 +221,7 @@ export async function benchCheck(): Promise<BenchRow[]> {
     const cliMs = performance.now() - t;
     // Start-up alone: what every `check` in a pipeline pays before reading a byte, against bare Node.
     const timed = (args: string[], node = process.execPath): number =>
-      best(5, () => execFileSync(node, args, { stdio: 'pipe', env: podEnv() })).ms;
+      best(15, () => execFileSync(node, args, { stdio: 'pipe', env: podEnv() })).ms;
     const nodeMs = timed(['-e', '0']);
     const startMs = timed(['bin/erdma-smcr.js', '--version']);
     const shipped = startUpOnShippedNode(timed);
