@@ -193,11 +193,13 @@ export class ErdmaDevicePlugin {
   }
 
   async start(): Promise<void> {
-    // A mistyped directory would otherwise look like a kubelet that has not started yet, forever.
+    // A kubelet that has never run here (a node booting, a test) makes its root directory when it
+    // starts, so the plugin waits for it; but a mistyped directory would look just the same, for
+    // good, so it says so once.
     if (!existsSync(this.opts.kubeletDir))
-      throw new AppError(
-        'START_FAILED',
-        `cannot start the device plugin: ${this.opts.kubeletDir} does not exist: it is the kubelet's root directory (--root-dir); change agent.kubeletDir (--kubelet-dir, ERDMA_SMCR_KUBELET_DIR)`,
+      this.opts.logger.warn(
+        { kubeletDir: this.opts.kubeletDir },
+        "the kubelet's root directory does not exist: waiting for a kubelet to make it; if it is not the kubelet's --root-dir, change agent.kubeletDir (--kubelet-dir, ERDMA_SMCR_KUBELET_DIR)",
       );
     this.rescan();
     await this.serve();
@@ -387,14 +389,7 @@ export class ErdmaDevicePlugin {
   }
 
   private async serve(): Promise<void> {
-    // Not recursive: the kubelet's root directory is checked at start and not made here.
-    try {
-      mkdirSync(this.dir);
-    } catch (err) {
-      // EEXIST from a file where the directory should be is the caller's to report.
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || !statSync(this.dir).isDirectory())
-        throw err;
-    }
+    mkdirSync(this.dir, { recursive: true });
     if (existsSync(this.socketPath)) unlinkSync(this.socketPath);
     const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_REQUEST_BYTES });
     server.addService(devicePluginApi().DevicePlugin.service, this.handlers());

@@ -23,9 +23,7 @@ function setup(
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'dp-'));
   const hostRoot = join(dir, 'host');
-  // The kubelet's root directory is there even while no kubelet runs; its socket is not.
   const kubeletDir = join(dir, 'kubelet');
-  mkdirSync(kubeletDir);
   addDevice(hostRoot, {
     name: 'erdma_0',
     driver: 'erdma',
@@ -184,13 +182,33 @@ describe('device plugin with a kubelet', () => {
     expect(plugin.isRegistered).toBe(true);
   });
 
-  it('registers once a kubelet that was absent at start appears', async () => {
-    const { kubelet, plugin } = setup();
+  it('registers once a kubelet that was absent at start appears, even its root directory', async () => {
+    // A kubelet that never ran makes its root directory when it starts (a node booting, the
+    // cluster test), so the plugin waits; a mistyped --kubelet-dir looks the same, so it says so.
+    const lines: Record<string, unknown>[] = [];
+    const { kubelet, kubeletDir, plugin } = setup({ lines });
+    expect(existsSync(kubeletDir)).toBe(false);
     await plugin.start();
     expect(plugin.isRegistered).toBe(false);
+    const warned = lines.filter((l) => l.level === 40);
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatchObject({ kubeletDir });
+    expect(String(warned[0]?.msg)).toMatch(
+      /does not exist.*change agent\.kubeletDir \(--kubelet-dir/,
+    );
     await new Promise((r) => setTimeout(r, 500));
     await kubelet.start();
     await until('late registration', () => kubelet.registrations.length === 1, 5000);
+    expect(lines.filter((l) => l.level === 40)).toHaveLength(1);
+  });
+
+  it('says nothing of the kubelet directory when it is there', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const { kubelet, plugin } = setup({ lines });
+    await kubelet.start();
+    await plugin.start();
+    await until('registration', () => kubelet.registrations.length === 1);
+    expect(lines.filter((l) => Number(l.level) >= 40)).toEqual([]);
   });
 
   it('serves again when its own socket disappears, and removes it on stop', async () => {
