@@ -64,14 +64,20 @@ function setup(
   return { dir, hostRoot, kubeletDir, kubelet, plugin };
 }
 
+/** setup(), then the kubelet and the plugin started, and the plugin registered with it. */
+async function registered(opts: Parameters<typeof setup>[0] = {}) {
+  const made = setup(opts);
+  await made.kubelet.start();
+  await made.plugin.start();
+  await until('registration', () => made.kubelet.registrations.length === 1);
+  return made;
+}
+
 const last = (k: FakeKubelet): DeviceMsg[] | undefined => k.updates[k.updates.length - 1];
 
 describe('device plugin with a kubelet', () => {
   it('registers, streams devices with health and NUMA topology (omitted when unknown), and allocates', async () => {
-    const { kubelet, plugin } = setup();
-    await kubelet.start();
-    await plugin.start();
-    await until('registration', () => kubelet.registrations.length === 1);
+    const { kubelet } = await registered();
     expect(kubelet.registrations[0]).toMatchObject({
       version: 'v1beta1',
       endpoint: 'erdma-smcr.sock',
@@ -204,18 +210,12 @@ describe('device plugin with a kubelet', () => {
 
   it('says nothing of the kubelet directory when it is there', async () => {
     const lines: Record<string, unknown>[] = [];
-    const { kubelet, plugin } = setup({ lines });
-    await kubelet.start();
-    await plugin.start();
-    await until('registration', () => kubelet.registrations.length === 1);
+    await registered({ lines });
     expect(lines.filter((l) => Number(l.level) >= 40)).toEqual([]);
   });
 
   it('serves again when its own socket disappears, and removes it on stop', async () => {
-    const { kubelet, plugin } = setup();
-    await kubelet.start();
-    await plugin.start();
-    await until('registration', () => kubelet.registrations.length === 1);
+    const { kubelet, plugin } = await registered();
     unlinkSync(plugin.socketPath);
     await until(
       'socket back and registered',
@@ -230,10 +230,7 @@ describe('device plugin with a kubelet', () => {
     // Reproduced first: the failed restart's rejection was never handled, and Node ended the
     // process on it with a stack trace.
     const lines: Record<string, unknown>[] = [];
-    const { kubelet, plugin } = setup({ lines });
-    await kubelet.start();
-    await plugin.start();
-    await until('registration', () => kubelet.registrations.length === 1);
+    const { kubelet, plugin } = await registered({ lines });
     // Our socket's path taken by a directory with something in it: it can be neither removed nor bound.
     await kubelet.stop();
     unlinkSync(plugin.socketPath);
@@ -286,10 +283,7 @@ function halfSentAllocate(socketPath: string): { close: () => void } {
 
 describe('device plugin with hostile clients', () => {
   it('stops within its grace period while a client holds a half-sent Allocate', async () => {
-    const { kubelet, plugin } = setup();
-    await kubelet.start();
-    await plugin.start();
-    await until('registration', () => kubelet.registrations.length === 1);
+    const { plugin } = await registered();
     const stuck = halfSentAllocate(plugin.socketPath);
     cleanups.push(() => stuck.close());
     await new Promise((r) => setTimeout(r, 100));
@@ -313,10 +307,7 @@ describe('device plugin with hostile clients', () => {
   });
 
   it('answers an Allocate naming 20,000 unknown IDs at once, with a short message', async () => {
-    const { kubelet, plugin } = setup();
-    await kubelet.start();
-    await plugin.start();
-    await until('registration', () => kubelet.registrations.length === 1);
+    const { kubelet } = await registered();
     const ids = Array.from({ length: 20_000 }, (_, i) => `nope-${i}`);
     const err = await kubelet
       .unary('Allocate', { container_requests: [{ devicesIDs: ids }] })
@@ -337,10 +328,7 @@ describe('device plugin with hostile clients', () => {
   });
 
   it('refuses GetPreferredAllocation offers far beyond what it advertises (100,000 IDs unread, 5,000 before any sorting), and still serves', async () => {
-    const { kubelet, plugin } = setup();
-    await kubelet.start();
-    await plugin.start();
-    await until('registration', () => kubelet.registrations.length === 1);
+    const { kubelet } = await registered();
     const offer = (n: number) =>
       kubelet
         .unary('GetPreferredAllocation', {
