@@ -3,7 +3,9 @@
  * <linux/smc_diag.h>) with the connection, link group and fallback extensions; the per-netns
  * counters from the SMC generic netlink family (SMC_NETLINK_GET_STATS / _GET_FBACK_STATS,
  * <linux/smc.h>, kernels 5.14+). Sockets are printed as they arrive and never kept: a netns with
- * 100,000 of them costs no memory; `summary` keeps only bounded counters. */
+ * 100,000 of them costs no memory; `summary` keeps only bounded counters. Only where smc_diag
+ * leaves out the addresses (IPPROTO_SMC sockets) does `sockets` read the netns's TCP sockets once,
+ * 40 bytes each. */
 #include "smcdiag.h"
 
 #include <arpa/inet.h>
@@ -71,8 +73,10 @@ static int parse_sock(const struct nlmsghdr *h, struct smc_sock *s)
 	s->msg = NLMSG_DATA(h);
 	src = s->msg->id.idiag_src;
 	dst = s->msg->id.idiag_dst;
-	/* smc_diag fills idiag_src[0]/idiag_dst[0] for IPv4 sockets and all 16 bytes for IPv6. */
-	s->v6 = (src[1] | src[2] | src[3] | dst[1] | dst[2] | dst[3]) != 0;
+	/* smc_diag fills idiag_src[0]/idiag_dst[0] for IPv4 AF_SMC sockets and all 16 bytes for IPv6.
+	 * An IPPROTO_SMC socket (family AF_INET or AF_INET6; AF_SMC once accepted) gets no address. */
+	s->v6 = s->msg->diag_family == AF_INET6 ||
+		(s->msg->diag_family == AF_SMC && (src[1] | src[2] | src[3] | dst[1] | dst[2] | dst[3]) != 0);
 	while (off + sizeof(struct rtattr) <= h->nlmsg_len) {
 		const struct rtattr *a = (const struct rtattr *)((const unsigned char *)h + off);
 		size_t n;
@@ -101,11 +105,99 @@ static uint64_t cursor_bytes(const struct smc_diag_cursor *c, uint32_t size)
 	return (uint64_t)c->wrap * size + c->count;
 }
 
-static void addr(const struct smc_sock *s, const uint32_t *a, uint16_t port_be, char *out, size_t size)
+static int tcp_cmp(const void *a, const void *b)
+{
+	const struct tcp_sock *x = a, *y = b;
+	if (x->lport != y->lport)
+		return x->lport < y->lport ? -1 : 1;
+	return x->rport < y->rport ? -1 : x->rport > y->rport;
+}
+
+/* An address as /proc/net/tcp{,6} print it: each 32-bit word of the network-order address printed
+ * as a number (8 hex digits for IPv4, 32 for IPv6). 1 for IPv4, 4 for IPv6, 0 if neither. */
+static int proc_addr(const char *hex, uint32_t *a)
+{
+	size_t n = strlen(hex), i;
+	if (n != 8 && n != 32)
+		return 0;
+	memset(a, 0, 16);
+	for (i = 0; i < n / 8; i++) {
+		char w[9];
+		memcpy(w, hex + i * 8, 8);
+		w[8] = '\0';
+		a[i] = (uint32_t)strtoul(w, NULL, 16);
+	}
+	return (int)(n / 8);
+}
+
+int tcp_table_read(FILE *f, struct tcp_table *t)
+{
+	char line[512], lh[33], rh[33], end;
+	unsigned lp, rp;
+	size_t start = t->n;
+	while (fgets(line, sizeof(line), f)) {
+		struct tcp_sock e;
+		int lw, rw;
+		/* "  sl  local_address rem_address   st ...": the header does not match. */
+		if (sscanf(line, " %*u: %32[0-9A-Fa-f]:%4x %32[0-9A-Fa-f]:%4x%c", lh, &lp, rh, &rp, &end) != 5 ||
+		    (end != ' ' && end != '\n'))
+			continue;
+		lw = proc_addr(lh, e.laddr);
+		rw = proc_addr(rh, e.raddr);
+		if (!lw || lw != rw)
+			continue;
+		e.lport = (uint16_t)lp;
+		e.rport = (uint16_t)rp;
+		e.v6 = lw == 4;
+		if (t->n == t->cap) {
+			size_t next = t->cap ? t->cap * 2 : 64;
+			struct tcp_sock *v = realloc(t->v, next * sizeof(*v));
+			if (!v) {
+				tcp_table_free(t);
+				return -1;
+			}
+			t->v = v;
+			t->cap = next;
+		}
+		t->v[t->n++] = e;
+	}
+	if (t->n > start)
+		qsort(t->v, t->n, sizeof(*t->v), tcp_cmp);
+	return 0;
+}
+
+const struct tcp_sock *tcp_table_find(const struct tcp_table *t, uint16_t lport, uint16_t rport)
+{
+	struct tcp_sock key;
+	size_t lo = 0, hi = t->n;
+	key.lport = lport;
+	key.rport = rport;
+	while (lo < hi) { /* the first entry not below the key */
+		size_t mid = lo + (hi - lo) / 2;
+		if (tcp_cmp(&t->v[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == t->n || tcp_cmp(&t->v[lo], &key) != 0)
+		return NULL;
+	if (lo + 1 < t->n && tcp_cmp(&t->v[lo + 1], &key) == 0)
+		return NULL; /* two sockets with these ports (another address, or TIME_WAIT): not known */
+	return &t->v[lo];
+}
+
+void tcp_table_free(struct tcp_table *t)
+{
+	free(t->v);
+	t->v = NULL;
+	t->n = t->cap = 0;
+}
+
+static void addr(int v6, const uint32_t *a, uint16_t port_be, char *out, size_t size)
 {
 	char ip[INET6_ADDRSTRLEN];
-	inet_ntop(s->v6 ? AF_INET6 : AF_INET, a, ip, sizeof(ip));
-	snprintf(out, size, s->v6 ? "[%s]:%u" : "%s:%u", ip, ntohs(port_be));
+	inet_ntop(v6 ? AF_INET6 : AF_INET, a, ip, sizeof(ip));
+	snprintf(out, size, v6 ? "[%s]:%u" : "%s:%u", ip, ntohs(port_be));
 }
 
 /* A NUL-terminated copy of a fixed-size kernel string, JSON-safe (printable ASCII only). */
@@ -121,16 +213,51 @@ struct sockets_ctx {
 	FILE *out;
 	int first;
 	struct smc_summary *sum;
+	/* This netns's TCP sockets, read at the first IPPROTO_SMC socket (tcp_read). */
+	struct tcp_table tcp;
+	int tcp_read;
 };
 
-static void print_sock(FILE *out, const struct smc_sock *s)
+/* The TCP socket SMC made for an IPPROTO_SMC socket: the one socket in this thread's netns with
+ * the same ports. NULL when not exactly one. */
+static const struct tcp_sock *clc_socket(struct sockets_ctx *c, const struct smc_diag_msg *m)
 {
+	static const char *const files[] = {"/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"};
+	size_t i;
+	if (!c->tcp_read) {
+		c->tcp_read = 1;
+		for (i = 0; i < 2; i++) {
+			FILE *f = fopen(files[i], "re");
+			if (!f)
+				continue;
+			tcp_table_read(f, &c->tcp);
+			fclose(f);
+		}
+	}
+	return tcp_table_find(&c->tcp, ntohs(m->id.idiag_sport), ntohs(m->id.idiag_dport));
+}
+
+static void print_sock(struct sockets_ctx *c, const struct smc_sock *s)
+{
+	FILE *out = c->out;
 	const struct smc_diag_msg *m = s->msg;
+	const uint32_t *src = m->id.idiag_src, *dst = m->id.idiag_dst;
+	int v6 = s->v6;
 	char local[64], peer[64];
-	addr(s, m->id.idiag_src, m->id.idiag_sport, local, sizeof(local));
-	addr(s, m->id.idiag_dst, m->id.idiag_dport, peer, sizeof(peer));
+	/* An IPPROTO_SMC socket: AF_INET or AF_INET6, or AF_SMC once accepted (it keeps the
+	 * listener's protocol); smc_diag gives it ports and no address. */
+	if (!(src[0] | src[1] | src[2] | src[3] | dst[0] | dst[1] | dst[2] | dst[3])) {
+		const struct tcp_sock *t = clc_socket(c, m);
+		if (t) {
+			src = t->laddr;
+			dst = t->raddr;
+			v6 = t->v6;
+		}
+	}
+	addr(v6, src, m->id.idiag_sport, local, sizeof(local));
+	addr(v6, dst, m->id.idiag_dport, peer, sizeof(peer));
 	fprintf(out, "{\"state\":\"%s\",\"mode\":\"%s\",\"family\":\"%s\",\"local\":\"%s\",\"peer\":\"%s\",\"uid\":%u,\"inode\":%" PRIu64,
-		state_name(m->diag_state), mode_name(m->diag_mode), s->v6 ? "IPv6" : "IPv4", local, peer, m->diag_uid, (uint64_t)m->diag_inode);
+		state_name(m->diag_state), mode_name(m->diag_mode), v6 ? "IPv6" : "IPv4", local, peer, m->diag_uid, (uint64_t)m->diag_inode);
 	if (s->has_fallback && m->diag_mode == SMC_DIAG_MODE_FALLBACK_TCP)
 		fprintf(out, ",\"fallback\":{\"reason\":\"0x%08x\",\"peerReason\":\"0x%08x\"}", s->fb.reason, s->fb.peer_diagnosis);
 	if (s->has_lgr && m->diag_mode == SMC_DIAG_MODE_SMCR) {
@@ -204,7 +331,7 @@ static int on_sock(const struct nlmsghdr *h, void *arg)
 	}
 	fputs(c->first ? "[\n" : ",\n", c->out); /* "[" only once the kernel answered */
 	c->first = 0;
-	print_sock(c->out, &s);
+	print_sock(c, &s);
 	return 0;
 }
 
@@ -231,8 +358,9 @@ static int dump_sockets(struct sockets_ctx *c)
 
 int smc_sockets(FILE *out)
 {
-	struct sockets_ctx c = {out, 1, NULL};
+	struct sockets_ctx c = {out, 1, NULL, {NULL, 0, 0}, 0};
 	int rc = dump_sockets(&c);
+	tcp_table_free(&c.tcp);
 	if (rc == 0)
 		fputs(c.first ? "[]\n" : "\n]\n", out);
 	else if (!c.first)
@@ -260,7 +388,7 @@ static uint64_t established(const char *file)
 
 int smc_summary_read(struct smc_summary *sum)
 {
-	struct sockets_ctx c = {NULL, 1, sum};
+	struct sockets_ctx c = {NULL, 1, sum, {NULL, 0, 0}, 0};
 	uint64_t tcp, own;
 	int rc;
 	memset(sum, 0, sizeof(*sum));

@@ -12,6 +12,7 @@
 #include "nl.h"
 #include "rtnl.h"
 #include "settings.h"
+#include "smcdiag.h"
 
 static int failures, checks;
 
@@ -236,8 +237,69 @@ static void test_parse_ipv4(void)
 	EXPECT(parse_ipv4("1111111111111111111111111111", &a, NULL, 0) == -1);
 }
 
+/* /proc/net/tcp and tcp6 as 6.12 prints them in pods running iperf3 over IPPROTO_SMC: the
+ * listener, the SMC handshake sockets of two connections, a TIME_WAIT sharing a pair with a live
+ * one; a dual-stack listener's accepted socket (IPv4-mapped). */
+static const char proc_tcp[] =
+	"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+	"   0: 00000000:1451 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 379 1 0 100 0 0 10 0\n"
+	"   1: 0300580A:1451 0200580A:DB80 01 00000000:00000000 00:00000000 00000000     0        0 1596 1 0 20 4 30 10 -1\n"
+	"   2: 0300580A:1451 0200580A:DB78 01 00000000:00000000 00:00000000 00000000     0        0 414 1 0 20 4 30 10 -1\n"
+	"   3: 0300580A:1F90 0200580A:9C40 06 00000000:00000000 03:00000F9C 00000000     0        0 0 3\n"
+	"   4: 0400580A:1F90 0200580A:9C40 01 00000000:00000000 00:00000000 00000000     0        0 77 1\n"
+	"garbage\n"
+	"   5: 0300580A:1451 0200580A:FFFFF 01\n";
+static const char proc_tcp6[] =
+	"  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+	"   0: 0000000000000000FFFF00000300580A:1452 0000000000000000FFFF00000200580A:C350 01 00000000:00000000 00:00000000 00000000     0        0 88 1\n"
+	"   1: 0000000000000000FFFF00000300580A:1453 0200580A:C350 01\n";
+
+static void read_proc(struct tcp_table *t, const char *text, size_t len)
+{
+	FILE *f = fmemopen((void *)text, len, "r");
+	EXPECT(f && tcp_table_read(f, t) == 0);
+	if (f)
+		fclose(f);
+}
+
+static void test_tcp_table(void)
+{
+	struct tcp_table t = {NULL, 0, 0};
+	const struct tcp_sock *e;
+	char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
+	read_proc(&t, proc_tcp, sizeof(proc_tcp) - 1);
+	EXPECT(t.n == 5); /* the header, "garbage" and a port of five digits are not sockets */
+	read_proc(&t, proc_tcp6, sizeof(proc_tcp6) - 1);
+	EXPECT(t.n == 6); /* an IPv6 address with an IPv4 peer is not a socket */
+	e = tcp_table_find(&t, 5201, 56192);
+	EXPECT(e && !e->v6);
+	if (e) {
+		inet_ntop(AF_INET, e->laddr, a, sizeof(a));
+		inet_ntop(AF_INET, e->raddr, b, sizeof(b));
+		EXPECT(!strcmp(a, "10.88.0.3") && !strcmp(b, "10.88.0.2"));
+	}
+	e = tcp_table_find(&t, 5201, 0);
+	EXPECT(e && !e->v6 && e->laddr[0] == 0 && e->raddr[0] == 0);
+	e = tcp_table_find(&t, 5202, 50000);
+	EXPECT(e && e->v6);
+	if (e) {
+		inet_ntop(AF_INET6, e->laddr, a, sizeof(a));
+		inet_ntop(AF_INET6, e->raddr, b, sizeof(b));
+		EXPECT(!strcmp(a, "::ffff:10.88.0.3") && !strcmp(b, "::ffff:10.88.0.2"));
+	}
+	EXPECT(tcp_table_find(&t, 8080, 40000) == NULL); /* two with these ports: not known */
+	EXPECT(tcp_table_find(&t, 5201, 1) == NULL);
+	EXPECT(tcp_table_find(&t, 1, 0) == NULL);
+	tcp_table_free(&t);
+	EXPECT(t.n == 0 && tcp_table_find(&t, 5201, 0) == NULL);
+	read_proc(&t, proc_tcp, (size_t)(strchr(proc_tcp, '\n') - proc_tcp + 1)); /* the header only */
+	EXPECT(t.n == 0 && tcp_table_find(&t, 5201, 0) == NULL);
+	tcp_table_free(&t);
+}
+
 int main(void)
 {
+	test_tcp_table();
 	test_rtnl_builders();
 	test_parse_ipv4();
 	test_pnet_add_eth();

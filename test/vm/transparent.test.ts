@@ -16,6 +16,8 @@ const skip = requires('the transparent SMC-R kernel test (apt-get, qemu)', root)
 interface Socket {
   state: string;
   mode: string;
+  local: string;
+  peer: string;
   link?: { dev: string; role: string };
 }
 interface Summary {
@@ -104,6 +106,15 @@ describe.skipIf(skip).each(KERNELS)(
           plainTcp: 0,
         });
       }
+      // Each connection's ends, as each pod sees them: the pods' own addresses, not 0.0.0.0 (6.12's
+      // smc_diag gives an IPPROTO_SMC socket its ports only; our binary finds its addresses).
+      // iperf3's server listens on both stacks, so its ends may read as IPv4-mapped IPv6.
+      const v4 = (a: string): string => a.replace(/^\[::ffff:([\d.]+)\]/, '$1');
+      const client = active('iperf_sockets_a').map((s) => `${v4(s.local)} ${v4(s.peer)}`);
+      const server = active('iperf_sockets_b').map((s) => `${v4(s.peer)} ${v4(s.local)}`);
+      for (const end of client)
+        expect(end).toMatch(/^10\.\d+\.\d+\.\d+:\d+ 10\.\d+\.\d+\.\d+:5201$/);
+      expect(client.sort()).toEqual(server.sort());
       expect(Number(r.rdma_sent_pkts)).toBeGreaterThan(1000);
     });
 
