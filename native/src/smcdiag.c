@@ -3,9 +3,9 @@
  * <linux/smc_diag.h>) with the connection, link group and fallback extensions; the per-netns
  * counters from the SMC generic netlink family (SMC_NETLINK_GET_STATS / _GET_FBACK_STATS,
  * <linux/smc.h>, kernels 5.14+). Sockets are printed as they arrive and never kept: a netns with
- * 100,000 of them costs no memory; `summary` keeps only bounded counters. Only where smc_diag
- * leaves out the addresses (IPPROTO_SMC sockets) does `sockets` read the netns's TCP sockets once,
- * 40 bytes each. */
+ * 100,000 of them costs no memory; `summary` keeps only bounded counters. Only where a socket's
+ * addresses are all zero (smc_diag leaves out an IPPROTO_SMC socket's) does `sockets` read the
+ * netns's TCP sockets, once, 40 bytes each. */
 #include "smcdiag.h"
 
 #include <arpa/inet.h>
@@ -74,7 +74,8 @@ static int parse_sock(const struct nlmsghdr *h, struct smc_sock *s)
 	src = s->msg->id.idiag_src;
 	dst = s->msg->id.idiag_dst;
 	/* smc_diag fills idiag_src[0]/idiag_dst[0] for IPv4 AF_SMC sockets and all 16 bytes for IPv6.
-	 * An IPPROTO_SMC socket (family AF_INET or AF_INET6; AF_SMC once accepted) gets no address. */
+	 * An IPPROTO_SMC socket (family AF_INET or AF_INET6; AF_SMC once accepted, as it keeps the
+	 * listener's protocol) gets its ports and no address. */
 	s->v6 = s->msg->diag_family == AF_INET6 ||
 		(s->msg->diag_family == AF_SMC && (src[1] | src[2] | src[3] | dst[1] | dst[2] | dst[3]) != 0);
 	while (off + sizeof(struct rtattr) <= h->nlmsg_len) {
@@ -130,11 +131,10 @@ static int proc_addr(const char *hex, uint32_t *a)
 	return (int)(n / 8);
 }
 
-int tcp_table_read(FILE *f, struct tcp_table *t)
+int tcp_table_add(FILE *f, struct tcp_table *t)
 {
 	char line[512], lh[33], rh[33], end;
 	unsigned lp, rp;
-	size_t start = t->n;
 	while (fgets(line, sizeof(line), f)) {
 		struct tcp_sock e;
 		int lw, rw;
@@ -161,9 +161,13 @@ int tcp_table_read(FILE *f, struct tcp_table *t)
 		}
 		t->v[t->n++] = e;
 	}
-	if (t->n > start)
-		qsort(t->v, t->n, sizeof(*t->v), tcp_cmp);
 	return 0;
+}
+
+void tcp_table_sort(struct tcp_table *t)
+{
+	if (t->n)
+		qsort(t->v, t->n, sizeof(*t->v), tcp_cmp);
 }
 
 const struct tcp_sock *tcp_table_find(const struct tcp_table *t, uint16_t lport, uint16_t rport)
@@ -230,9 +234,10 @@ static const struct tcp_sock *clc_socket(struct sockets_ctx *c, const struct smc
 			FILE *f = fopen(files[i], "re");
 			if (!f)
 				continue;
-			tcp_table_read(f, &c->tcp);
+			tcp_table_add(f, &c->tcp);
 			fclose(f);
 		}
+		tcp_table_sort(&c->tcp);
 	}
 	return tcp_table_find(&c->tcp, ntohs(m->id.idiag_sport), ntohs(m->id.idiag_dport));
 }
@@ -244,8 +249,7 @@ static void print_sock(struct sockets_ctx *c, const struct smc_sock *s)
 	const uint32_t *src = m->id.idiag_src, *dst = m->id.idiag_dst;
 	int v6 = s->v6;
 	char local[64], peer[64];
-	/* An IPPROTO_SMC socket: AF_INET or AF_INET6, or AF_SMC once accepted (it keeps the
-	 * listener's protocol); smc_diag gives it ports and no address. */
+	/* An IPPROTO_SMC socket (parse_sock), or a listener on the any-address. */
 	if (!(src[0] | src[1] | src[2] | src[3] | dst[0] | dst[1] | dst[2] | dst[3])) {
 		const struct tcp_sock *t = clc_socket(c, m);
 		if (t) {

@@ -46,8 +46,10 @@ struct tcp_table {
 };
 /* Adds the sockets of a file in /proc/net/tcp's or tcp6's format (the header line is skipped);
  * 0, or -1 when out of memory (the table is then empty). */
-int tcp_table_read(FILE *f, struct tcp_table *t);
-/* The one socket with these ports; NULL for none or more than one. */
+int tcp_table_add(FILE *f, struct tcp_table *t);
+/* Orders the table for tcp_table_find, once all files are added. */
+void tcp_table_sort(struct tcp_table *t);
+/* The one socket with these ports (the table sorted); NULL for none or more than one. */
 const struct tcp_sock *tcp_table_find(const struct tcp_table *t, uint16_t lport, uint16_t rport);
 void tcp_table_free(struct tcp_table *t);
 

@@ -257,7 +257,7 @@ static const char proc_tcp6[] =
 static void read_proc(struct tcp_table *t, const char *text, size_t len)
 {
 	FILE *f = fmemopen((void *)text, len, "r");
-	EXPECT(f && tcp_table_read(f, t) == 0);
+	EXPECT(f && tcp_table_add(f, t) == 0);
 	if (f)
 		fclose(f);
 }
@@ -271,6 +271,7 @@ static void test_tcp_table(void)
 	EXPECT(t.n == 5); /* the header, "garbage" and a port of five digits are not sockets */
 	read_proc(&t, proc_tcp6, sizeof(proc_tcp6) - 1);
 	EXPECT(t.n == 6); /* an IPv6 address with an IPv4 peer is not a socket */
+	tcp_table_sort(&t);
 	e = tcp_table_find(&t, 5201, 56192);
 	EXPECT(e && !e->v6);
 	if (e) {
@@ -293,6 +294,7 @@ static void test_tcp_table(void)
 	tcp_table_free(&t);
 	EXPECT(t.n == 0 && tcp_table_find(&t, 5201, 0) == NULL);
 	read_proc(&t, proc_tcp, (size_t)(strchr(proc_tcp, '\n') - proc_tcp + 1)); /* the header only */
+	tcp_table_sort(&t);
 	EXPECT(t.n == 0 && tcp_table_find(&t, 5201, 0) == NULL);
 	tcp_table_free(&t);
 }
