@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Entry point of the erdma-smcr CLI: runs the bundle (dist/bundle, built by `npm ci` via `prepare`;
-// scripts/bundle.mjs says what is in it).
-import { main } from '../dist/bundle/main.mjs';
+// scripts/bundle.mjs says what is in it). CommonJS, as the bundle is (bin/package.json): a one-shot
+// command then never loads Node's ES module loader (#43).
+'use strict';
+const { main } = require('../dist/bundle/main.cjs');
 
 main(process.argv).then(
   (code) => {

@@ -5,9 +5,11 @@
 // scripts that load single modules. `node scripts/bundle-report.mjs` shows what each part holds.
 // Usage: node scripts/bundle.mjs [--metafile FILE]
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, relative } from 'node:path';
+import { isBuiltin } from 'node:module';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { rollup } from 'rollup';
 
 /**
  * @grpc/grpc-js requires @grpc/proto-loader, and with it protobufjs's .proto parser, only to serve
@@ -153,30 +155,102 @@ export function rememberToEsm(files) {
   return out;
 }
 
-/** Each output file starts with this; `withoutUnusedRequire` takes it out of those that never call it. */
-const REQUIRE_BANNER =
-  "import { createRequire as __erdmaSmcrRequire } from 'node:module'; const require = __erdmaSmcrRequire(import.meta.url);";
+/** The size below which rollup merges a chunk into another that loads at the same times. */
+const MIN_CHUNK_BYTES = 8192;
 
 /**
- * The output files without the `require` banner where nothing in them names `require` (69 of 74
- * files: esbuild's own require helper lives in one chunk and the others call it). Making a require
- * function per module resolves and normalises that module's path: at start-up 0.1 ms for each of
- * the eight files `--version` and `check` load (#43). A file that might name it keeps it.
+ * esbuild's split ES build (`files`, its outputs in memory) as CommonJS, its small chunks merged:
+ * what the bundle ships. esbuild splits only ES modules, and on Node 20 an ES module graph costs a
+ * one-shot command its loader: `--version` 1.80× bare `node` as ES modules in 8 files, 1.46× as
+ * CommonJS in 2 (#43, docs/benchmarks.md). rollup merges a chunk smaller than MIN_CHUNK_BYTES into
+ * one that is always loaded with it (never into one a role would load without it) and writes
+ * CommonJS: each static import a require(), each dynamic import a require() when it runs. Resolves
+ * to rollup's chunks and the directory they belong in.
  */
-export function withoutUnusedRequire(files) {
-  return files.map((f) => {
-    const text = typeof f.contents === 'string' ? f.contents : new TextDecoder().decode(f.contents);
-    if (!f.path.endsWith('.mjs') || !text.startsWith(REQUIRE_BANNER)) return f;
-    const rest = text.slice(REQUIRE_BANNER.length);
-    return /(?<![.\w$])require(?![\w$])/.test(rest)
-      ? f
-      : { path: f.path, contents: rest.replace(/^\n/, '') };
+async function toMergedCommonJs(files, outdir) {
+  const sources = new Map(files.filter((f) => f.path.endsWith('.mjs')).map((f) => [f.path, f]));
+  const text = (f) =>
+    typeof f.contents === 'string' ? f.contents : new TextDecoder().decode(f.contents);
+  const built = await rollup({
+    input: { main: resolve(outdir, 'main.mjs') },
+    // esbuild's output is minified and tree-shaken already; every module of it is kept.
+    treeshake: false,
+    // Not its account of the chunks it merged.
+    logLevel: 'warn',
+    plugins: [
+      {
+        name: 'esbuild-output',
+        resolveId(id, importer) {
+          // Node's built-ins (a dependency may name one without `node:`).
+          if (isBuiltin(id)) return { id, external: true };
+          const path = importer === undefined ? id : resolve(dirname(importer), id);
+          if (!sources.has(path))
+            throw new Error(`bundle: ${id} from ${importer} is not in the build`);
+          return path;
+        },
+        load: (id) => text(sources.get(id)),
+      },
+    ],
+    onwarn(warning, warn) {
+      // esbuild's chunks import each other both ways where a role's code is shared.
+      if (warning.code !== 'CIRCULAR_DEPENDENCY') warn(warning);
+    },
   });
+  const { output } = await built.generate({
+    format: 'cjs',
+    entryFileNames: '[name].cjs',
+    // esbuild's name for the chunk, without esbuild's hash: rollup adds its own.
+    chunkFileNames: (c) => `chunks/${c.name.replace(/-[A-Z0-9]{8}$/, '')}-[hash].cjs`,
+    experimentalMinChunkSize: MIN_CHUNK_BYTES,
+    compact: true,
+    generatedCode: 'es2015',
+    esModule: false,
+    freeze: false,
+    externalLiveBindings: false,
+    // A built-in imported with import() is required too: import() would load Node's ES loader.
+    dynamicImportInCjs: false,
+  });
+  await built.close();
+  return output;
 }
 
-/** Builds the bundle into `outdir`; resolves to esbuild's metafile (inputs and bytes per output). */
+/**
+ * esbuild's metafile for the chunks rollup wrote (`output`): the same shape (each output's source
+ * inputs, entry point and imports), keyed by each file's path from the working directory, so that
+ * scripts/bundle-report.mjs and the start-up tests read what ships.
+ */
+function mergedMetafile(metafile, output, outdir, cwd) {
+  const byPath = new Map(Object.entries(metafile.outputs).map(([k, v]) => [resolve(cwd, k), v]));
+  const key = (fileName) => relative(cwd, join(outdir, fileName));
+  const outputs = {};
+  for (const chunk of output.filter((o) => o.type === 'chunk')) {
+    const merged = chunk.moduleIds.map((id) => byPath.get(id));
+    const inputs = {};
+    for (const m of merged)
+      for (const [input, v] of Object.entries(m.inputs)) {
+        const had = inputs[input]?.bytesInOutput ?? 0;
+        inputs[input] = { bytesInOutput: had + v.bytesInOutput };
+      }
+    outputs[key(chunk.fileName)] = {
+      ...(chunk.isEntry ? { entryPoint: byPath.get(chunk.facadeModuleId).entryPoint } : {}),
+      inputs,
+      imports: [
+        ...chunk.imports.map((i) => ({ path: key(i), kind: 'require-call' })),
+        ...chunk.dynamicImports.map((i) => ({ path: key(i), kind: 'dynamic-import' })),
+      ],
+      bytes: Buffer.byteLength(chunk.code),
+    };
+  }
+  return { inputs: metafile.inputs, outputs };
+}
+
+/**
+ * Builds the bundle into `outdir`; resolves to a metafile of what was written (esbuild's shape:
+ * inputs and bytes per output). The licences esbuild collects go into one LEGAL.txt beside it.
+ */
 export async function bundle(outdir = 'dist/bundle', options = {}) {
   rmSync(outdir, { recursive: true, force: true });
+  const cwd = options.absWorkingDir ?? process.cwd();
   const result = await build({
     entryPoints: { main: 'src/cli/main.ts' },
     outdir,
@@ -192,20 +266,23 @@ export async function bundle(outdir = 'dist/bundle', options = {}) {
     keepNames: false,
     chunkNames: 'chunks/[name]-[hash]',
     outExtension: { '.js': '.mjs' },
-    legalComments: 'linked',
-    // Dependencies written as CommonJS call require() for Node's built-in modules.
-    banner: { js: REQUIRE_BANNER },
+    legalComments: 'external',
     plugins: [lazyRequires(LAZY), builtinsByRequire, leaveOutProtoLoader],
     metafile: true,
     logLevel: 'warning',
     ...options,
     write: false,
   });
-  for (const { path, contents } of withoutUnusedRequire(rememberToEsm(result.outputFiles))) {
+  const files = rememberToEsm(result.outputFiles);
+  const output = await toMergedCommonJs(files, resolve(cwd, outdir));
+  for (const chunk of output) {
+    const path = join(outdir, chunk.fileName);
     mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, contents);
+    writeFileSync(path, chunk.type === 'chunk' ? chunk.code : chunk.source);
   }
-  return result.metafile;
+  const legal = files.filter((f) => f.path.endsWith('.LEGAL.txt')).map((f) => f.contents);
+  if (legal.length > 0) writeFileSync(join(outdir, 'LEGAL.txt'), Buffer.concat(legal));
+  return mergedMetafile(result.metafile, output, resolve(cwd, outdir), cwd);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -114,7 +114,7 @@ describe('Dockerfile', () => {
       expect(readdirSync(join(app, 'docs'))).toEqual(['admission']); // the sample review the banner names, nothing more
       // The bundle carries the dependencies (#43): no node_modules, no compiled sources besides it.
       expect(readdirSync(join(app, 'dist'))).toEqual(['bundle']);
-      expect(existsSync(join(app, 'dist/bundle/main.mjs'))).toBe(true);
+      expect(existsSync(join(app, 'dist/bundle/main.cjs'))).toBe(true);
       expect(run.user).toBe('65532:65532');
       expect(run.entrypoint).toBe('["node", "/app/bin/erdma-smcr.js"]');
       expect(statSync(join(app, 'native/build/erdma-smcr')).mode & 0o111).not.toBe(0);

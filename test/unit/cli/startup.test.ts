@@ -38,23 +38,53 @@ const packages = (source?: string): string[] =>
   [...loads(meta, source).keys()].filter((k) => !k.startsWith('src/'));
 
 describe('what each role loads, in the bundle that ships', () => {
-  it('loads Node built-ins with require(), never as ES module namespaces (#43)', () => {
-    // Making a built-in's namespace runs every lazy getter of the module: on the image's Node 26
-    // that cost the agent 4.3 MB resident (`npm run bench memory`).
-    const outputs = Object.keys(meta.outputs).filter((o) => o.endsWith('.mjs'));
+  it('is CommonJS, Node built-ins required where they are used (#43)', () => {
+    // An ES module graph costs a one-shot command Node's ES module loader (on Node 20 `--version`
+    // took 1.80x bare `node` as ES modules, 1.35x as CommonJS), and making a built-in's namespace
+    // runs every lazy getter of the module: on the image's Node 26 that cost the agent 4.3 MB
+    // resident (`npm run bench memory`).
+    const outputs = Object.keys(meta.outputs);
     expect(outputs.length).toBeGreaterThan(10);
-    for (const o of outputs) {
-      const text = readFileSync(o, 'utf8');
-      // node:module only in the banner that makes `require` (scripts/bundle.mjs).
-      const imported = text.match(/(?:from|import)\s*["']node:[a-z_/]+["']/g) ?? [];
+    const texts = outputs.map((o) => {
+      expect(o).toMatch(/\.cjs$/);
+      return readFileSync(o, 'utf8');
+    });
+    for (const [i, text] of texts.entries()) {
+      // No import statement, no export, no import(): Node would refuse the first two in a .cjs
+      // file, and would load the ES module loader for the third.
       expect(
-        imported.filter((i) => !i.endsWith("'node:module'")),
-        o,
-      ).toEqual([]);
+        text.match(/(?<![\w$.])(?:import\s*\(|import\s*[{*\w$]|export\s*[{*])/g),
+        outputs[i],
+      ).toBeNull();
+      expect(() => new Function('require', 'module', 'exports', text), outputs[i]).not.toThrow();
     }
-    // ...and required where they are used.
-    const texts = outputs.map((o) => readFileSync(o, 'utf8')).join('\n');
-    for (const m of ['fs', 'http', 'crypto']) expect(texts).toContain(`("node:${m}")`);
+    const all = texts.join('\n');
+    for (const m of ['fs', 'http', 'crypto']) expect(all).toContain(`("node:${m}")`);
+    // The bin/ that loads it is CommonJS too (bin/package.json).
+    expect(JSON.parse(readFileSync('bin/package.json', 'utf8'))).toEqual({ type: 'commonjs' });
+    expect(readFileSync('bin/erdma-smcr.js', 'utf8')).toContain(
+      "require('../dist/bundle/main.cjs')",
+    );
+  });
+
+  it('merges small chunks: --version reads 2 files, check fewer than 16 (#43)', () => {
+    const reached = (source?: string): string[] => {
+      const entry = Object.keys(meta.outputs).find((o) => o.endsWith('main.cjs'))!;
+      const seen = new Set<string>();
+      const walk = (o: string): void => {
+        if (seen.has(o)) return;
+        seen.add(o);
+        const { imports } = meta.outputs[o] as { imports: { path: string; kind: string }[] };
+        for (const i of imports) if (i.kind !== 'dynamic-import') walk(i.path);
+      };
+      walk(entry);
+      if (source !== undefined)
+        for (const [o, v] of Object.entries(meta.outputs))
+          if (Object.keys((v as { inputs: object }).inputs).includes(source)) walk(o);
+      return [...seen];
+    };
+    expect(reached()).toHaveLength(2);
+    expect(reached('src/check/check.ts').length).toBeLessThan(16);
   });
 
   it('--help, --version and the command line load no heavy dependency, nor the config schema', () => {
