@@ -1,8 +1,10 @@
 // Bundles the CLI into dist/bundle/ (what bin/erdma-smcr.js runs and what the image ships): one
 // entry file plus a chunk per lazily loaded part (each command loads only its own), dependencies
-// included, minified. A process then holds only the code its role runs, and the image carries no
-// node_modules. tsc (tsconfig.build.json) still type-checks and emits dist/ for the VM and bench
-// scripts that load single modules. `node scripts/bundle-report.mjs` shows what each part holds.
+// included, minified, CommonJS. esbuild bundles and splits; rollup merges its small chunks and
+// writes CommonJS (toMergedCommonJs). A process then holds only the code its role runs, and the
+// image carries no node_modules. tsc (tsconfig.build.json) still type-checks and emits dist/ for
+// the VM and bench scripts that load single modules. `node scripts/bundle-report.mjs` shows what
+// each part holds.
 // Usage: node scripts/bundle.mjs [--metafile FILE]
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
@@ -161,7 +163,7 @@ const MIN_CHUNK_BYTES = 8192;
 /**
  * esbuild's split ES build (`files`, its outputs in memory) as CommonJS, its small chunks merged:
  * what the bundle ships. esbuild splits only ES modules, and on Node 20 an ES module graph costs a
- * one-shot command its loader: `--version` 1.80× bare `node` as ES modules in 8 files, 1.46× as
+ * one-shot command its loader: `--version` 1.74× bare `node` as ES modules in 8 files, 1.35× as
  * CommonJS in 2 (#43, docs/benchmarks.md). rollup merges a chunk smaller than MIN_CHUNK_BYTES into
  * one that is always loaded with it (never into one a role would load without it) and writes
  * CommonJS: each static import a require(), each dynamic import a require() when it runs. Resolves
