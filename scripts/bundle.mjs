@@ -167,7 +167,7 @@ const MIN_CHUNK_BYTES = 8192;
  * CommonJS in 2 (#43, docs/benchmarks.md). rollup merges a chunk smaller than MIN_CHUNK_BYTES into
  * one that is always loaded with it (never into one a role would load without it) and writes
  * CommonJS: each static import a require(), each dynamic import a require() when it runs. Resolves
- * to rollup's chunks and the directory they belong in.
+ * to rollup's output (chunks and assets, file names relative to `outdir`).
  */
 async function toMergedCommonJs(files, outdir) {
   const sources = new Map(files.filter((f) => f.path.endsWith('.mjs')).map((f) => [f.path, f]));
@@ -224,6 +224,7 @@ async function toMergedCommonJs(files, outdir) {
 function mergedMetafile(metafile, output, outdir, cwd) {
   const byPath = new Map(Object.entries(metafile.outputs).map(([k, v]) => [resolve(cwd, k), v]));
   const key = (fileName) => relative(cwd, join(outdir, fileName));
+  const own = (fileName) => !isBuiltin(fileName);
   const outputs = {};
   for (const chunk of output.filter((o) => o.type === 'chunk')) {
     const merged = chunk.moduleIds.map((id) => byPath.get(id));
@@ -237,8 +238,9 @@ function mergedMetafile(metafile, output, outdir, cwd) {
       ...(chunk.isEntry ? { entryPoint: byPath.get(chunk.facadeModuleId).entryPoint } : {}),
       inputs,
       imports: [
-        ...chunk.imports.map((i) => ({ path: key(i), kind: 'require-call' })),
-        ...chunk.dynamicImports.map((i) => ({ path: key(i), kind: 'dynamic-import' })),
+        // Node's built-ins are not outputs.
+        ...chunk.imports.filter(own).map((i) => ({ path: key(i), kind: 'require-call' })),
+        ...chunk.dynamicImports.filter(own).map((i) => ({ path: key(i), kind: 'dynamic-import' })),
       ],
       bytes: Buffer.byteLength(chunk.code),
     };
