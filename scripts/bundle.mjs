@@ -158,7 +158,7 @@ export function rememberToEsm(files) {
 }
 
 /** The size below which rollup merges a chunk into another (toMergedCommonJs). */
-const MIN_CHUNK_BYTES = 8192;
+const MIN_CHUNK_BYTES = 4096;
 
 /**
  * esbuild's split ES build (`files`, its outputs in memory) as CommonJS, its small chunks merged:
@@ -166,7 +166,7 @@ const MIN_CHUNK_BYTES = 8192;
  * one-shot command its loader: `--version` 1.74× bare `node` as ES modules in 8 files, 1.35× as
  * CommonJS in 2 (#43, docs/benchmarks.md). rollup merges a chunk smaller than MIN_CHUNK_BYTES into
  * another where that runs no code a role did not run before (a role may then load a few KiB it
- * never calls: 3-9 KiB per role, 66 -> 75 KiB for `--version`) and writes CommonJS: each static
+ * never calls: 3-7 KiB per role, 66 -> 70 KiB for `--version`) and writes CommonJS: each static
  * import a require(), each dynamic import a require() when it runs. Resolves to rollup's output
  * (chunks and assets, file names relative to `outdir`).
  */
