@@ -175,9 +175,10 @@ const MIN_CHUNK_BYTES = 4096;
  * (chunks and assets, file names relative to `outdir`).
  */
 async function toMergedCommonJs(files, outdir) {
-  const sources = new Map(files.filter((f) => f.path.endsWith('.mjs')).map((f) => [f.path, f]));
-  const text = (f) =>
-    typeof f.contents === 'string' ? f.contents : new TextDecoder().decode(f.contents);
+  // rememberToEsm gave each .mjs output's text as a string.
+  const sources = new Map(
+    files.filter((f) => f.path.endsWith('.mjs')).map((f) => [f.path, f.contents]),
+  );
   const built = await rollup({
     input: { main: resolve(outdir, 'main.mjs') },
     // esbuild's output is minified and tree-shaken already; every module of it is kept.
@@ -195,7 +196,7 @@ async function toMergedCommonJs(files, outdir) {
             throw new Error(`bundle: ${id} from ${importer} is not in the build`);
           return path;
         },
-        load: (id) => text(sources.get(id)),
+        load: (id) => sources.get(id),
       },
     ],
     onwarn(warning, warn) {

@@ -7,7 +7,7 @@
 // we do not define) and our I/O asked node:tty whether stdout is a terminal; between them they
 // loaded net and the stream modules: 2 ms of `--version` and 4–5 ms of a small `check` on the
 // image's Node 26 (`npm run bench check`).
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,15 @@ writeFileSync(
 process.on('exit', () => fs.writeSync(2, '\\nLOADED ' + JSON.stringify(process.moduleLoadList) + '\\n'));
 `,
 );
+
+/** The built-ins the probe's module list (in a process's stderr) names. */
+function builtinsIn(stderr: string): string[] {
+  const line = /\nLOADED (.*)\n/.exec(stderr)?.[1];
+  if (line === undefined) throw new Error(`no module list from the probe: ${stderr}`);
+  return (JSON.parse(line) as string[])
+    .filter((m) => m.startsWith('NativeModule '))
+    .map((m) => m.slice('NativeModule '.length));
+}
 
 /**
  * Runs the CLI, stdout a pipe (or the file descriptor given); resolves to its exit code, output and
@@ -42,12 +51,11 @@ function loaded(
     child.stderr?.on('data', (d) => (err += d));
     child.on('error', reject);
     child.on('close', (code) => {
-      const line = /\nLOADED (.*)\n/.exec(err)?.[1];
-      if (line === undefined) return reject(new Error(`no module list from the probe: ${err}`));
-      const builtins = (JSON.parse(line) as string[])
-        .filter((m) => m.startsWith('NativeModule '))
-        .map((m) => m.slice('NativeModule '.length));
-      resolve({ code, out, builtins });
+      try {
+        resolve({ code, out, builtins: builtinsIn(err) });
+      } catch (e) {
+        reject(e);
+      }
     });
   });
 }
@@ -69,22 +77,12 @@ describe('what the CLI loads of Node, stdout a pipe', () => {
     // to 1.74x bare `node` (#43). On Node 26 the loader is part of every start-up.
     const esm = (builtins: string[]): string[] =>
       builtins.filter((m) => m.startsWith('internal/modules/esm/'));
-    const bare = await new Promise<string[]>((resolve, reject) => {
-      execFile(
-        process.execPath,
-        ['-r', probe, '-e', '0'],
-        { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } },
-        (err, _out, stderr) => {
-          const line = /\nLOADED (.*)\n/.exec(stderr)?.[1];
-          if (err || line === undefined) return reject(err ?? new Error(stderr));
-          resolve(
-            (JSON.parse(line) as string[])
-              .filter((m) => m.startsWith('NativeModule '))
-              .map((m) => m.slice('NativeModule '.length)),
-          );
-        },
-      );
-    });
+    const bare = builtinsIn(
+      spawnSync(process.execPath, ['-r', probe, '-e', '0'], {
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      }).stderr,
+    );
     for (const args of [['--version'], ['check', 'examples/valid']]) {
       const r = await loaded(args);
       expect(r.code, args.join(' ')).toBe(0);
