@@ -47,6 +47,20 @@ function status(pid: number, key: 'VmRSS' | 'VmHWM'): number {
   return Number(m?.[1] ?? 0) * 1024;
 }
 
+interface Container {
+  command?: string[];
+  env?: { name: string; value?: string }[];
+}
+
+/** The webhook Deployment's container, as manifests/base/webhook.yaml declares it. */
+function webhookContainer(): Container {
+  type Doc = { kind?: string; spec?: { template: { spec: { containers: Container[] } } } };
+  const docs = jsyaml.loadAll(readFileSync('manifests/base/webhook.yaml', 'utf8')) as Doc[];
+  const c = docs.find((d) => d?.kind === 'Deployment')?.spec?.template.spec.containers[0];
+  if (!c) throw new Error('manifests/base/webhook.yaml declares no Deployment container');
+  return c;
+}
+
 /**
  * The webhook Deployment's NODE_OPTIONS (the server is measured as it ships), or
  * ERDMA_SMCR_BENCH_NODE_OPTIONS when set (an older build, measured as it shipped).
@@ -54,16 +68,18 @@ function status(pid: number, key: 'VmRSS' | 'VmHWM'): number {
 export function deploymentNodeOptions(): string {
   if (process.env.ERDMA_SMCR_BENCH_NODE_OPTIONS !== undefined)
     return process.env.ERDMA_SMCR_BENCH_NODE_OPTIONS;
-  type Doc = {
-    kind?: string;
-    spec?: { template: { spec: { containers: { env?: { name: string; value?: string }[] }[] } } };
-  };
-  const docs = jsyaml.loadAll(readFileSync('manifests/base/webhook.yaml', 'utf8')) as Doc[];
-  const deployment = docs.find((d) => d?.kind === 'Deployment');
-  return (
-    deployment?.spec?.template.spec.containers[0]?.env?.find((e) => e.name === 'NODE_OPTIONS')
-      ?.value ?? ''
-  );
+  return webhookContainer().env?.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
+}
+
+/**
+ * The Node flags of the Deployment's command (`node FLAGS... /app/bin/erdma-smcr.js`), which
+ * NODE_OPTIONS may not hold (`--no-maglev`); ERDMA_SMCR_BENCH_NODE_FLAGS (space-separated) when
+ * set, as for NODE_OPTIONS above.
+ */
+export function deploymentNodeFlags(): string[] {
+  const env = process.env.ERDMA_SMCR_BENCH_NODE_FLAGS;
+  if (env !== undefined) return env.split(' ').filter(Boolean);
+  return (webhookContainer().command ?? []).slice(1).filter((a) => a.startsWith('--'));
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -149,6 +165,7 @@ async function measure(
   const started = Date.now();
   const server: Server = await startChild(
     [
+      ...deploymentNodeFlags(),
       bin,
       'serve',
       '--port',

@@ -61,6 +61,16 @@ function expectNodeStarts(nodeOptions: string): void {
   expect(r.stderr).toBe('');
   expect(r.status).toBe(0);
 }
+
+/** Node starts with these flags on its command line (it exits 9 on a flag V8 does not know). */
+function expectNodeAcceptsFlags(flags: string[]): void {
+  const r = spawnSync(process.execPath, [...flags, '-e', '0'], {
+    env: { PATH: process.env.PATH },
+    encoding: 'utf8',
+  });
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0);
+}
 // Rendered objects are walked freely below; the schema test above is what types them.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Loose = Obj & Record<string, any>;
@@ -117,6 +127,9 @@ describe.skipIf(why !== '')('manifests', () => {
       /^--max-semi-space-size=\d+ --max-old-space-size=\d+ --use-openssl-ca --no-node-snapshot$/,
     );
     expectNodeStarts(env.NODE_OPTIONS);
+    // --no-maglev is not allowed in NODE_OPTIONS: the image's node, with the image's entrypoint.
+    expect(c.command).toEqual(['node', '--no-maglev', '/app/bin/erdma-smcr.js']);
+    expectNodeAcceptsFlags(c.command.slice(1, -1));
     for (const name of Object.keys(env))
       if (name !== 'NODE_OPTIONS')
         expect(ENV_VARS, `${name} is read by the code`).toHaveProperty(name);
