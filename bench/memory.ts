@@ -198,8 +198,8 @@ async function serveRows(
           `${Math.round(r.rps)} req/s of SMC-R reviews for 5 s`,
         ),
       );
-      // What it keeps of the burst: on Node 22 and later, Maglev's compilations left 23 MB more
-      // here than without it (docs/benchmarks.md, "Maglev and the webhook").
+      // What it keeps of the burst: on Node 22 and later, Maglev's compilations left about 20 MB
+      // more here than without it (docs/benchmarks.md, "Maglev and the webhook").
       await sleep(AFTER_LOAD_MS);
       rows.push(
         row(
