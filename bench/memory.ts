@@ -26,7 +26,12 @@ import jsyaml from 'js-yaml';
 import { officialNode, podEnv, shippedMajor } from './env.js';
 import type { BenchRow } from './report.js';
 import { ensureLocalCerts } from '../src/certs/local.js';
-import { deploymentNodeFlags, deploymentNodeOptions } from './scale.js';
+import {
+  commandNodeFlags,
+  deploymentNodeFlags,
+  deploymentNodeOptions,
+  type Container,
+} from './scale.js';
 import { cpuMicros, load, review, startChild, stop, type Server } from './webhook.js';
 import { binariesPresent, startControlPlane } from '../test/harness/k8s/control-plane.js';
 import { FakeKubelet } from '../test/helpers/fake-kubelet.js';
@@ -217,14 +222,9 @@ async function serveRows(
   }
 }
 
-interface DaemonSetContainer {
-  command?: string[];
-  env?: { name: string; value?: string }[];
-}
-
-function daemonSetContainer(file: string): DaemonSetContainer {
+function daemonSetContainer(file: string): Container {
   const ds = jsyaml.load(readFileSync(file, 'utf8')) as {
-    spec: { template: { spec: { containers: DaemonSetContainer[] } } };
+    spec: { template: { spec: { containers: Container[] } } };
   };
   const c = ds.spec.template.spec.containers[0];
   if (!c) throw new Error(`${file} has no container`);
@@ -240,8 +240,7 @@ function daemonSetEnv(name: string, file = AGENT_YAML): string {
 
 /** The Node flags of a DaemonSet's command (`node FLAGS... /app/bin/erdma-smcr.js`). */
 function daemonSetNodeFlags(file: string): string[] {
-  const command = daemonSetContainer(file).command ?? [];
-  return command.slice(1).filter((a) => a.startsWith('--'));
+  return commandNodeFlags(daemonSetContainer(file));
 }
 
 /** Calls the registered plugin as a kubelet placing pods would, 4 calls at a time, for `ms`; returns the pairs made. */

@@ -47,9 +47,15 @@ function status(pid: number, key: 'VmRSS' | 'VmHWM'): number {
   return Number(m?.[1] ?? 0) * 1024;
 }
 
-interface Container {
+/** A manifest's container: what the benches read of it to run a process as it ships. */
+export interface Container {
   command?: string[];
   env?: { name: string; value?: string }[];
+}
+
+/** The Node flags of a container's command (`node FLAGS... /app/bin/erdma-smcr.js`). */
+export function commandNodeFlags(c: Container): string[] {
+  return (c.command ?? []).slice(1).filter((a) => a.startsWith('--'));
 }
 
 /** The webhook Deployment's container, as manifests/base/webhook.yaml declares it. */
@@ -79,7 +85,7 @@ export function deploymentNodeOptions(): string {
 export function deploymentNodeFlags(): string[] {
   const env = process.env.ERDMA_SMCR_BENCH_NODE_FLAGS;
   if (env !== undefined) return env.split(' ').filter(Boolean);
-  return (webhookContainer().command ?? []).slice(1).filter((a) => a.startsWith('--'));
+  return commandNodeFlags(webhookContainer());
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
