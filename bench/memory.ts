@@ -17,9 +17,13 @@
 //   cache), with that executable's own bare baseline: the figures above are this machine's Debian
 //   Node 20.
 // Each with the Node flags and NODE_OPTIONS of its manifest, in a pod's environment (bench/env.ts).
+// The node daemons are probed as the kubelet probes their pods (readiness, then liveness) before
+// their idle figure is read.
 // A node daemon's idle figure is the median of three starts (IDLE_STARTS).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import jsyaml from 'js-yaml';
@@ -87,8 +91,54 @@ function keepStderr(child: ChildProcess): ChildProcess {
   return child;
 }
 
+/** The port of a daemon's probe server (ERDMA_SMCR_AGENT_METRICS_PORT), which the kubelet probes. */
+const probePorts = new WeakMap<ChildProcess, number>();
+
+/** A TCP port free on loopback now, for a daemon's probe server. */
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const { port } = s.address() as AddressInfo;
+  await new Promise((resolve) => s.close(resolve));
+  return port;
+}
+
+/** One HTTP GET as the kubelet's prober makes it (no keep-alive); its status, or undefined if refused. */
+function kubeProbe(port: number, path: string): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const req = httpGet(
+      { host: '127.0.0.1', port, path, agent: false, headers: { 'User-Agent': 'kube-probe/1.20' } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode));
+      },
+    );
+    req.setTimeout(1000, () => req.destroy());
+    req.on('error', () => resolve(undefined));
+  });
+}
+
+/**
+ * The kubelet probes a daemon's pod from its start (the manifests set no initial delay): its
+ * readiness probe until the probe server answers, then its liveness probe. An answer costs the
+ * daemon what any HTTP response does (a `Date` header, V8's time zone), so the idle figure is read
+ * after them, as on a node.
+ */
+async function probedAsKubelet(child: ChildProcess, port: number, withinMs: number): Promise<void> {
+  const end = Date.now() + withinMs;
+  while ((await kubeProbe(port, '/readyz')) === undefined) {
+    status(child, 'VmRSS'); // throws, saying why, if the daemon has exited
+    if (Date.now() > end) throw new Error(`nothing answered the readiness probe on port ${port}`);
+    await sleep(100);
+  }
+  await kubeProbe(port, '/healthz');
+}
+
 async function idle(child: ChildProcess): Promise<number> {
-  await sleep(IDLE_SETTLE_MS);
+  const t0 = Date.now();
+  const port = probePorts.get(child);
+  if (port !== undefined) await probedAsKubelet(child, port, IDLE_SETTLE_MS);
+  await sleep(IDLE_SETTLE_MS - (Date.now() - t0));
   return status(child, 'VmRSS');
 }
 
@@ -100,10 +150,10 @@ async function idle(child: ChildProcess): Promise<number> {
 const IDLE_STARTS = 3;
 
 /** Idle readings of `n` more starts of a daemon, one after another, each stopped after it. */
-async function moreIdleReadings(start: () => ChildProcess, n: number): Promise<number[]> {
+async function moreIdleReadings(start: () => Promise<ChildProcess>, n: number): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
-    const p = start();
+    const p = await start();
     try {
       out.push(await idle(p));
     } finally {
@@ -289,12 +339,13 @@ async function daemonRows(
   before: boolean,
 ): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
-  const start = (
+  const start = async (
     command: string,
     manifest: string,
     env: Record<string, string> = {},
-  ): ChildProcess =>
-    keepStderr(
+  ): Promise<ChildProcess> => {
+    const port = await freePort();
+    const child = keepStderr(
       spawn(
         node,
         [
@@ -310,7 +361,7 @@ async function daemonRows(
         {
           env: podEnv({
             NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS', manifest),
-            ERDMA_SMCR_AGENT_METRICS_PORT: '0',
+            ERDMA_SMCR_AGENT_METRICS_PORT: String(port),
             ERDMA_SMCR_LOG_LEVEL: 'warn',
             ...env,
           }),
@@ -318,13 +369,16 @@ async function daemonRows(
         },
       ),
     );
+    probePorts.set(child, port);
+    return child;
+  };
   // The agent as its DaemonSet runs it: the device plugin is the other DaemonSet's.
-  const startAgent = (): ChildProcess =>
+  const startAgent = (): Promise<ChildProcess> =>
     start('agent', AGENT_YAML, {
       ERDMA_SMCR_AGENT_DEVICE_PLUGIN: daemonSetEnv('ERDMA_SMCR_AGENT_DEVICE_PLUGIN'),
     });
   const agentReadings = await moreIdleReadings(startAgent, IDLE_STARTS - 1);
-  const agent = startAgent();
+  const agent = await startAgent();
   try {
     agentReadings.push(await idle(agent));
     rows.push(
@@ -372,7 +426,7 @@ async function daemonRows(
   for (const [command, manifest, name] of plugins) {
     const readings = await moreIdleReadings(() => start(command, manifest), IDLE_STARTS - 1);
     kubelet.updates.length = 0; // what the starts above listed: the load waits for this one's
-    const p = start(command, manifest);
+    const p = await start(command, manifest);
     try {
       readings.push(await idle(p));
       rows.push(idleRow(`${name}, idle`, readings, base));
