@@ -1,5 +1,13 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -48,4 +56,65 @@ export function officialNode(
   } catch (err) {
     return { error: `Node ${major} not fetched: ${(err as Error).message.split('\n')[0]}` };
   }
+}
+
+/** Where the image puts the CLI (the Dockerfile's `/app`, its ENTRYPOINT's `/app/bin/...`). */
+export const IMAGE_APP = '/app';
+/**
+ * A directory at this machine's root whose path is as long as IMAGE_APP, which a private mount
+ * namespace covers with the CLI's files (FHS's `/srv`, present and empty on Debian).
+ */
+const STAND_IN = '/srv';
+
+/** How the benches start `node` on the CLI: `file` (with `prefix` before node's arguments), `entry`. */
+export interface Layout {
+  /** The executable to spawn: `node` itself when empty. */
+  file: string;
+  /** Arguments before node's (the executable `node` then comes first among them). */
+  prefix: string[];
+  /** The CLI's entry point as `node` is given it. */
+  entry: string;
+  /** Where it runs from, for a row's notes. */
+  note: string;
+}
+
+/**
+ * The CLI started from a path as long as the image's: every module a process loads makes Node
+ * resolve paths of that length at start-up, and on Node 26 those paths' total length decides
+ * whether V8's optimising compiler runs during `serve`'s start-up (6.5 MiB of its code read in;
+ * docs/benchmarks.md, "The image's paths"). Copies what the image's /app holds for the CLI into
+ * `dir` and runs `node` in a private mount namespace with that copy mounted on STAND_IN (root only;
+ * the namespace ends with the process, the host's mounts are untouched). Without root, `unshare`
+ * or STAND_IN, the checkout's path, which the note says.
+ */
+export function imageLayout(dir: string): Layout {
+  const checkout = (why: string): Layout => ({
+    file: '',
+    prefix: [],
+    entry: 'bin/erdma-smcr.js',
+    note: `run from the checkout, not a path as long as the image's ${IMAGE_APP} (${why})`,
+  });
+  if (process.getuid?.() !== 0) return checkout('not root: no mount namespace');
+  if (!statSync(STAND_IN, { throwIfNoEntry: false })?.isDirectory())
+    return checkout(`no ${STAND_IN}`);
+  const probe = spawnSync('unshare', ['--mount', 'true'], { encoding: 'utf8' });
+  if (probe.status !== 0)
+    return checkout(`unshare --mount: ${probe.error?.message ?? probe.stderr.trim()}`);
+  const tree = join(dir, 'app');
+  for (const p of ['package.json', 'bin', 'dist/bundle', 'docs/admission'])
+    cpSync(p, join(tree, p), { recursive: true });
+  return {
+    file: 'unshare',
+    prefix: [
+      '--mount',
+      '--propagation',
+      'private',
+      'sh',
+      '-c',
+      `mount --bind "$0" ${STAND_IN} && exec "$@"`,
+      tree,
+    ],
+    entry: `${STAND_IN}/bin/erdma-smcr.js`,
+    note: `run from ${STAND_IN}, a path as long as the image's ${IMAGE_APP}`,
+  };
 }

@@ -2,7 +2,8 @@
 // under load, read from /proc/<pid>/status of the real CLI (the bundle, as shipped) run as a child:
 // - bare `node` idling (the baseline, same run);
 // - `serve` with the offline cluster view: idle, then after 5 s of SMC-R reviews on 16 connections,
-//   and again 20 s after that load (what it keeps of a burst);
+//   and again 20 s after that load (what it keeps of a burst); run from a path as long as the
+//   image's /app (bench/env.ts, imageLayout);
 // - `serve` with the live cluster view (watches Nodes and the profile ConfigMap of the harness's
 //   real v1.20.2 API server; skipped when its binaries are not built);
 // - `agent` as its DaemonSet runs it (no device plugin) on a fixture host tree without a cluster,
@@ -27,7 +28,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import jsyaml from 'js-yaml';
-import { officialNode, podEnv, shippedMajor } from './env.js';
+import { imageLayout, officialNode, podEnv, shippedMajor, type Layout } from './env.js';
 import type { BenchRow } from './report.js';
 import { ensureLocalCerts } from '../src/certs/local.js';
 import {
@@ -219,12 +220,15 @@ async function serveRows(
   extraArgs: string[],
   label: string,
   underLoad: boolean,
+  layout: Layout,
   node = process.execPath,
 ): Promise<BenchRow[]> {
   const server: Server = await startChild(
     [
+      ...layout.prefix,
+      ...(layout.file ? [node] : []),
       ...deploymentNodeFlags(),
-      'bin/erdma-smcr.js',
+      layout.entry,
       'serve',
       '--port',
       '0',
@@ -237,10 +241,12 @@ async function serveRows(
     /listening on https:\/\/127\.0\.0\.1:(\d+)/,
     // As its Deployment runs it.
     { NODE_OPTIONS: deploymentNodeOptions() },
-    node,
+    layout.file || node,
   );
   try {
-    const rows = [row(`serve (${label}), idle`, await idle(server.child), base, TARGET.serveIdle)];
+    const rows = [
+      row(`serve (${label}), idle`, await idle(server.child), base, TARGET.serveIdle, layout.note),
+    ];
     if (underLoad) {
       const ca = readFileSync(join(dir, 'ca.crt'), 'utf8');
       const r = await load(server, '/mutate', review(true), ca, 5);
@@ -501,7 +507,8 @@ export async function benchMemory(): Promise<BenchRow[]> {
     // The webhook as it runs: its certificates exist (a Secret, or mounted files). Making them
     // loads node-forge, which a webhook restarted with its certificates never does.
     ensureLocalCerts({ dir, service: 'erdma-smcr-webhook', namespace: 'erdma-smcr' });
-    rows.push(...(await serveRows(dir, base, [], 'offline view', true)));
+    const layout = imageLayout(dir);
+    rows.push(...(await serveRows(dir, base, [], 'offline view', true, layout)));
     if (binariesPresent().length === 0) {
       const cp = await startControlPlane();
       try {
@@ -512,6 +519,7 @@ export async function benchMemory(): Promise<BenchRow[]> {
             ['--cluster', 'live', '--kubeconfig', cp.kubeconfig],
             'live view: watches of the real API server',
             true,
+            layout,
           )),
         );
       } finally {
@@ -568,7 +576,15 @@ export async function benchMemory(): Promise<BenchRow[]> {
             : ` on Node ${official.version} (the image's runtime)`;
           rows.push(row(`bare \`node\`${on} idling (its baseline)`, baseOfficial, baseOfficial));
           rows.push(
-            ...(await serveRows(dir, baseOfficial, [], `offline view${on}`, true, official.node)),
+            ...(await serveRows(
+              dir,
+              baseOfficial,
+              [],
+              `offline view${on}`,
+              true,
+              layout,
+              official.node,
+            )),
           );
           rows.push(...(await daemonRows(official.node, host, kubelet, baseOfficial, on, false)));
         } finally {

@@ -2,8 +2,11 @@
 // This machine sets NODE_EXTRA_CA_CERTS, which Node parses at start, and a bench that passed it on
 // measured 1.2-2.1 MB more on Node 20 than the pods run (#43).
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { podEnv } from '../../../bench/env.js';
+import { IMAGE_APP, imageLayout, podEnv } from '../../../bench/env.js';
 
 const SHELL_ONLY = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'NODE_OPTIONS', 'HOME'];
 const saved = Object.fromEntries(SHELL_ONLY.map((k) => [k, process.env[k]]));
@@ -29,5 +32,54 @@ describe('podEnv', () => {
     expect(Object.keys(seen).sort()).toEqual(['ERDMA_SMCR_LOG_LEVEL', 'NODE_OPTIONS', 'PATH']);
     expect(seen.PATH).toBe(process.env.PATH);
     expect(seen.NODE_OPTIONS).toBe('--max-semi-space-size=4');
+  });
+});
+
+// The memory bench runs `serve` from a path as long as the image's /app: on Node 26 the length of
+// the paths Node resolves at start-up decides whether V8's optimising compiler runs then (6.5 MiB).
+describe('imageLayout', () => {
+  const root = process.getuid?.() === 0;
+
+  it("knows where the image's entry point is", () => {
+    expect(readFileSync('Dockerfile', 'utf8')).toContain(`"${IMAGE_APP}/bin/erdma-smcr.js"`);
+  });
+
+  it.skipIf(!root)(
+    "runs node on a copy of the CLI at a path as long as the image's, the host's mounts untouched",
+    () => {
+      const dir = mkdtempSync(join(tmpdir(), 'layout-'));
+      const hostSrv = readdirSync('/srv');
+      try {
+        const l = imageLayout(dir);
+        expect(l.file).toBe('unshare');
+        expect(l.entry).toMatch(/^\/[^/]+\/bin\/erdma-smcr\.js$/);
+        expect(l.entry).toHaveLength(`${IMAGE_APP}/bin/erdma-smcr.js`.length);
+        const run = (...args: string[]): string =>
+          execFileSync(l.file, [...l.prefix, process.execPath, ...args], {
+            encoding: 'utf8',
+          }).trim();
+        const app = l.entry.slice(0, IMAGE_APP.length);
+        expect(run('-p', `require('fs').readdirSync('${app}').sort().join()`)).toBe(
+          'bin,dist,docs,package.json',
+        );
+        const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string })
+          .version;
+        expect(run(l.entry, '--version')).toContain(version);
+        expect(readdirSync('/srv')).toEqual(hostSrv);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+
+  it.skipIf(root)('without root runs from the checkout, and says so', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'layout-'));
+    try {
+      const l = imageLayout(dir);
+      expect(l).toMatchObject({ file: '', prefix: [], entry: 'bin/erdma-smcr.js' });
+      expect(l.note).toMatch(/not root/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
