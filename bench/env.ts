@@ -81,20 +81,20 @@ export interface Layout {
 /**
  * The CLI started from a path as long as the image's: every module a process loads makes Node
  * resolve paths of that length at start-up, and on Node 26 those paths' total length decides
- * whether V8's optimising compiler runs during `serve`'s start-up (6.5 MiB of its code read in;
+ * whether V8's optimising compiler runs during `serve`'s start-up (6.5 MiB of `node`'s pages read in;
  * docs/benchmarks.md, "The image's paths"). Copies what the image's /app holds for the CLI into
  * `dir` and runs `node` in a private mount namespace with that copy mounted on STAND_IN (root only;
  * the namespace ends with the process, the host's mounts are untouched). Without root, `unshare`
  * or STAND_IN, the checkout's path, which the note says.
  */
-export function imageLayout(dir: string): Layout {
+export function imageLayout(dir: string, uid = process.getuid?.()): Layout {
   const checkout = (why: string): Layout => ({
     file: '',
     prefix: [],
     entry: 'bin/erdma-smcr.js',
     note: `run from the checkout, not a path as long as the image's ${IMAGE_APP} (${why})`,
   });
-  if (process.getuid?.() !== 0) return checkout('not root: no mount namespace');
+  if (uid !== 0) return checkout('not root: no mount namespace');
   if (!statSync(STAND_IN, { throwIfNoEntry: false })?.isDirectory())
     return checkout(`no ${STAND_IN}`);
   const probe = spawnSync('unshare', ['--mount', 'true'], { encoding: 'utf8' });

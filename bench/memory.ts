@@ -18,8 +18,8 @@
 //   cache), with that executable's own bare baseline: the figures above are this machine's Debian
 //   Node 20.
 // Each with the Node flags and NODE_OPTIONS of its manifest, in a pod's environment (bench/env.ts).
-// The node daemons are probed as the kubelet probes their pods (readiness, then liveness) before
-// their idle figure is read.
+// Each is probed as the kubelet probes its pod (readiness, then liveness) before its idle figure
+// is read.
 // A node daemon's idle figure is the median of three starts (IDLE_STARTS).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -92,10 +92,10 @@ function keepStderr(child: ChildProcess): ChildProcess {
   return child;
 }
 
-/** The port of a daemon's probe server (ERDMA_SMCR_AGENT_METRICS_PORT), which the kubelet probes. */
+/** The port of a process's probe server (a daemon's ERDMA_SMCR_AGENT_METRICS_PORT), which the kubelet probes. */
 const probePorts = new WeakMap<ChildProcess, number>();
 
-/** A TCP port free on loopback now, for a daemon's probe server. */
+/** A TCP port free on loopback now, for a probe server. */
 async function freePort(): Promise<number> {
   const s = createServer();
   await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
@@ -120,9 +120,9 @@ function kubeProbe(port: number, path: string): Promise<number | undefined> {
 }
 
 /**
- * The kubelet probes a daemon's pod from its start (the manifests set no initial delay): its
+ * The kubelet probes a pod from its start (the manifests set no initial delay): its
  * readiness probe until the probe server answers, then its liveness probe. An answer costs the
- * daemon what any HTTP response does (a `Date` header, V8's time zone), so the idle figure is read
+ * process what any HTTP response does (a `Date` header, V8's time zone), so the idle figure is read
  * after them, as on a node.
  */
 async function probedAsKubelet(child: ChildProcess, port: number, withinMs: number): Promise<void> {
@@ -223,6 +223,7 @@ async function serveRows(
   layout: Layout,
   node = process.execPath,
 ): Promise<BenchRow[]> {
+  const probePort = await freePort();
   const server: Server = await startChild(
     [
       ...layout.prefix,
@@ -236,6 +237,8 @@ async function serveRows(
       dir,
       '--log-level',
       'warn',
+      '--metrics-port',
+      String(probePort),
       ...extraArgs,
     ],
     /listening on https:\/\/127\.0\.0\.1:(\d+)/,
@@ -243,6 +246,8 @@ async function serveRows(
     { NODE_OPTIONS: deploymentNodeOptions() },
     layout.file || node,
   );
+  // The kubelet probes its pod as it does the daemons' (its Deployment's probes on the metrics port).
+  probePorts.set(server.child, probePort);
   try {
     const rows = [
       row(`serve (${label}), idle`, await idle(server.child), base, TARGET.serveIdle, layout.note),
