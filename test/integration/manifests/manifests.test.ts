@@ -308,6 +308,7 @@ describe.skipIf(why !== '')('manifests', () => {
       'node',
       '--lite-mode',
       '--no-icu-timezone-data',
+      '--no-compilation-cache',
       '/app/bin/erdma-smcr.js',
     ]);
     expectNodeStarts(env.NODE_OPTIONS, c.command.slice(1, -1));
