@@ -1,5 +1,5 @@
-// `erdma-smcr device-plugin` as its DaemonSet runs it (the bundle, bin/erdma-smcr.js), registered
-// with the stand-in kubelet (test/helpers/fake-kubelet.ts, the upstream protocol). The bundle makes
+// `erdma-smcr device-plugin` as its DaemonSet runs it (the bundle, bin/erdma-smcr.js, with the Node
+// flags of its manifest's command and its NODE_OPTIONS), registered with the stand-in kubelet (test/helpers/fake-kubelet.ts, the upstream protocol). The bundle makes
 // grpc-js's require of zlib lazy (scripts/bundle.mjs, #43): zlib must not load while nothing is
 // compressed, and a gzip-compressed call from a client must still be answered as any other.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -16,6 +16,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import jsyaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { protoLoaderApi } from '../../helpers/device-plugin-proto.js';
 import { FakeKubelet } from '../../helpers/fake-kubelet.js';
@@ -23,6 +24,21 @@ import { until } from '../../helpers/wait.js';
 
 /** gRPC's compression algorithm numbers (grpc-js CompressionAlgorithms): 2 is gzip. */
 const GZIP = 2;
+
+interface Container {
+  command: string[];
+  env: { name: string; value?: string }[];
+}
+
+/** The device plugin's container as manifests/base/device-plugin.yaml declares it. */
+function manifestContainer(): Container {
+  const ds = jsyaml.load(readFileSync('manifests/base/device-plugin.yaml', 'utf8')) as {
+    spec: { template: { spec: { containers: Container[] } } };
+  };
+  const c = ds.spec.template.spec.containers[0];
+  if (!c) throw new Error('manifests/base/device-plugin.yaml declares no container');
+  return c;
+}
 
 describe('erdma-smcr device-plugin (the bundle)', () => {
   let host: string;
@@ -52,10 +68,13 @@ describe('erdma-smcr device-plugin (the bundle)', () => {
     );
     kubelet = new FakeKubelet(join(host, 'kubelet'));
     await kubelet.start();
+    const c = manifestContainer();
+    const nodeOptions = c.env.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
     child = spawn(
       process.execPath,
       [
-        '--lite-mode',
+        // `node FLAGS... /app/bin/erdma-smcr.js`: its flags, on this checkout's entry point.
+        ...c.command.slice(1, -1),
         'bin/erdma-smcr.js',
         'device-plugin',
         '--host-root',
@@ -66,7 +85,7 @@ describe('erdma-smcr device-plugin (the bundle)', () => {
       {
         env: {
           ...process.env,
-          NODE_OPTIONS: `--require ${join(host, 'modules.cjs')}`,
+          NODE_OPTIONS: `${nodeOptions} --require ${join(host, 'modules.cjs')}`,
           ERDMA_SMCR_AGENT_METRICS_PORT: '0',
           ERDMA_SMCR_LOG_LEVEL: 'warn',
         },
