@@ -384,11 +384,23 @@ async function daemonRows(
     return child;
   };
   // The agent as its DaemonSet runs it: the device plugin is the other DaemonSet's.
-  const startAgent = (): Promise<ChildProcess> =>
+  const startAgent = (env: Record<string, string> = {}): Promise<ChildProcess> =>
     start('agent', AGENT_YAML, {
       ERDMA_SMCR_AGENT_DEVICE_PLUGIN: daemonSetEnv('ERDMA_SMCR_AGENT_DEVICE_PLUGIN'),
+      ...env,
     });
-  const agentReadings = await moreIdleReadings(startAgent, IDLE_STARTS - 1);
+  rows.push(await floorRow(node, 'agent', AGENT_YAML, startAgent, base, on));
+  rows.push(
+    await floorRow(
+      node,
+      'device plugin',
+      DEVICE_PLUGIN_YAML,
+      (env) => start('device-plugin', DEVICE_PLUGIN_YAML, env),
+      base,
+      on,
+    ),
+  );
+  const agentReadings = await moreIdleReadings(() => startAgent(), IDLE_STARTS - 1);
   const agent = await startAgent();
   try {
     agentReadings.push(await idle(agent));
@@ -479,6 +491,89 @@ async function daemonRows(
     }
   }
   return rows;
+}
+
+/**
+ * The public built-in modules a daemon has loaded once it idles, from a start of its own with a
+ * preload (in NODE_OPTIONS) that lists them: the starts whose figures are reported run as shipped.
+ */
+async function builtinsLoaded(
+  start: (env: Record<string, string>) => Promise<ChildProcess>,
+  manifest: string,
+): Promise<string[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-builtins-'));
+  try {
+    const list = join(dir, 'modules.json');
+    const preload = join(dir, 'list-modules.cjs');
+    writeFileSync(
+      preload,
+      `const { writeFileSync } = require('node:fs');
+setInterval(() => writeFileSync(${JSON.stringify(list)}, JSON.stringify(process.moduleLoadList)), 100).unref();`,
+    );
+    const p = await start({
+      NODE_OPTIONS: `${daemonSetEnv('NODE_OPTIONS', manifest)} --require ${preload}`,
+    });
+    try {
+      await idle(p);
+      await sleep(200); // the preload's next listing, after the probes' answers
+    } finally {
+      await stop(p);
+    }
+    const loaded = JSON.parse(readFileSync(list, 'utf8')) as string[];
+    return loaded
+      .filter((e) => e.startsWith('NativeModule '))
+      .map((e) => e.slice('NativeModule '.length))
+      .filter((id) => !id.startsWith('internal/'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A daemon's floor (bench/daemon-floor.cjs): `node` with the daemon's flags and NODE_OPTIONS,
+ * loading the built-ins the daemon loads and listening as it does, probed as the daemon is,
+ * without any of our code. Above it is what our code and our dependencies hold; below it is
+ * Node's on that runtime, whatever the code.
+ */
+async function floorRow(
+  node: string,
+  what: string,
+  manifest: string,
+  start: (env: Record<string, string>) => Promise<ChildProcess>,
+  base: number,
+  on: string,
+): Promise<BenchRow> {
+  const builtins = await builtinsLoaded(start, manifest);
+  const dir = mkdtempSync(join(tmpdir(), 'bench-floor-'));
+  const port = await freePort();
+  // The device plugin serves the kubelet's gRPC over HTTP/2 on a unix socket.
+  const socket = manifest === DEVICE_PLUGIN_YAML ? [join(dir, 'floor.sock')] : [];
+  const floor = keepStderr(
+    spawn(
+      node,
+      [...daemonSetNodeFlags(manifest), 'bench/daemon-floor.cjs', builtins.join(','), ...socket],
+      {
+        env: podEnv({
+          NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS', manifest),
+          ERDMA_SMCR_AGENT_METRICS_PORT: String(port),
+        }),
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    ),
+  );
+  probePorts.set(floor, port);
+  try {
+    return row(
+      `the ${what}'s floor${on}: its flags, the ${builtins.length} built-in modules it loads, its servers; none of our code`,
+      await idle(floor),
+      base,
+      undefined,
+      `what Node holds for any ${what} on this runtime; the ${what} above it is ours`,
+    );
+  } finally {
+    await stop(floor);
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**

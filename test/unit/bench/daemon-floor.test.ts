@@ -1,0 +1,125 @@
+// The memory bench's floor for a node daemon (bench/daemon-floor.cjs): Node with the built-ins it
+// is given and the servers a daemon listens with, and nothing of ours. A floor that loaded our
+// code, or missed a module it was given, would move what the bench calls the daemon's own cost.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
+import { connect } from 'node:http2';
+import { createConnection, createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { until } from '../../helpers/wait.js';
+
+let dir = '';
+let child: ChildProcess | undefined;
+
+afterEach(async () => {
+  if (child && child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((resolve) => child?.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+  child = undefined;
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const { port } = s.address() as AddressInfo;
+  await new Promise((resolve) => s.close(resolve));
+  return port;
+}
+
+function status(port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    get({ host: '127.0.0.1', port, path: '/readyz', agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    }).on('error', () => resolve(undefined));
+  });
+}
+
+/** The floor, with a preload that writes the modules it has loaded, and its probe port. */
+async function startFloor(args: string[]): Promise<{ port: number; modules: () => string[] }> {
+  dir = mkdtempSync(join(tmpdir(), 'floor-test-'));
+  const list = join(dir, 'modules.json');
+  // Written whole and renamed, so that a reader never sees half a list.
+  writeFileSync(
+    join(dir, 'list.cjs'),
+    `const fs = require('node:fs');
+     setInterval(() => {
+       fs.writeFileSync(${JSON.stringify(list)} + '.tmp',
+         JSON.stringify([...process.moduleLoadList, ...Object.keys(require.cache)]));
+       fs.renameSync(${JSON.stringify(list)} + '.tmp', ${JSON.stringify(list)});
+     }, 50).unref();`,
+  );
+  const port = await freePort();
+  child = spawn(process.execPath, ['bench/daemon-floor.cjs', ...args], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      NODE_OPTIONS: `--require ${join(dir, 'list.cjs')}`,
+      ERDMA_SMCR_AGENT_METRICS_PORT: String(port),
+    },
+    stdio: 'ignore',
+  });
+  await until('the floor to answer a probe', async () => ((await status(port)) ? true : undefined));
+  return {
+    port,
+    modules: () => (existsSync(list) ? (JSON.parse(readFileSync(list, 'utf8')) as string[]) : []),
+  };
+}
+
+describe("the daemons' floor", () => {
+  it('loads the built-ins it is given, answers probes, and loads no file but itself', async () => {
+    const floor = await startFloor(['dgram,zlib']);
+    expect(await status(floor.port)).toBe(200);
+    await until('a module list', () => (floor.modules().length > 0 ? true : undefined));
+    const loaded = floor.modules();
+    expect(loaded).toContain('NativeModule dgram');
+    expect(loaded).toContain('NativeModule zlib');
+    expect(loaded).not.toContain('NativeModule http2');
+    // Files: the preload and the floor, nothing of the bundle or node_modules.
+    const files = loaded.filter((m) => m.startsWith('/'));
+    expect(files.map((f) => f.replace(dir, '<dir>')).sort()).toEqual(
+      ['<dir>/list.cjs', join(process.cwd(), 'bench/daemon-floor.cjs')].sort(),
+    );
+  });
+
+  it('serves HTTP/2 on the unix socket it is given, as the device plugin serves the kubelet', async () => {
+    const socketDir = mkdtempSync(join(tmpdir(), 'floor-sock-'));
+    try {
+      const socket = join(socketDir, 'floor.sock');
+      await startFloor(['', socket]);
+      const session = connect('http://localhost', {
+        createConnection: () => createConnection(socket),
+      });
+      try {
+        await new Promise<void>((resolve, reject) => {
+          session.once('remoteSettings', () => resolve());
+          session.once('error', reject);
+        });
+      } finally {
+        session.close();
+      }
+    } finally {
+      rmSync(socketDir, { recursive: true, force: true });
+    }
+  });
+
+  it('fails at once, naming the module, when given one Node does not have', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'floor-test-'));
+    const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      let stderr = '';
+      const p = spawn(process.execPath, ['bench/daemon-floor.cjs', 'no-such-module'], {
+        env: { PATH: process.env.PATH ?? '', ERDMA_SMCR_AGENT_METRICS_PORT: '0' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      p.stderr?.on('data', (d) => (stderr += d));
+      p.once('exit', (code) => resolve({ code, stderr }));
+    });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("Cannot find module 'no-such-module'");
+  });
+});
