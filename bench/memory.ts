@@ -9,6 +9,8 @@
 // - `agent` as its DaemonSet runs it (no device plugin) on a fixture host tree without a cluster,
 //   with the veths of a busy node's 110 pods (device discovery, CNI chaining, metrics): idle, and
 //   its idle CPU (utime + stime from /proc/<pid>/stat) over 60 s;
+// - each daemon's floor (bench/daemon-floor.cjs): `node` with its flags, the built-in modules it
+//   loads and the servers it listens with, and none of our code: what Node holds for any daemon;
 // - `device-plugin`, and the agent with the device plugin in one process as before the split,
 //   registered with a stand-in kubelet (test/helpers/fake-kubelet.ts): idle (the device plugin's
 //   idle CPU over 30 s), then the peak after 5 s of GetPreferredAllocation and Allocate calls over
