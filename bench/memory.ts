@@ -570,7 +570,7 @@ async function floorRow(
       await idle(floor),
       base,
       undefined,
-      `what Node holds for any ${what} on this runtime; the ${what} above it is ours`,
+      `what Node holds for any ${what} on this runtime; what the ${what} holds above it is ours`,
     );
   } finally {
     await stop(floor);
