@@ -5,10 +5,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { connect } from 'node:http2';
-import { createConnection, createServer, type AddressInfo } from 'node:net';
+import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../../harness/k8s/control-plane.js';
 import { until } from '../../helpers/wait.js';
 
 let dir = '';
@@ -23,14 +24,6 @@ afterEach(async () => {
   child = undefined;
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
 
 function status(port: number): Promise<number | undefined> {
   return new Promise((resolve) => {
