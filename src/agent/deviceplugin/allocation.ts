@@ -43,16 +43,42 @@ export function deviceNameOf(id: string): string {
   return id.replace(/-\d+$/, '');
 }
 
+/** What the device plugin knows of an ID it advertises. */
+export interface IdInfo {
+  readonly numaNode: number;
+  /** Its place among all the advertised IDs in `compareIds` order. */
+  readonly order: number;
+}
+
+/**
+ * Each advertised ID's NUMA node and place in ID order, built once per device list. The kubelet
+ * offers every free ID on each GetPreferredAllocation: ordering them there by `compareIds`, and the
+ * two maps of IDs each call built, were about two thirds of what the device plugin allocated per
+ * call (a sampling heap profile under the memory bench's load). With the index a call sorts on
+ * integers: 16-22% more calls a second there, its peak memory unchanged (#43).
+ */
+export function idIndex(
+  ids: Iterable<readonly [id: string, numaNode: number]>,
+): ReadonlyMap<string, IdInfo> {
+  const keyed = [...ids].map(([id, numaNode]) => ({ id, numaNode, parts: id.split(DIGIT_RUNS) }));
+  keyed.sort((a, b) => compareIdParts(a.parts, b.parts));
+  return new Map(keyed.map(({ id, numaNode }, order) => [id, { numaNode, order }]));
+}
+
 /**
  * Chooses `size` IDs among `available`, keeping `mustInclude`, preferring one NUMA node: the node
- * of the must-include IDs, else the node with the most available IDs. Unknown NUMA (-1) comes last.
+ * of the must-include IDs, else the node with the most available IDs. Unknown NUMA (-1) comes last;
+ * within each, IDs in `known`'s order. An ID `known` lacks counts as on an unknown NUMA node and
+ * comes after the known ones (the server refuses such IDs before it asks).
  */
 export function preferredAllocation(
   available: readonly string[],
   mustInclude: readonly string[],
   size: number,
-  numaOf: (id: string) => number,
+  known: ReadonlyMap<string, IdInfo>,
 ): string[] {
+  const numaOf = (id: string): number => known.get(id)?.numaNode ?? -1;
+  const orderOf = (id: string): number => known.get(id)?.order ?? known.size;
   const chosen = [...new Set(mustInclude)].slice(0, Math.max(size, 0));
   if (chosen.length >= size) return chosen;
   const rest = [...new Set(available)].filter((id) => !chosen.includes(id));
@@ -68,11 +94,8 @@ export function preferredAllocation(
     if (n === target) return 0;
     return n < 0 ? 2 : 1;
   };
-  const ordered = rest
-    .map((id) => ({ id, rank: rank(id), parts: id.split(DIGIT_RUNS) }))
-    .sort((a, b) => a.rank - b.rank || compareIdParts(a.parts, b.parts))
-    .map((k) => k.id);
-  return [...chosen, ...ordered.slice(0, size - chosen.length)];
+  rest.sort((a, b) => rank(a) - rank(b) || orderOf(a) - orderOf(b));
+  return [...chosen, ...rest.slice(0, size - chosen.length)];
 }
 
 /** Splits an ID into text and digit runs: `erdma_0-10` → `['erdma_', '0', '-', '10', '']`. */

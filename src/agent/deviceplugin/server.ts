@@ -8,10 +8,12 @@ import type { Logger } from 'pino';
 import { AppError } from '../../errors.js';
 import {
   grant,
+  idIndex,
   pluginDevices,
   preferredAllocation,
   sharedDevices,
   type AllocationMode,
+  type IdInfo,
   type PluginDevice,
 } from './allocation.js';
 import type { RdmaDevice } from '../node/discovery.js';
@@ -157,6 +159,8 @@ export class ErdmaDevicePlugin {
   private server: grpc.Server | undefined;
   private streams = new Set<Stream>();
   private devices: PluginDevice[] = [];
+  /** `devices` indexed by ID (NUMA node, order), made by the first call after the list changed. */
+  private indexed: { of: PluginDevice[]; ids: ReadonlyMap<string, IdInfo> } | undefined;
   /** The devices found at the last scan (a shared resource's IDs stand for all of them). */
   private found: RdmaDevice[] = [];
   private snapshot = '';
@@ -243,6 +247,14 @@ export class ErdmaDevicePlugin {
         .pop()
         ?.replace(/[^A-Za-z0-9._-]/g, '-') || 'shared'
     );
+  }
+
+  /** What the kubelet's calls are answered from: the advertised IDs' NUMA nodes and order. */
+  private ids(): ReadonlyMap<string, IdInfo> {
+    const devices = this.devices;
+    if (this.indexed?.of !== devices)
+      this.indexed = { of: devices, ids: idIndex(devices.map((d) => [d.id, d.device.numaNode])) };
+    return this.indexed.ids;
   }
 
   private broadcast(): void {
@@ -337,24 +349,23 @@ export class ErdmaDevicePlugin {
       },
       unknown
     > = (call, cb) => {
-      const numa = new Map(this.devices.map((d) => [d.id, d.device.numaNode]));
+      const ids = this.ids();
       // The kubelet only offers IDs we advertised: anything else is refused before any sorting.
       const bad = checkIds(
         call.request.container_requests.flatMap((r) => [
           r.available_deviceIDs,
           r.must_include_deviceIDs,
         ]),
-        numa,
+        ids,
       );
       if (bad) return cb(bad);
-      const numaOf = (id: string): number => numa.get(id) ?? -1;
       cb(null, {
         container_responses: call.request.container_requests.map((r) => ({
           deviceIDs: preferredAllocation(
             r.available_deviceIDs,
             r.must_include_deviceIDs,
             r.allocation_size,
-            numaOf,
+            ids,
           ),
         })),
       });
@@ -365,7 +376,7 @@ export class ErdmaDevicePlugin {
     ) => {
       const bad = checkIds(
         call.request.container_requests.map((r) => r.devicesIDs),
-        new Map(this.devices.map((d) => [d.id, 0])),
+        this.ids(),
       );
       if (bad) return cb(bad);
       const mode = this.opts.mode === 'shared' ? 'all' : this.opts.allocation;

@@ -152,6 +152,24 @@ describe('device plugin with a kubelet', () => {
       uverbs: 'uverbs5',
     });
     await until('device added', () => last(kubelet)?.some((d) => d.ID === 'erdma_5-1'), 2000);
+    // Calls are answered from the new list: the added device's IDs served on its NUMA node, the
+    // removed device's refused.
+    const pref = await kubelet.unary<{ container_responses: { deviceIDs: string[] }[] }>(
+      'GetPreferredAllocation',
+      {
+        container_requests: [
+          {
+            available_deviceIDs: ['erdma_5-1', 'erdma_0-0', 'erdma_5-0'],
+            must_include_deviceIDs: [],
+            allocation_size: 2,
+          },
+        ],
+      },
+    );
+    expect(pref.container_responses[0]?.deviceIDs).toEqual(['erdma_5-0', 'erdma_5-1']);
+    await expect(
+      kubelet.unary('Allocate', { container_requests: [{ devicesIDs: ['erdma_1-0'] }] }),
+    ).rejects.toThrow(/unknown device IDs: "erdma_1-0"/);
   });
 
   it('keeps a shared resource Healthy while one device behind it is up, sending nothing new', async () => {

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   compareIds,
   grant,
+  idIndex,
   pluginDevices,
   preferredAllocation,
 } from '../../../src/agent/deviceplugin/allocation.js';
@@ -161,7 +162,7 @@ describe('allocation policy', () => {
     // Sorts first by name: its place last must come from its unknown NUMA node alone.
     '0-unknown': -1,
   };
-  const of = (id: string): number => numa[id] ?? -1;
+  const known = idIndex(Object.entries(numa));
 
   it.each([
     [
@@ -187,12 +188,13 @@ describe('allocation policy', () => {
     ],
     ['returns must-include alone when it fills the request', ['a-0', 'b-0'], ['b-0'], 1, ['b-0']],
   ])('%s', (_name, available, must, size, expected) => {
-    expect(preferredAllocation(available, must, size, of)).toEqual(expected);
+    expect(preferredAllocation(available, must, size, known)).toEqual(expected);
   });
 
   it('prefers IDs in device and slot order, digit runs by value', () => {
     const ids = ['erdma_10-0', 'erdma_0-10', 'erdma_2-1', 'erdma_0-2', 'erdma_2-0', 'erdma_0-0'];
-    expect(preferredAllocation(ids, [], 6, () => 0)).toEqual([
+    const shuffled = idIndex(ids.map((id) => [id, 0] as const));
+    expect(preferredAllocation(ids, [], 6, shuffled)).toEqual([
       'erdma_0-0',
       'erdma_0-2',
       'erdma_0-10',
@@ -202,6 +204,59 @@ describe('allocation policy', () => {
     ]);
     expect(compareIds('hca-007', 'hca-7')).toBeGreaterThan(0);
     expect(compareIds('erdma_0-1', 'erdma_0-1')).toBe(0);
+  });
+
+  // The index is built once per device list; a call then sorts on its integers. Its choice must be
+  // the policy read directly: the preferred node's IDs, then other known nodes', then unknown, each
+  // in compareIds order.
+  it('chooses from the index as the policy reads with compareIds, for any IDs and NUMA nodes', () => {
+    const id = fc
+      .tuple(fc.constantFrom('erdma_', 'hca', 'mlx5_'), fc.nat(12), fc.nat(70))
+      .map(([name, n, slot]) => `${name}${n}-${slot}`);
+    const advertised = fc.uniqueArray(fc.tuple(id, fc.integer({ min: -1, max: 3 })), {
+      selector: ([i]) => i,
+      minLength: 1,
+      maxLength: 80,
+    });
+    fc.assert(
+      fc.property(advertised, fc.nat(90), fc.nat(3), (devs, size, nMust) => {
+        const numaOf = new Map(devs);
+        const ids = devs.map(([i]) => i);
+        const must = ids.slice(0, Math.min(nMust, size));
+        const got = preferredAllocation(ids, must, size, idIndex(devs));
+        const node = must.map((i) => numaOf.get(i) ?? -1).find((n) => n >= 0);
+        const rest = ids.filter((i) => !must.includes(i));
+        const counts = new Map<number, number>();
+        for (const i of rest) {
+          const n = numaOf.get(i) ?? -1;
+          if (n >= 0) counts.set(n, (counts.get(n) ?? 0) + 1);
+        }
+        const busiest = [...counts].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]?.[0];
+        const target = node ?? busiest ?? -1;
+        const rank = (i: string): number => {
+          const n = numaOf.get(i) ?? -1;
+          return n === target ? 0 : n < 0 ? 2 : 1;
+        };
+        const expected = [
+          ...must,
+          ...rest.sort((a, b) => rank(a) - rank(b) || compareIds(a, b)),
+        ].slice(0, Math.max(size, must.length));
+        expect(got).toEqual(expected);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('puts an ID the index lacks after the known ones, as on an unknown NUMA node', () => {
+    const known = idIndex([
+      ['erdma_0-0', -1],
+      ['erdma_0-1', 0],
+    ]);
+    expect(preferredAllocation(['stray-0', 'erdma_0-0', 'erdma_0-1'], [], 3, known)).toEqual([
+      'erdma_0-1',
+      'erdma_0-0',
+      'stray-0',
+    ]);
   });
 
   // The order before #43 came from ICU (localeCompare, 'en', numeric). For IDs of the shape the
