@@ -75,6 +75,19 @@ async function registered(opts: Parameters<typeof setup>[0] = {}) {
 
 const last = (k: FakeKubelet): DeviceMsg[] | undefined => k.updates[k.updates.length - 1];
 
+/** The IDs the plugin prefers, asked as the kubelet asks: `size` of `available`, none required. */
+async function preferred(k: FakeKubelet, available: string[], size: number): Promise<string[]> {
+  const res = await k.unary<{ container_responses: { deviceIDs: string[] }[] }>(
+    'GetPreferredAllocation',
+    {
+      container_requests: [
+        { available_deviceIDs: available, must_include_deviceIDs: [], allocation_size: size },
+      ],
+    },
+  );
+  return res.container_responses[0]?.deviceIDs ?? [];
+}
+
 describe('device plugin with a kubelet', () => {
   it('registers, streams devices with health and NUMA topology (omitted when unknown), and allocates', async () => {
     const { kubelet } = await registered();
@@ -107,19 +120,10 @@ describe('device plugin with a kubelet', () => {
       ['/dev/infiniband/uverbs0', 'rw'],
       ['/dev/infiniband/rdma_cm', 'rw'],
     ]);
-    const pref = await kubelet.unary<{ container_responses: { deviceIDs: string[] }[] }>(
-      'GetPreferredAllocation',
-      {
-        container_requests: [
-          {
-            available_deviceIDs: ['erdma_1-0', 'erdma_0-0', 'erdma_0-1'],
-            must_include_deviceIDs: [],
-            allocation_size: 2,
-          },
-        ],
-      },
-    );
-    expect(pref.container_responses[0]?.deviceIDs).toEqual(['erdma_0-0', 'erdma_0-1']);
+    expect(await preferred(kubelet, ['erdma_1-0', 'erdma_0-0', 'erdma_0-1'], 2)).toEqual([
+      'erdma_0-0',
+      'erdma_0-1',
+    ]);
     await expect(
       kubelet.unary('Allocate', { container_requests: [{ devicesIDs: ['nope-0'] }] }),
     ).rejects.toThrow(/unknown device IDs: "nope-0"/);
@@ -154,19 +158,10 @@ describe('device plugin with a kubelet', () => {
     await until('device added', () => last(kubelet)?.some((d) => d.ID === 'erdma_5-1'), 2000);
     // Calls are answered from the new list: the added device's IDs served on its NUMA node, the
     // removed device's refused.
-    const pref = await kubelet.unary<{ container_responses: { deviceIDs: string[] }[] }>(
-      'GetPreferredAllocation',
-      {
-        container_requests: [
-          {
-            available_deviceIDs: ['erdma_5-1', 'erdma_0-0', 'erdma_5-0'],
-            must_include_deviceIDs: [],
-            allocation_size: 2,
-          },
-        ],
-      },
-    );
-    expect(pref.container_responses[0]?.deviceIDs).toEqual(['erdma_5-0', 'erdma_5-1']);
+    expect(await preferred(kubelet, ['erdma_5-1', 'erdma_0-0', 'erdma_5-0'], 2)).toEqual([
+      'erdma_5-0',
+      'erdma_5-1',
+    ]);
     await expect(
       kubelet.unary('Allocate', { container_requests: [{ devicesIDs: ['erdma_1-0'] }] }),
     ).rejects.toThrow(/unknown device IDs: "erdma_1-0"/);
@@ -367,18 +362,6 @@ describe('device plugin with hostile clients', () => {
     const many = (await offer(5_000)) as Error & { code?: number };
     expect(many.code).toBe(3);
     expect(many.message).toMatch(/names 5000 device IDs; this plugin serves 4/);
-    const ok = await kubelet.unary<{ container_responses: { deviceIDs: string[] }[] }>(
-      'GetPreferredAllocation',
-      {
-        container_requests: [
-          {
-            available_deviceIDs: ['erdma_0-0', 'erdma_1-0'],
-            must_include_deviceIDs: [],
-            allocation_size: 1,
-          },
-        ],
-      },
-    );
-    expect(ok.container_responses[0]?.deviceIDs).toEqual(['erdma_0-0']);
+    expect(await preferred(kubelet, ['erdma_0-0', 'erdma_1-0'], 1)).toEqual(['erdma_0-0']);
   });
 });
