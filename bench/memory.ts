@@ -8,12 +8,12 @@
 //   real v1.20.2 API server; skipped when its binaries are not built);
 // - `agent` as its DaemonSet runs it (no device plugin) on a fixture host tree without a cluster,
 //   with the veths of a busy node's 110 pods (device discovery, CNI chaining, metrics): idle, and
-//   its idle CPU (utime + stime from /proc/<pid>/stat) over 60 s;
+//   its idle CPU (utime + stime from /proc/<pid>/stat) over 60 s from 40 s after start;
 // - each daemon's floor (bench/daemon-floor.cjs): `node` with its flags, the built-in modules it
 //   loads and the servers it listens with, and none of our code: what Node holds for any daemon;
 // - `device-plugin`, and the agent with the device plugin in one process as before the split,
 //   registered with a stand-in kubelet (test/helpers/fake-kubelet.ts): idle (the device plugin's
-//   idle CPU over 30 s), then the peak after 5 s of GetPreferredAllocation and Allocate calls over
+//   idle CPU as the agent's), then the peak after 5 s of GetPreferredAllocation and Allocate calls over
 //   its gRPC socket;
 // - serve (offline view), the agent and the device plugin again on the Node.js the image ships
 //   (the official build of the Dockerfile's major, fetched once from the npm registry into the
@@ -26,7 +26,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import jsyaml from 'js-yaml';
@@ -40,7 +39,7 @@ import {
   type Container,
 } from './scale.js';
 import { cpuMicros, load, review, startChild, stop, type Server } from './webhook.js';
-import { binariesPresent, startControlPlane } from '../test/harness/k8s/control-plane.js';
+import { binariesPresent, freePort, startControlPlane } from '../test/harness/k8s/control-plane.js';
 import { FakeKubelet } from '../test/helpers/fake-kubelet.js';
 import { until } from '../test/helpers/wait.js';
 
@@ -49,11 +48,17 @@ const SETTLED_MS = 20_000;
 /** How long after its load `serve`'s resident set is read again. */
 const AFTER_LOAD_MS = 20_000;
 /**
- * How long a daemon's idle CPU is read, from IDLE_SETTLE_MS on: the agent's over two of its
- * longest periods (the 30 s refresh, with its mechanism probe, and the SMC sample), the device
- * plugin's over 30 of its 1 s device polls.
+ * When a daemon's idle CPU starts to be read: after V8's memory reducer has collected, once, what
+ * start-up left (`--trace-gc`: about 12 s after start on Node 20, 30 s on Node 26). In a 30 s
+ * window from 3 s those collections read as up to 0.5% of a core more (#43); that part is read on
+ * its own and shown beside the row.
  */
-const CPU_WINDOW_MS = { agent: 60_000, devicePlugin: 30_000 };
+const CPU_FROM_MS = 40_000;
+/**
+ * How long a daemon's idle CPU is read: two of the agent's longest periods (the 30 s refresh, with
+ * its mechanism probe, and the SMC sample), 60 of the device plugin's 1 s device polls.
+ */
+const CPU_WINDOW_MS = 60_000;
 const MB = 1e6;
 /** Pods (each with a veth on the host) on the node the daemons are measured on. */
 const BUSY_NODE_PODS = 110;
@@ -96,15 +101,6 @@ function keepStderr(child: ChildProcess): ChildProcess {
 
 /** The port of a process's probe server (a daemon's ERDMA_SMCR_AGENT_METRICS_PORT), which the kubelet probes. */
 const probePorts = new WeakMap<ChildProcess, number>();
-
-/** A TCP port free on loopback now, for a probe server. */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
 
 /** One HTTP GET as the kubelet's prober makes it (no keep-alive); its status, or undefined if refused. */
 function kubeProbe(port: number, path: string): Promise<number | undefined> {
@@ -206,14 +202,40 @@ async function cpuOver(child: ChildProcess, ms: number): Promise<number> {
   return (100 * micros) / (Number(process.hrtime.bigint() - t0) / 1e3);
 }
 
-function cpuRow(name: string, percent: number, ms: number, what: string): BenchRow {
+function cpuRow(name: string, cpu: IdleCpu, what: string): BenchRow {
+  const percent = cpu.steady;
   return {
     bench: 'memory',
     case: name,
     value: percent,
     unit: '% of a core',
-    target: `target ≤ ${TARGET.agentCpu}%: ${percent <= TARGET.agentCpu ? 'met' : 'not met'}; over ${ms / 1000} s from ${IDLE_SETTLE_MS / 1000} s after start (${what}); clock ticks of 10 ms`,
+    target: `target ≤ ${TARGET.agentCpu}%: ${percent <= TARGET.agentCpu ? 'met' : 'not met'}; over ${CPU_WINDOW_MS / 1000} s from ${CPU_FROM_MS / 1000} s after start (${what}); ${cpu.startTail.toFixed(2)}% from ${IDLE_SETTLE_MS / 1000} to ${CPU_FROM_MS / 1000} s, with start-up's collections; clock ticks of 10 ms`,
   };
+}
+
+interface IdleCpu {
+  /** From IDLE_SETTLE_MS to CPU_FROM_MS: with the collections of what start-up left. */
+  readonly startTail: number;
+  /** Over CPU_WINDOW_MS from CPU_FROM_MS: what the daemon costs while it idles for days. */
+  readonly steady: number;
+}
+
+/**
+ * A daemon's idle CPU, from IDLE_SETTLE_MS after its start, and its resident set at SETTLED_MS
+ * (`settled` is called then).
+ */
+async function idleCpu(child: ChildProcess, settled: () => void): Promise<IdleCpu> {
+  const mark = () => {
+    status(child, 'VmRSS'); // throws, saying why, if the daemon has exited
+    return { micros: cpuMicros(child.pid ?? 0), at: process.hrtime.bigint() };
+  };
+  const start = mark();
+  await sleep(SETTLED_MS - IDLE_SETTLE_MS);
+  settled();
+  await sleep(CPU_FROM_MS - SETTLED_MS);
+  const from = mark();
+  const startTail = (100 * (from.micros - start.micros)) / (Number(from.at - start.at) / 1e3);
+  return { startTail, steady: await cpuOver(child, CPU_WINDOW_MS) };
 }
 
 async function serveRows(
@@ -414,24 +436,24 @@ async function daemonRows(
       ),
     );
     // A daemon idles for days: after some seconds V8's memory reducer collects what start-up
-    // left behind. Reported beside the 3 s figure, which stays the one the target is read on.
-    // The idle CPU is read meanwhile, over a window that holds the agent's periodic work.
-    const cpu = cpuOver(agent, CPU_WINDOW_MS.agent);
-    await sleep(SETTLED_MS - IDLE_SETTLE_MS);
-    rows.push(
-      row(
-        `agent as shipped${on}, idle ${SETTLED_MS / 1000} s after start`,
-        status(agent, 'VmRSS'),
-        base,
-        undefined,
-        "after V8's idle-time collection; the target is read on the row above",
+    // left behind. Its resident set then is reported beside the 3 s figure, which stays the one
+    // the target is read on; its CPU after those collections, over a window that holds its
+    // periodic work.
+    const cpu = await idleCpu(agent, () =>
+      rows.push(
+        row(
+          `agent as shipped${on}, idle ${SETTLED_MS / 1000} s after start`,
+          status(agent, 'VmRSS'),
+          base,
+          undefined,
+          "after V8's idle-time collection; the target is read on the row above",
+        ),
       ),
     );
     rows.push(
       cpuRow(
         `agent as shipped${on}, idle CPU`,
-        await cpu,
-        CPU_WINDOW_MS.agent,
+        cpu,
         'refreshes with the mechanism probe, SMC samples, CNI checks, metrics',
       ),
     );
@@ -456,23 +478,22 @@ async function daemonRows(
       readings.push(await idle(p));
       rows.push(idleRow(`${name}, idle`, readings, base));
       if (command === 'device-plugin') {
-        // As the agent's: the settled figure beside the 3 s one, read inside the CPU window.
-        const cpu = cpuOver(p, CPU_WINDOW_MS.devicePlugin);
-        await sleep(SETTLED_MS - IDLE_SETTLE_MS);
-        rows.push(
-          row(
-            `${name}, idle ${SETTLED_MS / 1000} s after start`,
-            status(p, 'VmRSS'),
-            base,
-            undefined,
-            "after V8's idle-time collection; the target is read on the row above",
+        // As the agent's: the settled figure beside the 3 s one, then the idle CPU.
+        const cpu = await idleCpu(p, () =>
+          rows.push(
+            row(
+              `${name}, idle ${SETTLED_MS / 1000} s after start`,
+              status(p, 'VmRSS'),
+              base,
+              undefined,
+              "after V8's idle-time collection; the target is read on the row above",
+            ),
           ),
         );
         rows.push(
           cpuRow(
             `${name}, idle CPU`,
-            await cpu,
-            CPU_WINDOW_MS.devicePlugin,
+            cpu,
             `registered with the stand-in kubelet, polling its devices each second; ${BUSY_NODE_PODS} pods' veths on the host`,
           ),
         );
