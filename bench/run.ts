@@ -1,5 +1,7 @@
 // `npm run bench`: runs every benchmark (or those named as arguments) and prints one Markdown table.
 import { cpus } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pidtree from 'pidtree';
 import { benchCheck } from './check.js';
 import { benchCni } from './cni.js';
 import { benchMemory } from './memory.js';
@@ -16,6 +18,37 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   memory: benchMemory,
   scale: benchScale,
 };
+
+/** How long the processes a stopped bench started have to end on SIGTERM before SIGKILL. */
+const GRACE_MS = 2000;
+
+/**
+ * Stopped by a signal (Ctrl-C, or `kill` of this process alone), the runner ends what the benches
+ * started (servers, daemons, their baselines, a control plane's components) before it exits: the
+ * benches stop them in `finally` blocks, which a signal skips, and they would idle on.
+ */
+function endDescendantsOn(signal: NodeJS.Signals, code: number): void {
+  process.once(signal, () => {
+    process.stderr.write(`bench: ${signal}, ending the processes it started\n`);
+    void (async () => {
+      const alive = (pid: number): boolean => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      const pids = await pidtree(process.pid).catch(() => [] as number[]);
+      for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGTERM');
+      for (let waited = 0; waited < GRACE_MS && pids.some(alive); waited += 100) await sleep(100);
+      for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+      process.exit(code);
+    })();
+  });
+}
+endDescendantsOn('SIGINT', 130);
+endDescendantsOn('SIGTERM', 143);
 
 const wanted = process.argv.slice(2);
 const rows: BenchRow[] = [];

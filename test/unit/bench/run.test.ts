@@ -1,0 +1,48 @@
+// `npm run bench` stopped by a signal (bench/run.ts): what the benches started ends with it. The
+// memory bench's first child, a bare `node` idling as its baseline, is stopped only in a `finally`
+// block, which a signal to the runner alone skips; it used to idle on, orphaned.
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import pidtree from 'pidtree';
+import { describe, expect, it } from 'vitest';
+import { until } from '../../helpers/wait.js';
+
+const cmdline = (pid: number): string => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return '';
+  }
+};
+
+describe('the bench runner, stopped by SIGTERM', () => {
+  it('ends the processes the benches started, and exits 143', async () => {
+    const runner = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts', 'memory'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    runner.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => runner.once('exit', resolve));
+    let baseline: number | undefined;
+    try {
+      baseline = await until(
+        'the memory bench to start its baseline',
+        async () =>
+          (await pidtree(runner.pid ?? 0).catch(() => [] as number[])).find((pid) =>
+            cmdline(pid).includes('setInterval'),
+          ),
+        30_000,
+      );
+      runner.kill('SIGTERM');
+      expect(await exited).toBe(143);
+      expect(stderr).toContain('bench: SIGTERM, ending the processes it started');
+      // Gone, not left idling (the kernel reaps it once init adopts it).
+      await until('the baseline to end', () => cmdline(baseline ?? 0) === '' || undefined, 5000);
+    } finally {
+      if (runner.exitCode === null) runner.kill('SIGKILL');
+      // A runner that failed to end it must not leave it behind either.
+      if (baseline !== undefined && cmdline(baseline).includes('setInterval'))
+        process.kill(baseline, 'SIGKILL');
+    }
+  }, 60_000);
+});
