@@ -9,8 +9,12 @@
 // - `agent` as its DaemonSet runs it (no device plugin) on a fixture host tree without a cluster,
 //   with the veths of a busy node's 110 pods (device discovery, CNI chaining, metrics): idle, and
 //   its idle CPU (utime + stime from /proc/<pid>/stat) over 60 s from 40 s after start;
+// - the agent again with the harness's real API server, as on a node (its Node's labels, its pods'
+//   watch, events: TLS connections the other agent rows do not hold), on each runtime, when its
+//   binaries are built; the control plane is stopped before the daemons' other rows;
 // - each daemon's floor (bench/daemon-floor.cjs): `node` with its flags, the built-in modules it
-//   loads and the servers it listens with, and none of our code: what Node holds for any daemon;
+//   loads and the servers it listens with (and the agent's TLS watch, for the agent with the API
+//   server), and none of our code: what Node holds for any daemon;
 // - `device-plugin`, and the agent with the device plugin in one process as before the split,
 //   registered with a stand-in kubelet (test/helpers/fake-kubelet.ts): idle (the device plugin's
 //   idle CPU as the agent's), then the peak after 5 s of GetPreferredAllocation and Allocate calls over
@@ -39,7 +43,12 @@ import {
   type Container,
 } from './scale.js';
 import { cpuMicros, load, review, startChild, stop, type Server } from './webhook.js';
-import { binariesPresent, freePort, startControlPlane } from '../test/harness/k8s/control-plane.js';
+import {
+  binariesPresent,
+  freePort,
+  startControlPlane,
+  type ControlPlane,
+} from '../test/harness/k8s/control-plane.js';
 import { FakeKubelet } from '../test/helpers/fake-kubelet.js';
 import { until } from '../test/helpers/wait.js';
 
@@ -191,15 +200,20 @@ function row(name: string, bytes: number, base: number, target?: number, extra?:
   };
 }
 
-/** CPU a running child uses over the next `ms`, in % of one core (utime + stime). */
-async function cpuOver(child: ChildProcess, ms: number): Promise<number> {
+interface CpuMark {
+  readonly micros: number;
+  readonly at: bigint;
+}
+
+/** A running child's CPU so far (utime + stime) and when it was read; a child that exited says why. */
+function cpuMark(child: ChildProcess): CpuMark {
   status(child, 'VmRSS'); // throws, saying why, if the daemon has exited
-  const before = cpuMicros(child.pid ?? 0);
-  const t0 = process.hrtime.bigint();
-  await sleep(ms);
-  status(child, 'VmRSS'); // and if it exited during the window
-  const micros = cpuMicros(child.pid ?? 0) - before;
-  return (100 * micros) / (Number(process.hrtime.bigint() - t0) / 1e3);
+  return { micros: cpuMicros(child.pid ?? 0), at: process.hrtime.bigint() };
+}
+
+/** CPU used between two marks, in % of one core. */
+function cpuBetween(from: CpuMark, to: CpuMark): number {
+  return (100 * (to.micros - from.micros)) / (Number(to.at - from.at) / 1e3);
 }
 
 function cpuRow(name: string, cpu: IdleCpu, what: string): BenchRow {
@@ -225,17 +239,13 @@ interface IdleCpu {
  * (`settled` is called then).
  */
 async function idleCpu(child: ChildProcess, settled: () => void): Promise<IdleCpu> {
-  const mark = () => {
-    status(child, 'VmRSS'); // throws, saying why, if the daemon has exited
-    return { micros: cpuMicros(child.pid ?? 0), at: process.hrtime.bigint() };
-  };
-  const start = mark();
+  const start = cpuMark(child);
   await sleep(SETTLED_MS - IDLE_SETTLE_MS);
   settled();
   await sleep(CPU_FROM_MS - SETTLED_MS);
-  const from = mark();
-  const startTail = (100 * (from.micros - start.micros)) / (Number(from.at - start.at) / 1e3);
-  return { startTail, steady: await cpuOver(child, CPU_WINDOW_MS) };
+  const from = cpuMark(child);
+  await sleep(CPU_WINDOW_MS);
+  return { startTail: cpuBetween(start, from), steady: cpuBetween(from, cpuMark(child)) };
 }
 
 async function serveRows(
@@ -365,55 +375,106 @@ async function allocateFor(kubelet: FakeKubelet, ms: number): Promise<number> {
  * each row against `base` (bare `node` of that executable in the same run). `before` adds the
  * agent with the device plugin in one process, as before the split.
  */
+/** Where and how a node daemon is started: the Node executable, the host tree it is given. */
+interface DaemonSite {
+  readonly node: string;
+  readonly host: string;
+}
+
+/**
+ * A node daemon (`agent` or `device-plugin`) as its DaemonSet starts it: its manifest's Node flags
+ * and NODE_OPTIONS, in a pod's environment, on the host tree; the agent with `kubeconfig` (by
+ * default one that does not exist: no API server).
+ */
+async function startDaemon(
+  site: DaemonSite,
+  command: string,
+  manifest: string,
+  env: Record<string, string> = {},
+  kubeconfig = join(site.host, 'none'),
+): Promise<ChildProcess> {
+  const port = await freePort();
+  const child = keepStderr(
+    spawn(
+      site.node,
+      [
+        ...daemonSetNodeFlags(manifest),
+        'bin/erdma-smcr.js',
+        command,
+        '--host-root',
+        site.host,
+        '--kubelet-dir',
+        join(site.host, 'kubelet'),
+        ...(command === 'agent' ? ['--kubeconfig', kubeconfig] : []),
+      ],
+      {
+        env: podEnv({
+          NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS', manifest),
+          ERDMA_SMCR_AGENT_METRICS_PORT: String(port),
+          ERDMA_SMCR_LOG_LEVEL: 'warn',
+          ...env,
+        }),
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    ),
+  );
+  probePorts.set(child, port);
+  return child;
+}
+
+/** The agent as its DaemonSet runs it: the device plugin is the other DaemonSet's. */
+function startAgent(
+  site: DaemonSite,
+  env: Record<string, string> = {},
+  kubeconfig?: string,
+): Promise<ChildProcess> {
+  return startDaemon(
+    site,
+    'agent',
+    AGENT_YAML,
+    { ERDMA_SMCR_AGENT_DEVICE_PLUGIN: daemonSetEnv('ERDMA_SMCR_AGENT_DEVICE_PLUGIN'), ...env },
+    kubeconfig,
+  );
+}
+
+/**
+ * The agent as on a node, talking to the harness's real API server (its Node's labels, its pods'
+ * watch, events over TLS), and its floor with the same watch: measured while the control plane
+ * runs, which is stopped before the rows that load the machine.
+ */
+async function agentLiveRows(
+  site: DaemonSite,
+  api: Api,
+  base: number,
+  on: string,
+): Promise<BenchRow[]> {
+  const start = (env: Record<string, string> = {}): Promise<ChildProcess> =>
+    startAgent(site, { ERDMA_SMCR_NODE_NAME: api.nodeName, ...env }, api.cp.kubeconfig);
+  return [
+    await floorRow(site.node, 'agent', AGENT_YAML, start, base, on, api),
+    idleRow(
+      `agent as shipped with the API server (its Node's labels, its pods' watch, events)${on}, idle`,
+      await moreIdleReadings(start, IDLE_STARTS),
+      base,
+    ),
+  ];
+}
+
 async function daemonRows(
-  node: string,
-  host: string,
+  site: DaemonSite,
   kubelet: FakeKubelet,
   base: number,
   on: string,
   before: boolean,
 ): Promise<BenchRow[]> {
+  const { node } = site;
   const rows: BenchRow[] = [];
-  const start = async (
+  const start = (
     command: string,
     manifest: string,
     env: Record<string, string> = {},
-  ): Promise<ChildProcess> => {
-    const port = await freePort();
-    const child = keepStderr(
-      spawn(
-        node,
-        [
-          ...daemonSetNodeFlags(manifest),
-          'bin/erdma-smcr.js',
-          command,
-          '--host-root',
-          host,
-          '--kubelet-dir',
-          join(host, 'kubelet'),
-          ...(command === 'agent' ? ['--kubeconfig', join(host, 'none')] : []),
-        ],
-        {
-          env: podEnv({
-            NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS', manifest),
-            ERDMA_SMCR_AGENT_METRICS_PORT: String(port),
-            ERDMA_SMCR_LOG_LEVEL: 'warn',
-            ...env,
-          }),
-          stdio: ['ignore', 'ignore', 'pipe'],
-        },
-      ),
-    );
-    probePorts.set(child, port);
-    return child;
-  };
-  // The agent as its DaemonSet runs it: the device plugin is the other DaemonSet's.
-  const startAgent = (env: Record<string, string> = {}): Promise<ChildProcess> =>
-    start('agent', AGENT_YAML, {
-      ERDMA_SMCR_AGENT_DEVICE_PLUGIN: daemonSetEnv('ERDMA_SMCR_AGENT_DEVICE_PLUGIN'),
-      ...env,
-    });
-  rows.push(await floorRow(node, 'agent', AGENT_YAML, startAgent, base, on));
+  ): Promise<ChildProcess> => startDaemon(site, command, manifest, env);
+  rows.push(await floorRow(node, 'agent', AGENT_YAML, (env) => startAgent(site, env), base, on));
   rows.push(
     await floorRow(
       node,
@@ -424,8 +485,8 @@ async function daemonRows(
       on,
     ),
   );
-  const agentReadings = await moreIdleReadings(() => startAgent(), IDLE_STARTS - 1);
-  const agent = await startAgent();
+  const agentReadings = await moreIdleReadings(() => startAgent(site), IDLE_STARTS - 1);
+  const agent = await startAgent(site);
   try {
     agentReadings.push(await idle(agent));
     rows.push(
@@ -565,6 +626,7 @@ async function floorRow(
   start: (env: Record<string, string>) => Promise<ChildProcess>,
   base: number,
   on: string,
+  api?: Api,
 ): Promise<BenchRow> {
   const builtins = await builtinsLoaded(start, manifest);
   const dir = mkdtempSync(join(tmpdir(), 'bench-floor-'));
@@ -579,6 +641,9 @@ async function floorRow(
         env: podEnv({
           NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS', manifest),
           ERDMA_SMCR_AGENT_METRICS_PORT: String(port),
+          ...(api
+            ? { FLOOR_API_URL: api.cp.url, FLOOR_API_CA: api.caFile, FLOOR_API_TOKEN: api.cp.token }
+            : {}),
         }),
         stdio: ['ignore', 'ignore', 'pipe'],
       },
@@ -587,7 +652,7 @@ async function floorRow(
   probePorts.set(floor, port);
   try {
     return row(
-      `the ${what}'s floor${on}: its flags, the ${builtins.length} built-in modules it loads, its servers; none of our code`,
+      `the ${what}'s floor${api ? ' with the API server' : ''}${on}: its flags, the ${builtins.length} built-in modules it loads, its servers${api ? ', a watch over TLS' : ''}; none of our code`,
       await idle(floor),
       base,
       undefined,
@@ -620,106 +685,177 @@ function spawnBare(node: string): ChildProcess {
   return spawn(node, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore', env: podEnv() });
 }
 
-export async function benchMemory(): Promise<BenchRow[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-memory-'));
-  const lines = otherNodeLines();
-  const bare = spawnBare(process.execPath);
+/** The harness's real API server as the agent finds it on a node: a kubeconfig and its Node. */
+interface Api {
+  readonly cp: ControlPlane;
+  /** The API server's CA, as a file (the floor's watch trusts it as the agent does). */
+  readonly caFile: string;
+  readonly nodeName: string;
+}
+
+/** The API server ready for the agent: its CA in a file, and the Node the agent runs on. */
+async function apiFor(cp: ControlPlane, dir: string): Promise<Api> {
+  const caFile = join(dir, 'api-ca.crt');
+  writeFileSync(caFile, cp.caPem);
+  const nodeName = 'bench-node';
+  const node = { apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName } };
+  const r = await cp.kubectl(['create', '-f', '-'], JSON.stringify(node));
+  if (r.status !== 0) throw new Error(`kubectl create node ${nodeName}: ${r.stderr.trim()}`);
+  return { cp, caFile, nodeName };
+}
+
+/**
+ * A busy node's host tree for the daemons: the fixture's eRDMA devices, a bridge CNI
+ * configuration, the kubelet's device-plugin directory, and a veth per pod (kubelet's default
+ * maxPods, 110), as a veth CNI leaves them. The daemons' discovery matches each eRDMA device to
+ * its ENI by MAC, which a whole scan of /sys/class/net would read every second in the device
+ * plugin (#43: idle CPU).
+ */
+function busyHost(dir: string): string {
+  const host = join(dir, 'host');
+  cpSync('test/fixtures/sysfs/node-a', host, { recursive: true });
+  mkdirSync(join(host, 'etc/cni/net.d'), { recursive: true });
+  mkdirSync(join(host, 'opt/cni/bin'), { recursive: true });
+  mkdirSync(join(host, 'kubelet/device-plugins'), { recursive: true });
+  for (let i = 0; i < BUSY_NODE_PODS; i++) {
+    const veth = join(host, 'sys/class/net', `veth${(0x5eed0000 + i * 7919).toString(16)}`);
+    mkdirSync(veth, { recursive: true });
+    writeFileSync(
+      join(veth, 'address'),
+      `0a:58:0a:f4:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 0xff).toString(16).padStart(2, '0')}\n`,
+    );
+  }
+  writeFileSync(
+    join(host, 'etc/cni/net.d/10-bridge.conflist'),
+    JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'k8s',
+      plugins: [{ type: 'bridge', bridge: 'cni0' }],
+    }),
+  );
+  return host;
+}
+
+/** A Node.js executable the bench measures on, with its bare baseline idling beside the bench. */
+interface Runtime {
+  readonly node: string;
+  /** Appended to its rows' names ('' for this machine's `node`). */
+  readonly on: string;
+  readonly bare: ChildProcess;
+  base: number;
+}
+
+/**
+ * The official builds to measure on besides this machine's `node`: the image's Node.js major
+ * and ERDMA_SMCR_BENCH_NODE_LINES', added to `runtimes` each with its bare baseline started; a
+ * skipped row for each that cannot be had.
+ */
+function officialRuntimes(runtimes: Runtime[], skipped: BenchRow[]): void {
+  for (const major of [undefined, ...otherNodeLines()]) {
+    const official = officialNode(major);
+    if ('error' in official) {
+      skipped.push({
+        bench: 'memory',
+        case: major ? `Node.js ${major}` : "the image's Node.js",
+        value: 0,
+        unit: 'skipped',
+        target: official.error,
+      });
+      continue;
+    }
+    const on = major
+      ? ` on Node ${official.version} (ERDMA_SMCR_BENCH_NODE_LINES)`
+      : ` on Node ${official.version} (the image's runtime)`;
+    runtimes.push({ node: official.node, on, bare: spawnBare(official.node), base: 0 });
+  }
+}
+
+/**
+ * With the harness's real API server (when its binaries are built): `serve`'s live view, and the
+ * agent talking to it on each runtime. The control plane is stopped before the rows that load the
+ * machine, so that its idle work takes nothing from them.
+ */
+async function liveRows(
+  dir: string,
+  layout: Layout,
+  host: string,
+  runtimes: readonly [Runtime, ...Runtime[]],
+): Promise<BenchRow[]> {
+  const missing = binariesPresent();
+  if (missing.length > 0)
+    return [
+      {
+        bench: 'memory',
+        case: '`serve` (live view) and the agent with the API server',
+        value: 0,
+        unit: 'skipped',
+        target: `no Kubernetes binaries (${missing.join(', ')}): see the control-plane harness`,
+      },
+    ];
+  const cp = await startControlPlane();
   try {
-    const base = await idle(bare);
-    const rows: BenchRow[] = [row('bare `node` idling (baseline)', base, base)];
+    const [here] = runtimes;
+    const rows = await serveRows(
+      dir,
+      here.base,
+      ['--cluster', 'live', '--kubeconfig', cp.kubeconfig],
+      'live view: watches of the real API server',
+      true,
+      layout,
+    );
+    const api = await apiFor(cp, dir);
+    for (const rt of runtimes)
+      rows.push(...(await agentLiveRows({ node: rt.node, host }, api, rt.base, rt.on)));
+    return rows;
+  } finally {
+    await cp.stop();
+  }
+}
+
+export async function benchMemory(): Promise<BenchRow[]> {
+  otherNodeLines(); // a bad ERDMA_SMCR_BENCH_NODE_LINES says so before anything starts
+  const dir = mkdtempSync(join(tmpdir(), 'bench-memory-'));
+  const rows: BenchRow[] = [];
+  // Each runtime's bare `node` idles for the whole bench, its baseline read first.
+  const runtimes: Runtime[] = [
+    { node: process.execPath, on: '', bare: spawnBare(process.execPath), base: 0 },
+  ];
+  try {
+    officialRuntimes(runtimes, rows);
+    for (const rt of runtimes) {
+      rt.base = await idle(rt.bare);
+      rows.push(
+        rt.on
+          ? row(`bare \`node\`${rt.on} idling (its baseline)`, rt.base, rt.base)
+          : row('bare `node` idling (baseline)', rt.base, rt.base),
+      );
+    }
+    const [here, ...official] = runtimes as [Runtime, ...Runtime[]];
     // The webhook as it runs: its certificates exist (a Secret, or mounted files). Making them
     // loads node-forge, which a webhook restarted with its certificates never does.
     ensureLocalCerts({ dir, service: 'erdma-smcr-webhook', namespace: 'erdma-smcr' });
     const layout = imageLayout(dir);
-    rows.push(...(await serveRows(dir, base, [], 'offline view', true, layout)));
-    if (binariesPresent().length === 0) {
-      const cp = await startControlPlane();
-      try {
-        rows.push(
-          ...(await serveRows(
-            dir,
-            base,
-            ['--cluster', 'live', '--kubeconfig', cp.kubeconfig],
-            'live view: watches of the real API server',
-            true,
-            layout,
-          )),
-        );
-      } finally {
-        await cp.stop();
-      }
-    }
-    const host = join(dir, 'host');
-    cpSync('test/fixtures/sysfs/node-a', host, { recursive: true });
-    mkdirSync(join(host, 'etc/cni/net.d'), { recursive: true });
-    mkdirSync(join(host, 'opt/cni/bin'), { recursive: true });
-    mkdirSync(join(host, 'kubelet/device-plugins'), { recursive: true });
-    // A busy node: a veth per pod on the host (kubelet's default maxPods, 110), as a veth CNI
-    // leaves them. The daemons' discovery matches each eRDMA device to its ENI by MAC, which a
-    // whole scan of /sys/class/net would read every second in the device plugin (#43: idle CPU).
-    for (let i = 0; i < BUSY_NODE_PODS; i++) {
-      const veth = join(host, 'sys/class/net', `veth${(0x5eed0000 + i * 7919).toString(16)}`);
-      mkdirSync(veth, { recursive: true });
-      writeFileSync(
-        join(veth, 'address'),
-        `0a:58:0a:f4:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 0xff).toString(16).padStart(2, '0')}\n`,
-      );
-    }
-    writeFileSync(
-      join(host, 'etc/cni/net.d/10-bridge.conflist'),
-      JSON.stringify({
-        cniVersion: '1.0.0',
-        name: 'k8s',
-        plugins: [{ type: 'bridge', bridge: 'cni0' }],
-      }),
-    );
+    rows.push(...(await serveRows(dir, here.base, [], 'offline view', true, layout)));
+    const host = busyHost(dir);
+    rows.push(...(await liveRows(dir, layout, host, [here, ...official])));
     const kubelet = new FakeKubelet(join(host, 'kubelet'));
     await kubelet.start();
     try {
-      rows.push(...(await daemonRows(process.execPath, host, kubelet, base, '', true)));
+      rows.push(...(await daemonRows({ node: here.node, host }, kubelet, here.base, '', true)));
       // What ships: the image runs the official build of the Dockerfile's Node major, whose
       // binary and heap are larger than this machine's Debian build of Node 20.
-      for (const major of [undefined, ...lines]) {
-        const official = officialNode(major);
-        if ('error' in official) {
-          rows.push({
-            bench: 'memory',
-            case: major ? `Node.js ${major}` : "the image's Node.js",
-            value: 0,
-            unit: 'skipped',
-            target: official.error,
-          });
-          continue;
-        }
-        const bareOfficial = spawnBare(official.node);
-        try {
-          const baseOfficial = await idle(bareOfficial);
-          const on = major
-            ? ` on Node ${official.version} (ERDMA_SMCR_BENCH_NODE_LINES)`
-            : ` on Node ${official.version} (the image's runtime)`;
-          rows.push(row(`bare \`node\`${on} idling (its baseline)`, baseOfficial, baseOfficial));
-          rows.push(
-            ...(await serveRows(
-              dir,
-              baseOfficial,
-              [],
-              `offline view${on}`,
-              true,
-              layout,
-              official.node,
-            )),
-          );
-          rows.push(...(await daemonRows(official.node, host, kubelet, baseOfficial, on, false)));
-        } finally {
-          bareOfficial.kill('SIGKILL');
-        }
+      for (const rt of official) {
+        rows.push(
+          ...(await serveRows(dir, rt.base, [], `offline view${rt.on}`, true, layout, rt.node)),
+          ...(await daemonRows({ node: rt.node, host }, kubelet, rt.base, rt.on, false)),
+        );
       }
     } finally {
       await kubelet.stop();
     }
     return rows;
   } finally {
-    bare.kill('SIGKILL');
+    for (const rt of runtimes) rt.bare.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -1,14 +1,17 @@
 // The memory bench's floor for a node daemon (bench/daemon-floor.cjs): Node with the built-ins it
 // is given and the servers a daemon listens with, and nothing of ours. A floor that loaded our
 // code, or missed a module it was given, would move what the bench calls the daemon's own cost.
+// Its watch of the API server is held against a real TLS server on loopback.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { connect } from 'node:http2';
+import { createServer, type Server } from 'node:https';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ensureLocalCerts } from '../../../src/certs/local.js';
 import { freePort } from '../../harness/k8s/control-plane.js';
 import { until } from '../../helpers/wait.js';
 
@@ -23,6 +26,7 @@ afterEach(async () => {
   }
   child = undefined;
   if (dir) rmSync(dir, { recursive: true, force: true });
+  dir = '';
 });
 
 function status(port: number): Promise<number | undefined> {
@@ -35,8 +39,11 @@ function status(port: number): Promise<number | undefined> {
 }
 
 /** The floor, with a preload that writes the modules it has loaded, and its probe port. */
-async function startFloor(args: string[]): Promise<{ port: number; modules: () => string[] }> {
-  dir = mkdtempSync(join(tmpdir(), 'floor-test-'));
+async function startFloor(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ port: number; modules: () => string[] }> {
+  dir ||= mkdtempSync(join(tmpdir(), 'floor-test-'));
   const list = join(dir, 'modules.json');
   // Written whole and renamed, so that a reader never sees half a list.
   writeFileSync(
@@ -54,6 +61,7 @@ async function startFloor(args: string[]): Promise<{ port: number; modules: () =
       PATH: process.env.PATH ?? '',
       NODE_OPTIONS: `--require ${join(dir, 'list.cjs')}`,
       ERDMA_SMCR_AGENT_METRICS_PORT: String(port),
+      ...env,
     },
     stdio: 'ignore',
   });
@@ -114,5 +122,82 @@ describe("the daemons' floor", () => {
     });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain("Cannot find module 'no-such-module'");
+  });
+
+  describe('with FLOOR_API_URL, a watch of the API server over TLS', () => {
+    let api: Server | undefined;
+    afterEach(async () => {
+      api?.closeAllConnections();
+      await new Promise((resolve) => api?.close(resolve));
+      api = undefined;
+    });
+
+    /** An HTTPS server on loopback with the floor's CA, answering every request with `status`. */
+    async function apiServer(
+      status: number,
+    ): Promise<{ env: Record<string, string>; seen: { url?: string; auth?: string }[] }> {
+      dir = mkdtempSync(join(tmpdir(), 'floor-test-'));
+      const { paths } = ensureLocalCerts({
+        dir: join(dir, 'certs'),
+        service: 'api',
+        namespace: 'x',
+      });
+      const seen: { url?: string; auth?: string }[] = [];
+      const server = createServer(
+        { cert: readFileSync(paths.cert), key: readFileSync(paths.key) },
+        (req, res) => {
+          seen.push({ url: req.url, auth: req.headers.authorization });
+          res.writeHead(status, { 'content-type': 'application/json' });
+          if (status === 200) res.write('{"type":"BOOKMARK","object":{}}\n');
+          else res.end('{"kind":"Status","code":401}');
+        },
+      );
+      api = server;
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as { port: number };
+      return {
+        env: {
+          FLOOR_API_URL: `https://127.0.0.1:${port}`,
+          FLOOR_API_CA: paths.caCert,
+          FLOOR_API_TOKEN: 'floor-token',
+        },
+        seen,
+      };
+    }
+
+    it("holds one watch of pods open, verified with the CA it is given, with the agent's bearer token", async () => {
+      const server = await apiServer(200);
+      // In the order the agent loads them on Node 20, whose `_tls_wrap` loads before `tls`.
+      await startFloor(['_tls_common,crypto,_tls_wrap,tls,https'], server.env);
+      await until('the watch', () => (server.seen.length > 0 ? true : undefined));
+      expect(server.seen).toEqual([
+        { url: '/api/v1/pods?watch=true&allowWatchBookmarks=true', auth: 'Bearer floor-token' },
+      ]);
+      const open = await new Promise<number>((resolve, reject) =>
+        api?.getConnections((err, n) => (err ? reject(err) : resolve(n))),
+      );
+      expect(open).toBe(1);
+      expect(child?.exitCode).toBeNull();
+    });
+
+    it('exits, saying what the API server answered, when the watch is refused', async () => {
+      const server = await apiServer(401);
+      const port = await freePort();
+      const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        let stderr = '';
+        const p = spawn(process.execPath, ['bench/daemon-floor.cjs', ''], {
+          env: {
+            PATH: process.env.PATH ?? '',
+            ERDMA_SMCR_AGENT_METRICS_PORT: String(port),
+            ...server.env,
+          },
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        p.stderr?.on('data', (d) => (stderr += d));
+        p.once('exit', (code) => resolve({ code, stderr }));
+      });
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain('the API server answered 401');
+    });
   });
 });
