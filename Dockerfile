@@ -20,7 +20,9 @@ COPY scripts/bundle.mjs ./scripts/
 COPY src ./src
 RUN npx tsc -p tsconfig.build.json && node scripts/bundle.mjs
 COPY native ./native
-RUN make -C native all CJSON_DIR=/tmp/cjson-src
+# cJSON's source goes under the stage's working directory, not /tmp: the image build's steps are
+# also run as a script on a test machine (test/harness/dockerfile-steps.ts), which keeps them there.
+RUN make -C native all CJSON_DIR="$PWD/cjson-src"
 
 # The runtime's root, and nothing more: node and the libraries it links, chroot with its own (the
 # agent runs the host's modprobe through it), the users, a /tmp. No shell, no npm, no package

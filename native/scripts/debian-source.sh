@@ -12,6 +12,7 @@ trap 'rm -rf "$work"' EXIT
 (cd "$work" && "$here/apt-src.sh" "$work/apt" source --download-only "$pkg" >/dev/null 2>&1)
 rm -rf "$dest"
 mkdir -p "$(dirname "$dest")"
-# dpkg-source applies Debian's own patches (security fixes included) on top of upstream.
-dpkg-source --no-check -x "$(ls "$work"/*.dsc | head -n1)" "$dest" >/dev/null
+# dpkg-source applies Debian's own patches (security fixes included) on top of upstream; the
+# upstream tarball stays in the work directory, not beside DESTDIR.
+dpkg-source --no-check --no-copy -x "$(ls "$work"/*.dsc | head -n1)" "$dest" >/dev/null
 touch "$dest/.unpacked"

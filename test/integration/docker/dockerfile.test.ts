@@ -101,6 +101,13 @@ describe('Dockerfile', () => {
       ).toMatch(/statically linked/);
     });
 
+    it("unpacks cJSON's source inside its build stage, and nothing beside it", () => {
+      // Not in /tmp: on a test machine these steps run on the host, whose /tmp they would litter.
+      const src = join(run.stages.find((s) => s.name === 'build')?.root as string, 'src');
+      expect(existsSync(join(src, 'cjson-src/cJSON.c'))).toBe(true);
+      expect(readdirSync(src).filter((f) => f.startsWith('cjson'))).toEqual(['cjson-src']);
+    });
+
     it('ships a runtime without dev dependencies or sources, as a non-root user', () => {
       const app = join(run.final.root, 'app');
       expect(readdirSync(app).sort()).toEqual([
