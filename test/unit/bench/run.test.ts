@@ -2,7 +2,9 @@
 // memory bench's first child, a bare `node` idling as its baseline, is stopped only in a `finally`
 // block, which a signal to the runner alone skips; it used to idle on, orphaned.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pidtree from 'pidtree';
 import { describe, expect, it } from 'vitest';
 import { until } from '../../helpers/wait.js';
@@ -17,7 +19,10 @@ const cmdline = (pid: number): string => {
 
 describe('the bench runner, stopped by SIGTERM', () => {
   it('ends the processes the benches started, and exits 143', async () => {
+    // The bench's temporary files go to a directory of the test's: a stopped bench leaves them.
+    const tmp = mkdtempSync(join(tmpdir(), 'bench-run-test-'));
     const runner = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts', 'memory'], {
+      env: { ...process.env, TMPDIR: tmp },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let stderr = '';
@@ -43,6 +48,7 @@ describe('the bench runner, stopped by SIGTERM', () => {
       // A runner that failed to end it must not leave it behind either.
       if (baseline !== undefined && cmdline(baseline).includes('setInterval'))
         process.kill(baseline, 'SIGKILL');
+      rmSync(tmp, { recursive: true, force: true });
     }
   }, 60_000);
 });
