@@ -28,7 +28,7 @@
 // is read.
 // A node daemon's idle figure is the median of three starts (IDLE_STARTS).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,6 +50,7 @@ import {
   type ControlPlane,
 } from '../test/harness/k8s/control-plane.js';
 import { FakeKubelet } from '../test/helpers/fake-kubelet.js';
+import { fixtureHost } from '../test/helpers/sysfs.js';
 import { until } from '../test/helpers/wait.js';
 
 const IDLE_SETTLE_MS = 3000;
@@ -712,10 +713,7 @@ async function apiFor(cp: ControlPlane, dir: string): Promise<Api> {
  * plugin (#43: idle CPU).
  */
 function busyHost(dir: string): string {
-  const host = join(dir, 'host');
-  cpSync('test/fixtures/sysfs/node-a', host, { recursive: true });
-  mkdirSync(join(host, 'etc/cni/net.d'), { recursive: true });
-  mkdirSync(join(host, 'opt/cni/bin'), { recursive: true });
+  const host = fixtureHost(join(dir, 'host'));
   mkdirSync(join(host, 'kubelet/device-plugins'), { recursive: true });
   for (let i = 0; i < BUSY_NODE_PODS; i++) {
     const veth = join(host, 'sys/class/net', `veth${(0x5eed0000 + i * 7919).toString(16)}`);
@@ -725,14 +723,6 @@ function busyHost(dir: string): string {
       `0a:58:0a:f4:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 0xff).toString(16).padStart(2, '0')}\n`,
     );
   }
-  writeFileSync(
-    join(host, 'etc/cni/net.d/10-bridge.conflist'),
-    JSON.stringify({
-      cniVersion: '1.0.0',
-      name: 'k8s',
-      plugins: [{ type: 'bridge', bridge: 'cni0' }],
-    }),
-  );
   return host;
 }
 

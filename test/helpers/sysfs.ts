@@ -1,5 +1,5 @@
 // Fake sysfs trees for discovery tests, laid out as the kernel does under /sys/class.
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 export interface FakeDevice {
@@ -43,6 +43,25 @@ export function setPortState(root: string, name: string, port: number, state: st
 
 export function removeDevice(root: string, name: string): void {
   rmSync(join(root, 'sys', 'class', 'infiniband', name), { recursive: true, force: true });
+}
+
+/**
+ * A node's host tree as the agent sees it, under `root`: the shipped node-a tree (its eRDMA devices
+ * and their ENIs), the CNI directories, and a primary CNI's conflist (a bridge). Returns `root`.
+ */
+export function fixtureHost(root: string): string {
+  cpSync('test/fixtures/sysfs/node-a', root, { recursive: true });
+  mkdirSync(join(root, 'etc/cni/net.d'), { recursive: true });
+  mkdirSync(join(root, 'opt/cni/bin'), { recursive: true });
+  writeFileSync(
+    join(root, 'etc/cni/net.d/10-bridge.conflist'),
+    JSON.stringify({
+      cniVersion: '1.0.0',
+      name: 'k8s',
+      plugins: [{ type: 'bridge', bridge: 'cni0' }],
+    }),
+  );
+  return root;
 }
 
 /** The tree shipped in test/fixtures/sysfs/node-a (regenerate with `npx tsx test/helpers/sysfs.ts`). */

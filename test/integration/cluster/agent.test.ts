@@ -9,7 +9,6 @@ import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
 import {
-  cpSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -39,6 +38,7 @@ import {
 import { cleanupNetns, createNetns, readSysctlIn, runPlugin } from '../../helpers/netns.js';
 import { until } from '../../helpers/wait.js';
 import { netns, requires } from '../../helpers/requires.js';
+import { fixtureHost } from '../../helpers/sysfs.js';
 
 const why = requires('the agent suite (real API server)', ensureBinaries, netns);
 const NODE = 'ecs-agent-1';
@@ -62,19 +62,8 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'agent-e2e-'));
-    host = join(dir, 'host');
+    host = fixtureHost(join(dir, 'host'));
     proc = join(dir, 'proc');
-    cpSync('test/fixtures/sysfs/node-a', host, { recursive: true });
-    mkdirSync(join(host, 'etc/cni/net.d'), { recursive: true });
-    mkdirSync(join(host, 'opt/cni/bin'), { recursive: true });
-    writeFileSync(
-      join(host, 'etc/cni/net.d/10-bridge.conflist'),
-      JSON.stringify({
-        cniVersion: '1.0.0',
-        name: 'k8s',
-        plugins: [{ type: 'bridge', bridge: 'cni0' }],
-      }),
-    );
     writeFileSync(
       join(host, 'etc/os-release'),
       'PRETTY_NAME="Alibaba Cloud Linux 3.2104 U11 (OpenAnolis Edition)"\n',
