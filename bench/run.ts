@@ -1,5 +1,7 @@
 // `npm run bench`: runs every benchmark (or those named as arguments) and prints one Markdown table.
-import { cpus } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pidtree from 'pidtree';
 import { benchCheck } from './check.js';
@@ -23,9 +25,20 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
 const GRACE_MS = 2000;
 
 /**
+ * The benches' temporary files (their trees, certificates, a control plane's data) go to one
+ * directory of the run's, under TMPDIR: `os.tmpdir()` reads TMPDIR on each call, and so do the
+ * processes they start. Each bench removes its own in a `finally` block; the runner removes the
+ * whole on its way out, so that a stopped bench leaves nothing behind either.
+ */
+const scratch = mkdtempSync(join(tmpdir(), 'erdma-bench-'));
+process.env.TMPDIR = scratch;
+const removeScratch = (): void => rmSync(scratch, { recursive: true, force: true });
+
+/**
  * Stopped by a signal (Ctrl-C, or `kill` of this process alone), the runner ends what the benches
- * started (servers, daemons, their baselines, a control plane's components) before it exits: the
- * benches stop them in `finally` blocks, which a signal skips, and they would idle on.
+ * started (servers, daemons, their baselines, a control plane's components) before it exits, then
+ * removes their temporary files: the benches stop them in `finally` blocks, which a signal skips,
+ * and they would idle on.
  */
 function endDescendantsOn(signal: NodeJS.Signals, code: number): void {
   process.once(signal, () => {
@@ -43,6 +56,7 @@ function endDescendantsOn(signal: NodeJS.Signals, code: number): void {
       for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGTERM');
       for (let waited = 0; waited < GRACE_MS && pids.some(alive); waited += 100) await sleep(100);
       for (const pid of pids.filter(alive)) process.kill(pid, 'SIGKILL');
+      removeScratch();
       process.exit(code);
     })();
   });
@@ -52,10 +66,14 @@ endDescendantsOn('SIGTERM', 143);
 
 const wanted = process.argv.slice(2);
 const rows: BenchRow[] = [];
-for (const [name, run] of Object.entries(BENCHES)) {
-  if (wanted.length > 0 && !wanted.includes(name)) continue;
-  process.stderr.write(`bench ${name}...\n`);
-  rows.push(...(await run()));
+try {
+  for (const [name, run] of Object.entries(BENCHES)) {
+    if (wanted.length > 0 && !wanted.includes(name)) continue;
+    process.stderr.write(`bench ${name}...\n`);
+    rows.push(...(await run()));
+  }
+} finally {
+  removeScratch();
 }
 console.log(`Node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}\n`);
 console.log(table(rows));
