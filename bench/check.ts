@@ -72,6 +72,35 @@ function best<T>(runs: number, fn: () => T): { ms: number; value: T } {
   return { ms, value };
 }
 
+/**
+ * The best time of each command over `runs` rounds, the commands taking turns within a round: on a
+ * machine whose speed drifts (a shared VM), a baseline timed in one block and the command in the
+ * next would each see a different machine, and their ratio would move with it.
+ */
+export function interleavedBest(runs: number, commands: readonly (() => unknown)[]): number[] {
+  const ms = commands.map(() => Infinity);
+  for (let r = 0; r < runs; r++)
+    commands.forEach((run, i) => {
+      const t = performance.now();
+      run();
+      ms[i] = Math.min(ms[i] ?? Infinity, performance.now() - t);
+    });
+  return ms;
+}
+
+/** Rounds of bare `node -e 0` against `--version`: best of 30, each pair taking turns. */
+const START_UP_ROUNDS = 30;
+
+/** Bare `node -e 0` and the CLI's `--version` on `node`, in a pod's environment, interleaved. */
+function startUp(node = process.execPath): { nodeMs: number; startMs: number } {
+  const run = (args: string[]) => () => execFileSync(node, args, { stdio: 'pipe', env: podEnv() });
+  const [nodeMs = NaN, startMs = NaN] = interleavedBest(START_UP_ROUNDS, [
+    run(['-e', '0']),
+    run(['bin/erdma-smcr.js', '--version']),
+  ]);
+  return { nodeMs, startMs };
+}
+
 const BIG = 100_000;
 
 /**
@@ -106,7 +135,7 @@ function peakMiB(args: string[], slowPipe = false): { mib: number; ms: number } 
 }
 
 /** `--version` and its bare `node -e 0` on the Node.js the image ships (bench/env.ts), if fetched. */
-function startUpOnShippedNode(timed: (args: string[], node: string) => number): BenchRow[] {
+function startUpOnShippedNode(): BenchRow[] {
   const official = officialNode();
   if ('error' in official)
     return [
@@ -119,8 +148,7 @@ function startUpOnShippedNode(timed: (args: string[], node: string) => number): 
       },
     ];
   const on = `on Node ${official.version} (the image's runtime)`;
-  const nodeMs = timed(['-e', '0'], official.node);
-  const startMs = timed(['bin/erdma-smcr.js', '--version'], official.node);
+  const { nodeMs, startMs } = startUp(official.node);
   return [
     { bench: 'check', case: `bare \`node -e 0\` ${on}`, value: nodeMs, unit: 'ms', ratio: 1 },
     {
@@ -220,11 +248,8 @@ export async function benchCheck(): Promise<BenchRow[]> {
     }
     const cliMs = performance.now() - t;
     // Start-up alone: what every `check` in a pipeline pays before reading a byte, against bare Node.
-    const timed = (args: string[], node = process.execPath): number =>
-      best(15, () => execFileSync(node, args, { stdio: 'pipe', env: podEnv() })).ms;
-    const nodeMs = timed(['-e', '0']);
-    const startMs = timed(['bin/erdma-smcr.js', '--version']);
-    const shipped = startUpOnShippedNode(timed);
+    const { nodeMs, startMs } = startUp();
+    const shipped = startUpOnShippedNode();
     const n = full.value.summary.objects;
     const memory = peakMemoryRows(dir);
     return [
