@@ -13,29 +13,42 @@ interface AgentOpts {
   uninstall?: boolean;
 }
 
+/** The flags both daemons take: where the host's tree and the kubelet are, and the slots. */
+function hostOptions(command: Command): Command {
+  return command
+    .option('--host-root <dir>', 'root of the host filesystem')
+    .option('--kubelet-dir <dir>', 'kubelet directory (device-plugins/ below it)')
+    .option('--slots <n>', 'pods that may share one device');
+}
+
+/** Those flags as configuration keys (unset where not given). */
+function hostFlags(opts: AgentOpts): Record<string, string | number | undefined> {
+  return {
+    'agent.hostRoot': opts.hostRoot,
+    'agent.kubeletDir': opts.kubeletDir,
+    'agent.slotsPerDevice': opts.slots === undefined ? undefined : Number.parseInt(opts.slots, 10),
+  };
+}
+
 export function agentCommand(
   program: Command,
   io: CliIO,
   configFor: ConfigFor,
   setCode: (c: number) => void,
 ): void {
-  program
-    .command('agent')
-    .description(
-      'run the node agent: aliyun/erdma device plugin, node labels, host pnet, CNI chaining, pod outcome events',
-    )
-    .option('--host-root <dir>', 'root of the host filesystem')
-    .option('--kubelet-dir <dir>', 'kubelet directory (device-plugins/ below it)')
-    .option('--slots <n>', 'pods that may share one device')
+  hostOptions(
+    program
+      .command('agent')
+      .description(
+        'run the node agent: aliyun/erdma device plugin, node labels, host pnet, CNI chaining, pod outcome events',
+      ),
+  )
     .option('--node-name <name>', 'this node (default: $ERDMA_SMCR_NODE_NAME)')
     .option('--kubeconfig <file>', 'kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)')
     .option('--uninstall', 'remove our CNI plugin entry and binary from the host, then exit')
     .action(async (opts: AgentOpts) => {
       const config = await configFor({
-        'agent.hostRoot': opts.hostRoot,
-        'agent.kubeletDir': opts.kubeletDir,
-        'agent.slotsPerDevice':
-          opts.slots === undefined ? undefined : Number.parseInt(opts.slots, 10),
+        ...hostFlags(opts),
         'agent.nodeName': opts.nodeName,
         'cluster.kubeconfig': opts.kubeconfig,
       });
@@ -43,23 +56,16 @@ export function agentCommand(
       await runAgent(config, io, opts.uninstall === true);
       setCode(0);
     });
-  program
-    .command('device-plugin')
-    .description(
-      'serve only the kubelet device plugins (aliyun/erdma and any configured), with a lifecycle apart from the agent',
-    )
-    .option('--host-root <dir>', 'root of the host filesystem')
-    .option('--kubelet-dir <dir>', 'kubelet directory (device-plugins/ below it)')
-    .option('--slots <n>', 'pods that may share one device')
-    .action(async (opts: AgentOpts) => {
-      const config = await configFor({
-        'agent.hostRoot': opts.hostRoot,
-        'agent.kubeletDir': opts.kubeletDir,
-        'agent.slotsPerDevice':
-          opts.slots === undefined ? undefined : Number.parseInt(opts.slots, 10),
-      });
-      const { runDevicePlugin } = await import('../../agent/deviceplugin/process.js');
-      await runDevicePlugin(config, io);
-      setCode(0);
-    });
+  hostOptions(
+    program
+      .command('device-plugin')
+      .description(
+        'serve only the kubelet device plugins (aliyun/erdma and any configured), with a lifecycle apart from the agent',
+      ),
+  ).action(async (opts: AgentOpts) => {
+    const config = await configFor(hostFlags(opts));
+    const { runDevicePlugin } = await import('../../agent/deviceplugin/process.js');
+    await runDevicePlugin(config, io);
+    setCode(0);
+  });
 }
