@@ -10,6 +10,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CERT_FILES } from '../src/certs/files.js';
 
 /**
  * The environment the benches start our servers and daemons in, and their baselines: PATH and what
@@ -65,6 +66,8 @@ export const IMAGE_APP = '/app';
  * namespace covers with the CLI's files (FHS's `/srv`, present and empty on Debian).
  */
 const STAND_IN = '/srv';
+/** The certificates' directory in the stand-in tree. */
+const CERTS = 'certs';
 
 /** How the benches start `node` on the CLI: `file` (with `prefix` before node's arguments), `entry`. */
 export interface Layout {
@@ -76,6 +79,8 @@ export interface Layout {
   entry: string;
   /** Where it runs from, for a row's notes. */
   note: string;
+  /** `serve`'s `--cert-dir`: the certificates `dir` held when the layout was made. */
+  certDir: string;
 }
 
 /**
@@ -93,6 +98,7 @@ export function imageLayout(dir: string, uid = process.getuid?.()): Layout {
     prefix: [],
     entry: 'bin/erdma-smcr.js',
     note: `run from the checkout, not a path as long as the image's ${IMAGE_APP} (${why})`,
+    certDir: dir,
   });
   if (uid !== 0) return checkout('not root: no mount namespace');
   if (!statSync(STAND_IN, { throwIfNoEntry: false })?.isDirectory())
@@ -103,6 +109,12 @@ export function imageLayout(dir: string, uid = process.getuid?.()): Layout {
   const tree = join(dir, 'app');
   for (const p of ['package.json', 'bin', 'dist/bundle', 'docs/admission'])
     cpSync(p, join(tree, p), { recursive: true });
+  // The certificates too, at a path that does not grow with TMPDIR (the cert-manager overlay's
+  // /certs, below the stand-in): read from under TMPDIR, `serve` on Node 26 crossed the threshold
+  // above once the bench runner's TMPDIR made those paths 20 characters longer.
+  mkdirSync(join(tree, CERTS));
+  for (const f of Object.values(CERT_FILES))
+    if (existsSync(join(dir, f))) cpSync(join(dir, f), join(tree, CERTS, f));
   return {
     file: 'unshare',
     prefix: [
@@ -116,5 +128,6 @@ export function imageLayout(dir: string, uid = process.getuid?.()): Layout {
     ],
     entry: `${STAND_IN}/bin/erdma-smcr.js`,
     note: `run from ${STAND_IN}, a path as long as the image's ${IMAGE_APP}`,
+    certDir: `${STAND_IN}/${CERTS}`,
   };
 }

@@ -269,7 +269,7 @@ async function serveRows(
       '--port',
       '0',
       '--cert-dir',
-      dir,
+      layout.certDir,
       '--log-level',
       'warn',
       '--metrics-port',

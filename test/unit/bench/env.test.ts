@@ -2,7 +2,7 @@
 // This machine sets NODE_EXTRA_CA_CERTS, which Node parses at start, and a bench that passed it on
 // measured 1.2-2.1 MB more on Node 20 than the pods run (#43).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -49,6 +49,7 @@ describe('imageLayout', () => {
     () => {
       const dir = mkdtempSync(join(tmpdir(), 'layout-'));
       const hostSrv = readdirSync('/srv');
+      writeFileSync(join(dir, 'ca.crt'), 'the CA\n');
       try {
         const l = imageLayout(dir);
         expect(l.file).toBe('unshare');
@@ -60,7 +61,12 @@ describe('imageLayout', () => {
           }).trim();
         const app = l.entry.slice(0, IMAGE_APP.length);
         expect(run('-p', `require('fs').readdirSync('${app}').sort().join()`)).toBe(
-          'bin,dist,docs,package.json',
+          'bin,certs,dist,docs,package.json',
+        );
+        // The certificates `dir` held, at a path that does not grow with TMPDIR.
+        expect(l.certDir).toBe(`${app}/certs`);
+        expect(run('-p', `require('fs').readFileSync('${l.certDir}/ca.crt', 'utf8')`)).toBe(
+          'the CA',
         );
         const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string })
           .version;
@@ -76,7 +82,7 @@ describe('imageLayout', () => {
     const dir = mkdtempSync(join(tmpdir(), 'layout-'));
     try {
       const l = imageLayout(dir, 1000);
-      expect(l).toMatchObject({ file: '', prefix: [], entry: 'bin/erdma-smcr.js' });
+      expect(l).toMatchObject({ file: '', prefix: [], entry: 'bin/erdma-smcr.js', certDir: dir });
       expect(l.note).toMatch(/not root/);
       expect(readdirSync(dir)).toEqual([]); // nothing copied
     } finally {
