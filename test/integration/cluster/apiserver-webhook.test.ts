@@ -9,6 +9,7 @@ import {
 } from '../../harness/k8s/control-plane.js';
 import { startWebhookProc, type WebhookProc } from '../../harness/webhook-proc.js';
 import { registration, WEBHOOK_IP } from '../../harness/registration.js';
+import { smcrDeployment } from '../../helpers/deployments.js';
 import { requires } from '../../helpers/requires.js';
 
 const why = requires('the API server webhook suite', ensureBinaries);
@@ -30,26 +31,12 @@ const pod = (
   });
 
 const deployment = (name: string, podSpec: Record<string, unknown> = {}) =>
-  JSON.stringify({
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name, namespace: 'e2e' },
-    spec: {
-      replicas: 2,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: {
-          labels: { app: name },
-          annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' },
-        },
-        spec: {
-          automountServiceAccountToken: false,
-          containers: [{ name: 'app', image: 'registry.invalid/app:1' }],
-          ...podSpec,
-        },
-      },
-    },
-  });
+  JSON.stringify(
+    smcrDeployment(name, 'e2e', {
+      containers: [{ name: 'app', image: 'registry.invalid/app:1' }],
+      ...podSpec,
+    }),
+  );
 
 describe.skipIf(why !== '')('kube-apiserver → erdma-smcr webhook', () => {
   let cp: ControlPlane;

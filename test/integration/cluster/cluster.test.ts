@@ -22,6 +22,7 @@ import { startNode, type KubeNode } from '../../harness/k8s/node.js';
 import { startWebhookProc, type WebhookProc } from '../../harness/webhook-proc.js';
 import { writeFakeProc, writeHostTree } from '../../harness/k8s/host-tree.js';
 import { cleanupNetns, createNetns } from '../../helpers/netns.js';
+import { smcrDeployment } from '../../helpers/deployments.js';
 import { until as poll } from '../../helpers/wait.js';
 import { cniPlugins, requires } from '../../helpers/requires.js';
 
@@ -226,26 +227,17 @@ describe.skipIf(why !== '')(
     }, 60_000);
 
     const deployment = (name: string, replicas: number): string =>
-      JSON.stringify({
-        apiVersion: 'apps/v1',
-        kind: 'Deployment',
-        metadata: { name, namespace: 'apps' },
-        spec: {
-          replicas,
-          selector: { matchLabels: { app: name } },
-          template: {
-            metadata: {
-              labels: { app: name },
-              annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' },
-            },
-            spec: {
-              automountServiceAccountToken: false,
-              terminationGracePeriodSeconds: 1,
-              containers: [{ name: 'app', image: APP, imagePullPolicy: 'Never' }],
-            },
+      JSON.stringify(
+        smcrDeployment(
+          name,
+          'apps',
+          {
+            terminationGracePeriodSeconds: 1,
+            containers: [{ name: 'app', image: APP, imagePullPolicy: 'Never' }],
           },
-        },
-      });
+          replicas,
+        ),
+      );
     const runningPods = async (app: string, n: number): Promise<Obj[]> =>
       until(
         `${n} running ${app} pods`,

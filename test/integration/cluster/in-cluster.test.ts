@@ -21,6 +21,7 @@ import {
 import { startNode, type KubeNode } from '../../harness/k8s/node.js';
 import { hwCounters, writeFakeProc, writeHostTree } from '../../harness/k8s/host-tree.js';
 import { cleanupNetns, createNetns } from '../../helpers/netns.js';
+import { smcrDeployment } from '../../helpers/deployments.js';
 import { until as poll } from '../../helpers/wait.js';
 import { cniPlugins, iptables, requires } from '../../helpers/requires.js';
 import { prometheusAvailable, startPrometheus } from '../../harness/prometheus.js';
@@ -244,29 +245,14 @@ describe.skipIf(why !== '')(
     }, 300_000);
 
     /** An annotated two-replica Deployment of the test image in `apps`. */
-    const smcrDeployment = (name: string): object => ({
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name, namespace: 'apps' },
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: { app: name } },
-        template: {
-          metadata: {
-            labels: { app: name },
-            annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' },
-          },
-          spec: {
-            automountServiceAccountToken: false,
-            terminationGracePeriodSeconds: 1,
-            containers: [{ name: 'app', image: APP, imagePullPolicy: 'Never' }],
-          },
-        },
-      },
-    });
+    const appsDeployment = (name: string): object =>
+      smcrDeployment(name, 'apps', {
+        terminationGracePeriodSeconds: 1,
+        containers: [{ name: 'app', image: APP, imagePullPolicy: 'Never' }],
+      });
 
     it('mutates an annotated Deployment through the Service (API server → kube-proxy → pod), which then runs with a device and our plugin', async () => {
-      const web = smcrDeployment('web');
+      const web = appsDeployment('web');
       const r = await cp.kubectl(['apply', '-f', '-'], JSON.stringify(web));
       expect(r.status, r.stderr).toBe(0);
       const pods = await until(
@@ -459,7 +445,7 @@ describe.skipIf(why !== '')(
       try {
         await new Promise((r) => setTimeout(r, 3000));
         expect(
-          (await cp.kubectl(['apply', '-f', '-'], JSON.stringify(smcrDeployment('during')))).status,
+          (await cp.kubectl(['apply', '-f', '-'], JSON.stringify(appsDeployment('during')))).status,
         ).toBe(0);
         // 1. A rolling update of the agent, as an admin's image or config change does.
         await kubectl(
