@@ -34,6 +34,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import jsyaml from 'js-yaml';
 import { imageLayout, officialNode, podEnv, shippedMajor, type Layout } from './env.js';
+import { residentTogether } from './pages.js';
 import type { BenchRow } from './report.js';
 import { ensureLocalCerts } from '../src/certs/local.js';
 import {
@@ -85,7 +86,7 @@ const TARGET = {
 };
 
 /** A figure of /proc/<pid>/status of a child that must still run (a daemon that exited says why). */
-function status(child: ChildProcess, key: 'VmRSS' | 'VmHWM'): number {
+function status(child: ChildProcess, key: 'VmRSS' | 'VmHWM' | 'RssAnon'): number {
   if (child.exitCode !== null || child.signalCode !== null)
     throw new Error(
       `${child.spawnargs.slice(1).join(' ')} exited (${child.exitCode ?? child.signalCode}) before it was measured: ${stderrTail.get(child)?.trim() || 'no stderr'}`,
@@ -575,7 +576,84 @@ async function daemonRows(
       kubelet.updates.length = 0;
     }
   }
+  rows.push(await sideBySideRow(site, () => start('device-plugin', DEVICE_PLUGIN_YAML), on));
+  kubelet.updates.length = 0;
   return rows;
+}
+
+/** Two processes idling side by side: what each holds, and both, each page once (bench/pages.ts). */
+interface Pair {
+  readonly rss: readonly number[];
+  readonly anon: readonly number[];
+  readonly together: number;
+}
+
+async function pairIdle(a: ChildProcess, b: ChildProcess): Promise<Pair> {
+  await Promise.all([idle(a), idle(b)]);
+  return {
+    rss: [status(a, 'VmRSS'), status(b, 'VmRSS')],
+    anon: [status(a, 'RssAnon'), status(b, 'RssAnon')],
+    together: residentTogether([a.pid ?? 0, b.pid ?? 0]).together,
+  };
+}
+
+/**
+ * The agent and the device plugin idling side by side, as a node runs the two DaemonSets from one
+ * image: what the node holds for both, each page once. Their rows' VmRSS figures each count the
+ * pages of `node` and its libraries, which the kernel holds once for both (one image layer,
+ * bench/pages.ts). Against two bare `node`s side by side on the same executable; the median of
+ * IDLE_STARTS pairs. A skipped row says why when the pages cannot be told apart (not root).
+ */
+async function sideBySideRow(
+  site: DaemonSite,
+  startPlugin: () => Promise<ChildProcess>,
+  on: string,
+): Promise<BenchRow> {
+  const name = `agent and device plugin side by side (both DaemonSets on one node, one image)${on}, idle, each page counted once`;
+  const mb = (b: number): string => (b / MB).toFixed(2);
+  try {
+    const bares = [spawnBare(site.node), spawnBare(site.node)] as const;
+    let bare: Pair;
+    try {
+      bare = await pairIdle(...bares);
+    } finally {
+      for (const b of bares) b.kill('SIGKILL');
+    }
+    const pairs: Pair[] = [];
+    for (let i = 0; i < IDLE_STARTS; i++) {
+      const agent = await startAgent(site);
+      try {
+        const plugin = await startPlugin();
+        try {
+          pairs.push(await pairIdle(agent, plugin));
+        } finally {
+          await stop(plugin);
+        }
+      } finally {
+        await stop(agent);
+      }
+    }
+    pairs.sort((x, y) => x.together - y.together);
+    const p = pairs[Math.floor(pairs.length / 2)] as Pair;
+    const [agentRss = 0, pluginRss = 0] = p.rss;
+    const [agentAnon = 0, pluginAnon = 0] = p.anon;
+    return {
+      bench: 'memory',
+      case: name,
+      value: p.together / MB,
+      unit: 'MB resident',
+      ratio: p.together / bare.together,
+      target: `against two bare \`node\`s side by side (${mb(bare.together)} MB; VmRSS ${mb(bare.rss[0] ?? 0)} + ${mb(bare.rss[1] ?? 0)}); median of ${pairs.length} pairs, ${mb(pairs[0]?.together ?? 0)}–${mb(pairs.at(-1)?.together ?? 0)} MB; VmRSS ${mb(agentRss)} + ${mb(pluginRss)} = ${mb(agentRss + pluginRss)} MB, ${mb(agentRss + pluginRss - p.together)} MB of it pages both map (node's executable, its libraries), held once; anonymous ${mb(agentAnon)} + ${mb(pluginAnon)} MB`,
+    };
+  } catch (err) {
+    return {
+      bench: 'memory',
+      case: name,
+      value: 0,
+      unit: 'skipped',
+      target: (err as Error).message,
+    };
+  }
 }
 
 /**
