@@ -4,9 +4,18 @@
 // layer) hold one copy of node's pages between them. Real overlayfs mounts; root only (the frame
 // numbers of /proc/PID/pagemap, and mount).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { transformSync } from 'esbuild';
 import { describe, expect, it } from 'vitest';
 import { residentFrames, residentTogether } from '../../../bench/pages.js';
 
@@ -110,19 +119,32 @@ describe.skipIf(!root)('resident pages counted once', () => {
   });
 
   it('says why when the frame numbers are hidden (no CAP_SYS_ADMIN)', () => {
-    const r = spawnSync(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '-e',
-        `import('${join(process.cwd(), 'bench/pages.ts')}').then((m) => m.residentFrames(process.pid))`,
-      ],
-      { uid: 65534, gid: 65534, encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } },
-    );
-    expect(r.status).not.toBe(0);
-    expect(r.stderr).toContain(
-      `/proc/${r.pid}/pagemap gives no frame numbers to this process: counting pages shared between processes needs CAP_SYS_ADMIN (run as root)`,
-    );
+    // The module, compiled, where user nobody can read it (the checkout may not be readable).
+    const dir = mkdtempSync(join(tmpdir(), 'pages-nobody-'));
+    try {
+      chmodSync(dir, 0o755);
+      const { code } = transformSync(readFileSync('bench/pages.ts', 'utf8'), {
+        loader: 'ts',
+        format: 'esm',
+      });
+      writeFileSync(join(dir, 'pages.mjs'), code);
+      writeFileSync(
+        join(dir, 'run.mjs'),
+        "import { residentFrames } from './pages.mjs';\nresidentFrames(process.pid);\n",
+      );
+      const r = spawnSync(process.execPath, ['run.mjs'], {
+        cwd: dir,
+        uid: 65534,
+        gid: 65534,
+        encoding: 'utf8',
+        env: { PATH: process.env.PATH ?? '' },
+      });
+      expect(r.status).not.toBe(0);
+      expect(r.stderr).toContain(
+        `/proc/${r.pid}/pagemap gives no frame numbers to this process: counting pages shared between processes needs CAP_SYS_ADMIN (run as root)`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
