@@ -34,6 +34,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import jsyaml from 'js-yaml';
 import { imageLayout, officialNode, podEnv, shippedMajor, type Layout } from './env.js';
+import { inCgroup, memoryCgroup, uncachedCopy, type CgroupMemory } from './cgroup.js';
 import { residentTogether } from './pages.js';
 import type { BenchRow } from './report.js';
 import { ensureLocalCerts } from '../src/certs/local.js';
@@ -381,6 +382,8 @@ async function allocateFor(kubelet: FakeKubelet, ms: number): Promise<number> {
 interface DaemonSite {
   readonly node: string;
   readonly host: string;
+  /** The command line that starts `node` with its arguments (by default, that one). */
+  readonly launch?: (file: string, args: string[]) => [string, string[]];
 }
 
 /**
@@ -396,10 +399,11 @@ async function startDaemon(
   kubeconfig = join(site.host, 'none'),
 ): Promise<ChildProcess> {
   const port = await freePort();
+  const launch =
+    site.launch ?? ((file: string, args: string[]): [string, string[]] => [file, args]);
   const child = keepStderr(
     spawn(
-      site.node,
-      [
+      ...launch(site.node, [
         ...daemonSetNodeFlags(manifest),
         'bin/erdma-smcr.js',
         command,
@@ -408,7 +412,7 @@ async function startDaemon(
         '--kubelet-dir',
         join(site.host, 'kubelet'),
         ...(command === 'agent' ? ['--kubeconfig', kubeconfig] : []),
-      ],
+      ]),
       {
         env: podEnv({
           NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS', manifest),
@@ -577,6 +581,7 @@ async function daemonRows(
     }
   }
   rows.push(await sideBySideRow(site, () => start('device-plugin', DEVICE_PLUGIN_YAML), on));
+  rows.push(...(await kubeletViewRows(site, on)));
   kubelet.updates.length = 0;
   return rows;
 }
@@ -653,6 +658,90 @@ async function sideBySideRow(
       unit: 'skipped',
       target: (err as Error).message,
     };
+  }
+}
+
+/** One start of the two daemons in memory cgroups of their own, as the kubelet reads them. */
+interface ContainerPair {
+  readonly plugin: CgroupMemory;
+  readonly agent: CgroupMemory;
+}
+
+/**
+ * The device plugin, then the agent, each in a memory cgroup of its own as in its container, on a
+ * copy of `node` none of whose pages are in memory (a node that has not run it since it booted):
+ * both idle, then their cgroups are read (bench/cgroup.ts).
+ */
+async function containerPair(site: DaemonSite, dir: string): Promise<ContainerPair> {
+  const node = uncachedCopy(site.node, dir);
+  const tag = `erdma-bench-${process.pid}-${Date.now()}`;
+  const cgroups = [memoryCgroup(`${tag}-plugin`), memoryCgroup(`${tag}-agent`)] as const;
+  const [pluginCg, agentCg] = cgroups;
+  try {
+    const plugin = await startDaemon(
+      { ...site, node, launch: (f, a) => inCgroup(pluginCg, f, a) },
+      'device-plugin',
+      DEVICE_PLUGIN_YAML,
+    );
+    try {
+      await idle(plugin);
+      const agent = await startAgent({ ...site, node, launch: (f, a) => inCgroup(agentCg, f, a) });
+      try {
+        await idle(agent);
+        return { plugin: pluginCg.read(), agent: agentCg.read() };
+      } finally {
+        await stop(agent);
+      }
+    } finally {
+      await stop(plugin);
+    }
+  } finally {
+    for (const c of cgroups) c.remove();
+  }
+}
+
+/**
+ * The daemons' containers as the kubelet reads them: each one's working set (its cgroup's usage
+ * less inactive file pages; what `kubectl top` shows and the kubelet evicts on), the device plugin
+ * started first on a node that has not run `node`, then the agent (no API server). Medians of
+ * IDLE_STARTS pairs. Skipped rows say why when there are no memory cgroups to make (not root).
+ */
+async function kubeletViewRows(site: DaemonSite, on: string): Promise<BenchRow[]> {
+  const names = {
+    plugin: `device plugin's container, started first on a node that has not run node${on}, idle: its working set as the kubelet reads it`,
+    agent: `agent's container, started after it${on}, idle: its working set as the kubelet reads it`,
+  };
+  const dir = mkdtempSync(join(tmpdir(), 'bench-kubelet-'));
+  try {
+    const pairs: ContainerPair[] = [];
+    for (let i = 0; i < IDLE_STARTS; i++) {
+      const d = join(dir, String(i));
+      mkdirSync(d);
+      pairs.push(await containerPair(site, d));
+    }
+    const mb = (b: number): string => (b / MB).toFixed(2);
+    return (['plugin', 'agent'] as const).map((who) => {
+      const all = pairs.map((p) => p[who]).sort((x, y) => x.workingSet - y.workingSet);
+      const m = all[Math.floor(all.length / 2)] as CgroupMemory;
+      return {
+        bench: 'memory',
+        case: names[who],
+        value: m.workingSet / MB,
+        unit: 'MB working set',
+        target: `median of ${all.length} starts, ${mb(all[0]?.workingSet ?? 0)}–${mb(all.at(-1)?.workingSet ?? 0)} MB; its cgroup is charged ${mb(m.usage)} MB: ${mb(m.anon)} anonymous, ${mb(m.file)} of files (${mb(m.inactiveFile)} inactive, read once, which the working set leaves out; ${mb(m.mappedFile)} mapped, which count once the kernel finds them in use)`,
+      };
+    });
+  } catch (err) {
+    const reason = (err as Error).message;
+    return Object.values(names).map((name) => ({
+      bench: 'memory',
+      case: name,
+      value: 0,
+      unit: 'skipped',
+      target: reason,
+    }));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
