@@ -3,7 +3,7 @@
 // map (the `node` executable, shared libraries) once per process; the kernel keeps one copy. Two
 // containers of one image map the same files: containerd's overlayfs snapshots of one image share
 // its layers' directories as their lower layers, and overlayfs maps the lower file's own pages
-// (test/unit/bench/pages.test.ts runs that).
+// (test/integration/bench/pages.test.ts runs that).
 //
 // The physical frame of each resident page is read from /proc/PID/pagemap (Linux's
 // Documentation/admin-guide/mm/pagemap.rst: one 64-bit entry per virtual page, bit 63 "present",

@@ -17,9 +17,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { transformSync } from 'esbuild';
 import { describe, expect, it } from 'vitest';
+import { requires, root } from '../../helpers/requires.js';
 import { residentFrames, residentTogether } from '../../../bench/pages.js';
 
-const root = process.getuid?.() === 0;
+const why = requires('the resident-pages suite', root);
 const MB = 1e6;
 
 /** A `node` idling once it has started (it says so on stdout). */
@@ -58,7 +59,7 @@ function mountOverlay(lower: string, dir: string): string {
   return merged;
 }
 
-describe.skipIf(!root)('resident pages counted once', () => {
+describe.skipIf(why !== '')('resident pages counted once', () => {
   it("agrees with the kernel's page-table walk for one process", async () => {
     const child = await idlingNode(process.execPath);
     try {

@@ -7,9 +7,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { requires, root } from '../../helpers/requires.js';
 import { inCgroup, memoryCgroup, uncachedCopy, type MemoryCgroup } from '../../../bench/cgroup.js';
 
-const root = process.getuid?.() === 0;
+const why = requires('the memory-cgroup suite', root);
 const MB = 1e6;
 
 /** `node` idling in `cgroup` once it has started (it says so on stdout). */
@@ -29,7 +30,7 @@ async function idlingIn(cgroup: MemoryCgroup, node: string): Promise<ChildProces
   return child;
 }
 
-describe.skipIf(!root)('memory as the kubelet reads it', () => {
+describe.skipIf(why !== '')('memory as the kubelet reads it', () => {
   it("charges node's pages to the container that read them first", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cgroup-'));
     const cgroups: MemoryCgroup[] = [];
