@@ -2,33 +2,17 @@
 // cgroup of its own as two containers are, started one after the other from a copy of node none
 // of whose pages are in memory. The first is charged node's pages, the second only its own; the
 // working set leaves out file pages read once. Real memory cgroups; root only.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { idlingNode, killAll } from '../../helpers/idling.js';
 import { requires, root } from '../../helpers/requires.js';
 import { inCgroup, memoryCgroup, uncachedCopy, type MemoryCgroup } from '../../../bench/cgroup.js';
 
 const why = requires('the memory-cgroup suite', root);
 const MB = 1e6;
-
-/** `node` idling in `cgroup` once it has started (it says so on stdout). */
-async function idlingIn(cgroup: MemoryCgroup, node: string): Promise<ChildProcess> {
-  const [file, args] = inCgroup(cgroup, node, [
-    '-e',
-    'process.stdout.write("up"); setInterval(() => {}, 1000)',
-  ]);
-  const child = spawn(file, args, {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { PATH: process.env.PATH ?? '' },
-  });
-  await new Promise<void>((resolve, reject) => {
-    child.stdout?.once('data', () => resolve());
-    child.once('exit', (code) => reject(new Error(`${node} exited (${code}) before it idled`)));
-  });
-  return child;
-}
 
 describe.skipIf(why !== '')('memory as the kubelet reads it', () => {
   it("charges node's pages to the container that read them first", async () => {
@@ -40,7 +24,7 @@ describe.skipIf(why !== '')('memory as the kubelet reads it', () => {
       for (const c of ['first', 'second']) {
         const cg = memoryCgroup(`erdma-bench-test-${process.pid}-${c}`);
         cgroups.push(cg);
-        children.push(await idlingIn(cg, node));
+        children.push(await idlingNode(node, (f, a) => inCgroup(cg, f, a)));
       }
       const [first, second] = cgroups.map((c) => c.read()) as [
         ReturnType<MemoryCgroup['read']>,
@@ -62,14 +46,7 @@ describe.skipIf(why !== '')('memory as the kubelet reads it', () => {
       // Pages read once are inactive: the first's working set is far below what it is charged.
       expect(first.workingSet).toBeLessThan(first.usage - 20 * MB);
     } finally {
-      for (const c of children) c.kill('SIGKILL');
-      await Promise.all(
-        children.map((c) =>
-          c.exitCode !== null || c.signalCode !== null
-            ? undefined
-            : new Promise((r) => c.once('exit', r)),
-        ),
-      );
+      await killAll(children);
       for (const cg of cgroups) cg.remove();
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,9 +1,9 @@
 // What processes hold resident together, each page once (bench/pages.ts): a process's own count
-// agrees with the kernel's page-table walk, and two `node` processes started from two overlayfs mounts of
-// one lower directory (how containerd's overlayfs snapshotter gives two containers one image's
-// layer) hold one copy of node's pages between them. Real overlayfs mounts; root only (the frame
+// agrees with the kernel's page-table walk, and two `node` processes started from two overlayfs
+// mounts of one lower directory (how containerd's overlayfs snapshotter gives two containers one
+// image's layer) hold one copy of node's pages between them. Real overlayfs mounts; root only (the frame
 // numbers of /proc/PID/pagemap, and mount).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import {
   chmodSync,
   copyFileSync,
@@ -17,24 +17,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { transformSync } from 'esbuild';
 import { describe, expect, it } from 'vitest';
+import { idlingNode, killAll } from '../../helpers/idling.js';
 import { requires, root } from '../../helpers/requires.js';
 import { residentFrames, residentTogether } from '../../../bench/pages.js';
 
 const why = requires('the resident-pages suite', root);
 const MB = 1e6;
-
-/** A `node` idling once it has started (it says so on stdout). */
-async function idlingNode(node: string): Promise<ChildProcess> {
-  const child = spawn(node, ['-e', 'process.stdout.write("up"); setInterval(() => {}, 1000)'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { PATH: process.env.PATH ?? '' },
-  });
-  await new Promise<void>((resolve, reject) => {
-    child.stdout?.once('data', () => resolve());
-    child.once('exit', (code) => reject(new Error(`${node} exited (${code}) before it idled`)));
-  });
-  return child;
-}
 
 function mountOverlay(lower: string, dir: string): string {
   const [upper, work, merged] = ['upper', 'work', 'merged'].map((d) => join(dir, d)) as [
@@ -106,14 +94,7 @@ describe.skipIf(why !== '')('resident pages counted once', () => {
       const [c = 0, d = 0] = split.each;
       expect(c + d - split.together).toBeLessThan(a + b - together - 10 * MB);
     } finally {
-      for (const c of children) c.kill('SIGKILL');
-      await Promise.all(
-        children.map((c) =>
-          c.exitCode !== null || c.signalCode !== null
-            ? undefined
-            : new Promise((r) => c.once('exit', r)),
-        ),
-      );
+      await killAll(children);
       for (const m of mounts) spawnSync('umount', [m]);
       rmSync(dir, { recursive: true, force: true });
     }
