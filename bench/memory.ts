@@ -586,6 +586,11 @@ async function daemonRows(
   return rows;
 }
 
+const isRoot = (): boolean => process.getuid?.() === 0;
+/** Why the rows that read other processes' page frames and make memory cgroups are skipped. */
+const NEEDS_ROOT =
+  'needs root: page frame numbers (/proc/<pid>/pagemap) and memory cgroups; run the bench as root';
+
 /** Two processes idling side by side: what each holds, and both, each page once (bench/pages.ts). */
 interface Pair {
   readonly rss: readonly number[];
@@ -616,49 +621,41 @@ async function sideBySideRow(
 ): Promise<BenchRow> {
   const name = `agent and device plugin side by side (both DaemonSets on one node, one image)${on}, idle, each page counted once`;
   const mb = (b: number): string => (b / MB).toFixed(2);
+  if (!isRoot())
+    return { bench: 'memory', case: name, value: 0, unit: 'skipped', target: NEEDS_ROOT };
+  const bares = [spawnBare(site.node), spawnBare(site.node)] as const;
+  let bare: Pair;
   try {
-    const bares = [spawnBare(site.node), spawnBare(site.node)] as const;
-    let bare: Pair;
-    try {
-      bare = await pairIdle(...bares);
-    } finally {
-      for (const b of bares) b.kill('SIGKILL');
-    }
-    const pairs: Pair[] = [];
-    for (let i = 0; i < IDLE_STARTS; i++) {
-      const agent = await startAgent(site);
-      try {
-        const plugin = await startPlugin();
-        try {
-          pairs.push(await pairIdle(agent, plugin));
-        } finally {
-          await stop(plugin);
-        }
-      } finally {
-        await stop(agent);
-      }
-    }
-    pairs.sort((x, y) => x.together - y.together);
-    const p = pairs[Math.floor(pairs.length / 2)] as Pair;
-    const [agentRss = 0, pluginRss = 0] = p.rss;
-    const [agentAnon = 0, pluginAnon = 0] = p.anon;
-    return {
-      bench: 'memory',
-      case: name,
-      value: p.together / MB,
-      unit: 'MB resident',
-      ratio: p.together / bare.together,
-      target: `against two bare \`node\`s side by side (${mb(bare.together)} MB; VmRSS ${mb(bare.rss[0] ?? 0)} + ${mb(bare.rss[1] ?? 0)}); median of ${pairs.length} pairs, ${mb(pairs[0]?.together ?? 0)}–${mb(pairs.at(-1)?.together ?? 0)} MB; VmRSS ${mb(agentRss)} + ${mb(pluginRss)} = ${mb(agentRss + pluginRss)} MB, ${mb(agentRss + pluginRss - p.together)} MB of it pages both map (node's executable, its libraries), held once; anonymous ${mb(agentAnon)} + ${mb(pluginAnon)} MB`,
-    };
-  } catch (err) {
-    return {
-      bench: 'memory',
-      case: name,
-      value: 0,
-      unit: 'skipped',
-      target: (err as Error).message,
-    };
+    bare = await pairIdle(...bares);
+  } finally {
+    for (const b of bares) b.kill('SIGKILL');
   }
+  const pairs: Pair[] = [];
+  for (let i = 0; i < IDLE_STARTS; i++) {
+    const agent = await startAgent(site);
+    try {
+      const plugin = await startPlugin();
+      try {
+        pairs.push(await pairIdle(agent, plugin));
+      } finally {
+        await stop(plugin);
+      }
+    } finally {
+      await stop(agent);
+    }
+  }
+  pairs.sort((x, y) => x.together - y.together);
+  const p = pairs[Math.floor(pairs.length / 2)] as Pair;
+  const [agentRss = 0, pluginRss = 0] = p.rss;
+  const [agentAnon = 0, pluginAnon = 0] = p.anon;
+  return {
+    bench: 'memory',
+    case: name,
+    value: p.together / MB,
+    unit: 'MB resident',
+    ratio: p.together / bare.together,
+    target: `against two bare \`node\`s side by side (${mb(bare.together)} MB; VmRSS ${mb(bare.rss[0] ?? 0)} + ${mb(bare.rss[1] ?? 0)}); median of ${pairs.length} pairs, ${mb(pairs[0]?.together ?? 0)}–${mb(pairs.at(-1)?.together ?? 0)} MB; VmRSS ${mb(agentRss)} + ${mb(pluginRss)} = ${mb(agentRss + pluginRss)} MB, ${mb(agentRss + pluginRss - p.together)} MB of it pages both map (node's executable, its libraries), held once; anonymous ${mb(agentAnon)} + ${mb(pluginAnon)} MB`,
+  };
 }
 
 /** One start of the two daemons in memory cgroups of their own, as the kubelet reads them. */
@@ -711,6 +708,14 @@ async function kubeletViewRows(site: DaemonSite, on: string): Promise<BenchRow[]
     plugin: `device plugin's container, started first on a node that has not run node${on}, idle: its working set as the kubelet reads it`,
     agent: `agent's container, started after it${on}, idle: its working set as the kubelet reads it`,
   };
+  if (!isRoot())
+    return Object.values(names).map((name) => ({
+      bench: 'memory',
+      case: name,
+      value: 0,
+      unit: 'skipped',
+      target: NEEDS_ROOT,
+    }));
   const dir = mkdtempSync(join(tmpdir(), 'bench-kubelet-'));
   try {
     const pairs: ContainerPair[] = [];
@@ -731,15 +736,6 @@ async function kubeletViewRows(site: DaemonSite, on: string): Promise<BenchRow[]
         target: `median of ${all.length} starts, ${mb(all[0]?.workingSet ?? 0)}–${mb(all.at(-1)?.workingSet ?? 0)} MB; its cgroup is charged ${mb(m.usage)} MB: ${mb(m.anon)} anonymous, ${mb(m.file)} of files (${mb(m.inactiveFile)} inactive, read once, which the working set leaves out; ${mb(m.mappedFile)} mapped, which count once the kernel finds them in use)`,
       };
     });
-  } catch (err) {
-    const reason = (err as Error).message;
-    return Object.values(names).map((name) => ({
-      bench: 'memory',
-      case: name,
-      value: 0,
-      unit: 'skipped',
-      target: reason,
-    }));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
