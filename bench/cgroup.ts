@@ -35,40 +35,45 @@ export interface MemoryCgroup {
   remove(): void;
 }
 
+const v1 = (): boolean => existsSync(join(V1, 'memory.stat'));
+
+/** The figures of the memory cgroup `name` (a path under the hierarchy's root), as cAdvisor reads them. */
+export function readMemoryCgroup(name: string): CgroupMemory {
+  const isV1 = v1();
+  const path = join(isV1 ? V1 : V2, name);
+  const usage = Number(
+    readFileSync(join(path, isV1 ? 'memory.usage_in_bytes' : 'memory.current'), 'utf8'),
+  );
+  const s = new Map(
+    readFileSync(join(path, 'memory.stat'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' '))
+      .map(([k = '', v = '0']) => [k, Number(v)]),
+  );
+  const get = (v1Key: string, v2Key: string): number => s.get(isV1 ? v1Key : v2Key) ?? 0;
+  const inactiveFile = get('total_inactive_file', 'inactive_file');
+  return {
+    usage,
+    anon: get('total_rss', 'anon'),
+    file: get('total_cache', 'file'),
+    inactiveFile,
+    mappedFile: get('total_mapped_file', 'file_mapped'),
+    workingSet: Math.max(0, usage - inactiveFile),
+  };
+}
+
 /** A new memory cgroup under the hierarchy's root; an error says why there is none. */
 export function memoryCgroup(name: string): MemoryCgroup {
-  const v1 = existsSync(join(V1, 'memory.stat'));
-  if (!v1 && !readFileSync(join(V2, 'cgroup.subtree_control'), 'utf8').includes('memory'))
+  const isV1 = v1();
+  if (!isV1 && !readFileSync(join(V2, 'cgroup.subtree_control'), 'utf8').includes('memory'))
     throw new Error(`no memory cgroup controller at ${V1} or ${V2}`);
-  const path = join(v1 ? V1 : V2, name);
+  const path = join(isV1 ? V1 : V2, name);
   mkdirSync(path);
-  const stat = (): Map<string, number> =>
-    new Map(
-      readFileSync(join(path, 'memory.stat'), 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => l.split(' '))
-        .map(([k = '', v = '0']) => [k, Number(v)]),
-    );
   return {
     path,
     procs: join(path, 'cgroup.procs'),
-    read() {
-      const usage = Number(
-        readFileSync(join(path, v1 ? 'memory.usage_in_bytes' : 'memory.current'), 'utf8'),
-      );
-      const s = stat();
-      const get = (v1Key: string, v2Key: string): number => s.get(v1 ? v1Key : v2Key) ?? 0;
-      const inactiveFile = get('total_inactive_file', 'inactive_file');
-      return {
-        usage,
-        anon: get('total_rss', 'anon'),
-        file: get('total_cache', 'file'),
-        inactiveFile,
-        mappedFile: get('total_mapped_file', 'file_mapped'),
-        workingSet: Math.max(0, usage - inactiveFile),
-      };
-    },
+    read: () => readMemoryCgroup(name),
     remove() {
       rmdirSync(path);
     },
