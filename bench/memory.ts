@@ -755,8 +755,12 @@ async function builtinsLoaded(
     const preload = join(dir, 'list-modules.cjs');
     writeFileSync(
       preload,
-      `const { writeFileSync } = require('node:fs');
-setInterval(() => writeFileSync(${JSON.stringify(list)}, JSON.stringify(process.moduleLoadList)), 100).unref();`,
+      // Written aside, then renamed over the list: a read never sees it half written.
+      `const { writeFileSync, renameSync } = require('node:fs');
+setInterval(() => {
+  writeFileSync(${JSON.stringify(`${list}.new`)}, JSON.stringify(process.moduleLoadList));
+  renameSync(${JSON.stringify(`${list}.new`)}, ${JSON.stringify(list)});
+}, 100).unref();`,
     );
     const p = await start({
       NODE_OPTIONS: `${daemonSetEnv('NODE_OPTIONS', manifest)} --require ${preload}`,

@@ -59,12 +59,17 @@ describe('erdma-smcr device-plugin (the bundle)', () => {
     host = mkdtempSync(join(tmpdir(), 'dp-bin-'));
     cpSync('test/fixtures/sysfs/node-a', host, { recursive: true });
     mkdirSync(join(host, 'kubelet/device-plugins'), { recursive: true });
-    // Writes the built-in modules the process has loaded, every 100 ms.
+    // Writes the built-in modules the process has loaded, every 100 ms: to a file of its own, then
+    // renamed over the list, so that a read never sees a list half written (a read between
+    // writeFileSync's truncate and its write found it empty once, in CI).
+    const list = JSON.stringify(join(host, 'modules.json'));
     writeFileSync(
       join(host, 'modules.cjs'),
-      `const { writeFileSync } = require('node:fs');
-       setInterval(() => writeFileSync(${JSON.stringify(join(host, 'modules.json'))},
-         JSON.stringify(process.moduleLoadList)), 100).unref();`,
+      `const { writeFileSync, renameSync } = require('node:fs');
+       setInterval(() => {
+         writeFileSync(${list} + '.new', JSON.stringify(process.moduleLoadList));
+         renameSync(${list} + '.new', ${list});
+       }, 100).unref();`,
     );
     kubelet = new FakeKubelet(join(host, 'kubelet'));
     await kubelet.start();
