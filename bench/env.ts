@@ -131,3 +131,23 @@ export function imageLayout(dir: string, uid = process.getuid?.()): Layout {
     certDir: `${STAND_IN}/${CERTS}`,
   };
 }
+
+/**
+ * A CommonJS preload (for NODE_OPTIONS' --require) that lists what the process has loaded, every
+ * `everyMs`, as JSON at `list`: process.moduleLoadList (the built-ins, as `NativeModule <id>`),
+ * with `files` also the CommonJS files in require.cache. Each list is written aside and renamed
+ * over the last, so that a reader never sees one half written: read in place, a third of the
+ * reads against a busy writer found the file empty or cut.
+ */
+export function moduleListPreload(list: string, { everyMs = 100, files = false } = {}): string {
+  const aside = JSON.stringify(`${list}.new`);
+  const loaded = files
+    ? '[...process.moduleLoadList, ...Object.keys(require.cache)]'
+    : 'process.moduleLoadList';
+  return `const { writeFileSync, renameSync } = require('node:fs');
+setInterval(() => {
+  writeFileSync(${aside}, JSON.stringify(${loaded}));
+  renameSync(${aside}, ${JSON.stringify(list)});
+}, ${everyMs}).unref();
+`;
+}

@@ -33,7 +33,14 @@ import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import jsyaml from 'js-yaml';
-import { imageLayout, officialNode, podEnv, shippedMajor, type Layout } from './env.js';
+import {
+  imageLayout,
+  moduleListPreload,
+  officialNode,
+  podEnv,
+  shippedMajor,
+  type Layout,
+} from './env.js';
 import { inCgroup, memoryCgroup, uncachedCopy, type CgroupMemory } from './cgroup.js';
 import { residentTogether } from './pages.js';
 import type { BenchRow } from './report.js';
@@ -753,15 +760,7 @@ async function builtinsLoaded(
   try {
     const list = join(dir, 'modules.json');
     const preload = join(dir, 'list-modules.cjs');
-    writeFileSync(
-      preload,
-      // Written aside, then renamed over the list: a read never sees it half written.
-      `const { writeFileSync, renameSync } = require('node:fs');
-setInterval(() => {
-  writeFileSync(${JSON.stringify(`${list}.new`)}, JSON.stringify(process.moduleLoadList));
-  renameSync(${JSON.stringify(`${list}.new`)}, ${JSON.stringify(list)});
-}, 100).unref();`,
-    );
+    writeFileSync(preload, moduleListPreload(list));
     const p = await start({
       NODE_OPTIONS: `${daemonSetEnv('NODE_OPTIONS', manifest)} --require ${preload}`,
     });

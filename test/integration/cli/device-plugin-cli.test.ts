@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import jsyaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { moduleListPreload } from '../../../bench/env.js';
 import { protoLoaderApi } from '../../helpers/device-plugin-proto.js';
 import { FakeKubelet } from '../../helpers/fake-kubelet.js';
 import { until } from '../../helpers/wait.js';
@@ -59,18 +60,8 @@ describe('erdma-smcr device-plugin (the bundle)', () => {
     host = mkdtempSync(join(tmpdir(), 'dp-bin-'));
     cpSync('test/fixtures/sysfs/node-a', host, { recursive: true });
     mkdirSync(join(host, 'kubelet/device-plugins'), { recursive: true });
-    // Writes the built-in modules the process has loaded, every 100 ms: to a file of its own, then
-    // renamed over the list, so that a read never sees a list half written (a read between
-    // writeFileSync's truncate and its write found it empty once, in CI).
-    const list = JSON.stringify(join(host, 'modules.json'));
-    writeFileSync(
-      join(host, 'modules.cjs'),
-      `const { writeFileSync, renameSync } = require('node:fs');
-       setInterval(() => {
-         writeFileSync(${list} + '.new', JSON.stringify(process.moduleLoadList));
-         renameSync(${list} + '.new', ${list});
-       }, 100).unref();`,
-    );
+    // Lists the built-in modules the process has loaded, every 100 ms.
+    writeFileSync(join(host, 'modules.cjs'), moduleListPreload(join(host, 'modules.json')));
     kubelet = new FakeKubelet(join(host, 'kubelet'));
     await kubelet.start();
     const c = manifestContainer();

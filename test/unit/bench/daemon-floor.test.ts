@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ensureLocalCerts } from '../../../src/certs/local.js';
 import { freePort } from '../../harness/k8s/control-plane.js';
+import { moduleListPreload } from '../../../bench/env.js';
 import { until } from '../../helpers/wait.js';
 
 let dir = '';
@@ -45,16 +46,7 @@ async function startFloor(
 ): Promise<{ port: number; modules: () => string[] }> {
   dir ||= mkdtempSync(join(tmpdir(), 'floor-test-'));
   const list = join(dir, 'modules.json');
-  // Written whole and renamed, so that a reader never sees half a list.
-  writeFileSync(
-    join(dir, 'list.cjs'),
-    `const fs = require('node:fs');
-     setInterval(() => {
-       fs.writeFileSync(${JSON.stringify(list)} + '.tmp',
-         JSON.stringify([...process.moduleLoadList, ...Object.keys(require.cache)]));
-       fs.renameSync(${JSON.stringify(list)} + '.tmp', ${JSON.stringify(list)});
-     }, 50).unref();`,
-  );
+  writeFileSync(join(dir, 'list.cjs'), moduleListPreload(list, { everyMs: 50, files: true }));
   const port = await freePort();
   child = spawn(process.execPath, ['bench/daemon-floor.cjs', ...args], {
     env: {

@@ -1,12 +1,13 @@
 // The environment the benches start servers and daemons in (bench/env.ts): a pod's, not the shell's.
 // This machine sets NODE_EXTRA_CA_CERTS, which Node parses at start, and a bench that passed it on
 // measured 1.2-2.1 MB more on Node 20 than the pods run (#43).
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { IMAGE_APP, imageLayout, podEnv } from '../../../bench/env.js';
+import { IMAGE_APP, imageLayout, moduleListPreload, podEnv } from '../../../bench/env.js';
+import { until } from '../../helpers/wait.js';
 
 const SHELL_ONLY = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'NODE_OPTIONS', 'HOME'];
 const saved = Object.fromEntries(SHELL_ONLY.map((k) => [k, process.env[k]]));
@@ -86,6 +87,42 @@ describe('imageLayout', () => {
       expect(l.note).toMatch(/not root/);
       expect(readdirSync(dir)).toEqual([]); // nothing copied
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+// The benches and tests learn what a daemon has loaded from a preload that lists it every so often.
+// Written in place, a reader between the truncate and the write parsed an empty file (CI, at
+// cc2f07f); a third of the reads against a writer every millisecond failed so.
+describe('moduleListPreload', () => {
+  it('lists what the process loaded, and a reader never finds the list half written', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'module-list-'));
+    const list = join(dir, 'modules.json');
+    writeFileSync(join(dir, 'list.cjs'), moduleListPreload(list, { everyMs: 1, files: true }));
+    const child = spawn(
+      process.execPath,
+      ['-e', "require('node:zlib'); setInterval(() => {}, 1000)"],
+      { env: podEnv({ NODE_OPTIONS: `--require ${join(dir, 'list.cjs')}` }), stdio: 'ignore' },
+    );
+    try {
+      await until('a first list', () => (existsSync(list) ? true : undefined));
+      let reads = 0;
+      const failed: string[] = [];
+      for (const end = Date.now() + 1500; Date.now() < end; reads++) {
+        const text = readFileSync(list, 'utf8');
+        try {
+          JSON.parse(text);
+        } catch {
+          failed.push(text.slice(0, 40));
+        }
+      }
+      expect(failed, `${failed.length} of ${reads} reads`).toEqual([]);
+      const loaded = JSON.parse(readFileSync(list, 'utf8')) as string[];
+      expect(loaded).toContain('NativeModule zlib');
+      expect(loaded).toContain(join(dir, 'list.cjs'));
+    } finally {
+      child.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     }
   });
