@@ -26,6 +26,7 @@ import { Mechanisms } from './node/mechanisms.js';
 import { readDeviceCounters } from './observe/counters.js';
 import { PodsDuty, type PodSource } from './observe/pod-events.js';
 import { SmcDuty } from './observe/smc-sampling.js';
+import { keptPod, type NodePod } from './observe/pods.js';
 import type { PodSmc } from './observe/smc.js';
 
 /** Host path as the agent sees it (below hostRoot). */
@@ -194,9 +195,10 @@ export class NodeAgent {
   private podSource(missing: string | undefined): PodSource | undefined {
     if (this.opts.pods) return this.opts.pods;
     if (missing) return undefined;
-    return new WatchedSet<V1Pod>(this.opts.client!, {
+    return new WatchedSet<V1Pod, NodePod>(this.opts.client!, {
       path: '/api/v1/pods',
       fieldSelector: `spec.nodeName=${this.a.nodeName}`,
+      transform: keptPod,
       logger: this.log,
       onChange: () => void this.podsSchedule?.now(),
     });
@@ -296,7 +298,7 @@ export class NodeAgent {
   }
 
   /** The pods of this node as the agent last listed them (empty without a pod watch). */
-  knownPods(): readonly V1Pod[] {
+  knownPods(): readonly NodePod[] {
     return this.podsDuty?.pods() ?? [];
   }
 

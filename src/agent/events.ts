@@ -1,12 +1,13 @@
 // Kubernetes Events from the agent, and the memory of what it already told: the agent says each
 // thing once (per pod and reason, per Node and situation), and again only when it changes or, for
 // what is sampled (connections falling back), once a window has passed.
-import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Event } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { KubeClient } from '../cluster/client.js';
 import { apiReason } from '../cluster/client.js';
 import type { Clock } from './duty.js';
 import type { AgentMetrics } from './metrics.js';
+import type { NodePod } from './observe/pods.js';
 
 /** What an Event says. */
 export interface EventText {
@@ -18,7 +19,7 @@ export interface EventText {
 /** Where Events go: the API server in the agent, a list in tests. */
 export interface EventSink {
   /** Posts an Event; false when it could not be (it was logged; the caller tells again later). */
-  pod(pod: V1Pod, what: EventText): Promise<boolean>;
+  pod(pod: NodePod, what: EventText): Promise<boolean>;
   node(what: EventText): Promise<boolean>;
 }
 
@@ -64,7 +65,7 @@ export class ApiEventSink implements EventSink {
     private readonly logger: Logger,
   ) {}
 
-  async pod(pod: V1Pod, what: EventText): Promise<boolean> {
+  async pod(pod: NodePod, what: EventText): Promise<boolean> {
     const md = pod.metadata ?? {};
     const namespace = md.namespace ?? 'default';
     return this.post(

@@ -1,7 +1,6 @@
 // The pods duty: every SMC-R pod of this node judged from what our CNI plugin recorded for it
 // (./pods.ts), each outcome told once as an Event on the pod and counted in metrics; a pod the
 // plugin missed is given SMC-R late when agent.lateApply is on.
-import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { readRecords } from '../../native/contract.js';
 import type { Clock, Duty, Problem } from '../duty.js';
@@ -11,6 +10,7 @@ import {
   findPodNetns,
   judge,
   lateApply,
+  type NodePod,
   removeLateRecords,
   type LateApplyOptions,
   type OutcomeKind,
@@ -21,7 +21,7 @@ import {
 export interface PodSource {
   /** Lists, then keeps up to date; resolves false when the first list did not come in time. */
   start(): Promise<boolean>;
-  objects(): readonly V1Pod[];
+  objects(): readonly NodePod[];
   /** Listed at least once. */
   readonly synced: boolean;
   /** Listed, and the watch has not broken since: a pod missing from objects() has left. */
@@ -71,7 +71,7 @@ export class PodsDuty implements Duty {
   }
 
   /** The pods of this node as last listed (undefined without a pod source). */
-  pods(): readonly V1Pod[] | undefined {
+  pods(): readonly NodePod[] | undefined {
     return this.o.source?.objects();
   }
 
@@ -127,7 +127,7 @@ export class PodsDuty implements Duty {
       );
   }
 
-  private async tryLate(pod: V1Pod, missed: PodOutcome): Promise<PodOutcome> {
+  private async tryLate(pod: NodePod, missed: PodOutcome): Promise<PodOutcome> {
     const uid = pod.metadata?.uid ?? '';
     const netns = findPodNetns(this.o.procRoot, uid);
     // No process yet (or no hostPID): tell now, try again next pass.

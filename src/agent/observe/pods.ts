@@ -5,8 +5,8 @@
 // applied to its running network namespace, and the Event says earlier connections stay on TCP.
 import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { V1Pod } from '@kubernetes/client-node';
-import { SMCR_ANNOTATION } from '../../constants.js';
+import type { V1ObjectMeta, V1Pod, V1PodSpec, V1PodStatus } from '@kubernetes/client-node';
+import { OWN_PREFIX, SMCR_ANNOTATION } from '../../constants.js';
 import type { NativeBinary } from '../../native/binary.js';
 import type { PluginRecord } from '../../native/contract.js';
 import { parseGoBool } from '../../policy/parse-bool.js';
@@ -21,7 +21,61 @@ export interface PodOutcome {
   readonly message: string;
 }
 
-export function wantsSmcr(pod: V1Pod): boolean {
+/**
+ * What the agent keeps of each pod of its node: the fields its duties read (#43). It watches every
+ * pod of the node, whatever the pod asks for, and a pod as the API server sends it (managedFields,
+ * the whole spec, each container's status) is many times this. A V1Pod is one, whole.
+ */
+export interface NodePod {
+  readonly metadata?: Pick<
+    V1ObjectMeta,
+    'name' | 'namespace' | 'uid' | 'resourceVersion' | 'deletionTimestamp' | 'annotations'
+  >;
+  readonly spec?: Pick<V1PodSpec, 'hostNetwork'>;
+  readonly status?: Pick<V1PodStatus, 'phase' | 'podIP' | 'startTime' | 'conditions'>;
+}
+
+/** Only the keys of `o` whose values are defined: a kept pod holds no empty slots. */
+function defined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+/**
+ * A pod as the agent keeps it: the fields of NodePod; of its annotations, the one a user writes
+ * and ours (what our CNI plugin reads when the agent applies SMC-R late); of its conditions, the
+ * sandbox's.
+ */
+export function keptPod(pod: V1Pod): NodePod {
+  const md = pod.metadata ?? {};
+  const annotations = Object.entries(md.annotations ?? {}).filter(
+    ([k]) => k === SMCR_ANNOTATION || k.startsWith(OWN_PREFIX),
+  );
+  const st = pod.status ?? {};
+  const conditions = (st.conditions ?? [])
+    .filter((c) => SANDBOX_CONDITIONS.includes(c.type))
+    .map((c) =>
+      defined({ type: c.type, status: c.status, lastTransitionTime: c.lastTransitionTime }),
+    );
+  return {
+    metadata: defined({
+      name: md.name,
+      namespace: md.namespace,
+      uid: md.uid,
+      resourceVersion: md.resourceVersion,
+      deletionTimestamp: md.deletionTimestamp,
+      annotations: annotations.length > 0 ? Object.fromEntries(annotations) : undefined,
+    }),
+    spec: pod.spec?.hostNetwork ? { hostNetwork: true } : {},
+    status: defined({
+      phase: st.phase,
+      podIP: st.podIP,
+      startTime: st.startTime,
+      conditions: conditions.length > 0 ? conditions : undefined,
+    }),
+  };
+}
+
+export function wantsSmcr(pod: NodePod): boolean {
   return (
     parseGoBool(pod.metadata?.annotations?.[SMCR_ANNOTATION] ?? '') === true &&
     pod.spec?.hostNetwork !== true
@@ -40,7 +94,7 @@ const SANDBOX_CONDITIONS: readonly string[] = ['PodReadyToStartContainers', 'Pod
  * Whether the pod's sandbox is up, and since when (ms): since the condition's last transition
  * where the kubelet sets it, else since the pod started (it has an IP: its first sandbox is up).
  */
-function sandboxSince(pod: V1Pod): number | undefined {
+function sandboxSince(pod: NodePod): number | undefined {
   if (!pod.status?.podIP) return undefined;
   const c = pod.status.conditions?.find((x) => SANDBOX_CONDITIONS.includes(x.type));
   if (c) {
@@ -56,7 +110,7 @@ function sandboxSince(pod: V1Pod): number | undefined {
  * A pod whose sandbox is gone or going: it finished (Succeeded, Failed) or is being deleted. The
  * runtime's DEL removed our plugin's record with the sandbox, so the record's absence says nothing.
  */
-function sandboxEnding(pod: V1Pod): boolean {
+function sandboxEnding(pod: NodePod): boolean {
   const phase = pod.status?.phase;
   return phase === 'Succeeded' || phase === 'Failed' || !!pod.metadata?.deletionTimestamp;
 }
@@ -67,7 +121,7 @@ function sandboxEnding(pod: V1Pod): boolean {
  * pod was first found gone.
  */
 export function judge(
-  pod: V1Pod,
+  pod: NodePod,
   record: PluginRecord | undefined,
   now: number,
   graceMs: number,
@@ -218,7 +272,7 @@ export interface LateApplyOptions extends PluginEntryOptions {
  * undefined when it succeeded.
  */
 export async function lateApply(
-  pod: V1Pod,
+  pod: NodePod,
   netns: string,
   o: LateApplyOptions,
 ): Promise<string | undefined> {

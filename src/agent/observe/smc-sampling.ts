@@ -1,14 +1,13 @@
 // The sampling duty: what every SMC-R pod's connections run on, read from the kernel with one
 // native call (./smc.ts), as per-pod metrics; connections that fell back to TCP are told as one
 // SMCRFallback Event per pod and set of reasons per agent.fallbackEventMs.
-import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { NativeBinary } from '../../native/binary.js';
 import { recordedPods } from '../../native/contract.js';
 import type { Clock, Duty } from '../duty.js';
 import { Told, type EventSink } from '../events.js';
 import type { AgentMetrics } from '../metrics.js';
-import { findPodNetns } from './pods.js';
+import { findPodNetns, type NodePod } from './pods.js';
 import { collectPodSmc, describeReason, reasonLabel, type PodSmc } from './smc.js';
 
 export interface SmcDutyOptions {
@@ -18,7 +17,7 @@ export interface SmcDutyOptions {
   readonly hostRoot: string;
   readonly procRoot: string;
   /** The pods of this node (undefined without a pod watch: every recorded pod is read, none told). */
-  readonly pods: () => readonly V1Pod[] | undefined;
+  readonly pods: () => readonly NodePod[] | undefined;
   readonly fallbackEventMs: number;
   readonly events: EventSink;
   readonly metrics: AgentMetrics;
@@ -86,7 +85,7 @@ export class SmcDuty implements Duty {
     }
   }
 
-  private async tellFallback(pod: V1Pod, p: PodSmc): Promise<void> {
+  private async tellFallback(pod: NodePod, p: PodSmc): Promise<void> {
     const s = p.summary!;
     const codes = Object.keys(s.fallbacks).sort();
     const key = codes.join(',') || 'other';
