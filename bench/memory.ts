@@ -42,9 +42,11 @@ import {
   type Layout,
 } from './env.js';
 import { inCgroup, memoryCgroup, uncachedCopy, type CgroupMemory } from './cgroup.js';
+import { createNodePods, heldPerPod } from './node-pods.js';
 import { residentTogether } from './pages.js';
 import type { BenchRow } from './report.js';
 import { ensureLocalCerts } from '../src/certs/local.js';
+import { loadKubeClient } from '../src/cluster/kubeconfig.js';
 import {
   commandNodeFlags,
   deploymentNodeFlags,
@@ -1011,6 +1013,130 @@ export async function benchMemory(): Promise<BenchRow[]> {
     }
     return rows;
   } finally {
+    for (const rt of runtimes) rt.bare.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Pods on the agent's node in the `pods` bench: none; a busy node's, the kubelet's default
+ * maxPods; and a node that runs Jobs, whose finished pods stay (and are watched) until the
+ * cluster's pod GC threshold, 12,500 by default, is reached.
+ */
+const NODE_POD_COUNTS = [0, BUSY_NODE_PODS, 1000] as const;
+
+/**
+ * Each agent start of the `pods` bench is read twice: once the kubelet's probes are answered (3 s,
+ * as every idle row), and once V8's memory reducer has given back what listing the pods took: at
+ * 3 s the agent with 1,000 pods still holds the list's garbage, which it had given back between
+ * 20 and 40 s after start in each start read.
+ */
+const POD_SETTLED_MS = 40_000;
+const POD_STARTS = 2;
+
+async function agentWithPods(
+  start: () => Promise<ChildProcess>,
+): Promise<{ idle: number[]; settled: number[] }> {
+  const read = { idle: [] as number[], settled: [] as number[] };
+  for (let i = 0; i < POD_STARTS; i++) {
+    const t0 = Date.now();
+    const p = await start();
+    try {
+      read.idle.push(await idle(p));
+      await sleep(POD_SETTLED_MS - (Date.now() - t0));
+      read.settled.push(status(p, 'VmRSS'));
+    } finally {
+      await stop(p);
+    }
+  }
+  return read;
+}
+
+/**
+ * `npm run bench pods`: the agent as shipped with the harness's real API server, idle and 40 s
+ * after start, with 0, 110 and 1,000 running pods on its node (bench/node-pods.ts: a ReplicaSet's pods with two containers,
+ * their status as a kubelet writes it), the ratio to the agent with none; and the V8 heap each
+ * pod takes, held whole and as the agent keeps it (keptPod), the ratio kept to whole.
+ */
+export async function benchNodePods(): Promise<BenchRow[]> {
+  const missing = binariesPresent();
+  if (missing.length > 0)
+    return [
+      {
+        bench: 'pods',
+        case: 'the agent with pods on its node',
+        value: 0,
+        unit: 'skipped',
+        target: `no Kubernetes binaries (${missing.join(', ')}): see the control-plane harness`,
+      },
+    ];
+  const dir = mkdtempSync(join(tmpdir(), 'bench-pods-'));
+  const rows: BenchRow[] = [];
+  const runtimes: Runtime[] = [];
+  const cp = await startControlPlane();
+  try {
+    runtimes.push({ node: process.execPath, on: '', bare: spawnBare(process.execPath), base: 0 });
+    officialRuntimes(runtimes, rows);
+    for (const rt of runtimes) rt.base = await idle(rt.bare);
+    const api = await apiFor(cp, dir);
+    const host = busyHost(dir);
+    const client = await loadKubeClient(cp.kubeconfig, {});
+    // Each reading's baseline: the agent with no pods on the same runtime, read at the same time.
+    const none = new Map<string, number>();
+    let made = 0;
+    for (const n of NODE_POD_COUNTS) {
+      await createNodePods(client, api.nodeName, made, n);
+      made = n;
+      for (const rt of runtimes) {
+        process.stderr.write(`bench pods: the agent, ${n} pods on its node${rt.on}\n`);
+        const read = await agentWithPods(() =>
+          startAgent(
+            { node: rt.node, host },
+            { ERDMA_SMCR_NODE_NAME: api.nodeName },
+            cp.kubeconfig,
+          ),
+        );
+        for (const [when, readings] of [
+          ['idle', read.idle],
+          [`${POD_SETTLED_MS / 1000} s after start`, read.settled],
+        ] as const) {
+          const r = idleRow(
+            `agent as shipped with the API server, ${n} running pods on its node${rt.on}, ${when}`,
+            readings,
+            none.get(`${rt.on}${when}`) ?? rt.base,
+          );
+          if (n === 0) none.set(`${rt.on}${when}`, r.value * MB);
+          rows.push({
+            ...r,
+            bench: 'pods',
+            target: `${r.target ?? ''}; ratio to ${n === 0 ? 'bare `node`' : 'the agent with no pods'}`,
+          });
+        }
+      }
+    }
+    const list = join(dir, 'pods.json');
+    writeFileSync(
+      list,
+      JSON.stringify(
+        await client.request('GET', '/api/v1/pods', {
+          query: { fieldSelector: `spec.nodeName=${api.nodeName}` },
+        }),
+      ),
+    );
+    for (const rt of runtimes) {
+      const h = heldPerPod(rt.node, list);
+      rows.push({
+        bench: 'pods',
+        case: `V8 heap per pod held by the agent's pods' watch, ${h.pods} pods${rt.on}: whole ${(h.whole / 1024).toFixed(1)} KB`,
+        value: h.kept / 1024,
+        unit: 'KB per pod',
+        ratio: h.kept / h.whole,
+        target: `as the agent keeps it (keptPod); ratio to the pod held whole; ${(((h.whole - h.kept) * 1000) / MB).toFixed(1)} MB less per 1,000 pods`,
+      });
+    }
+    return rows;
+  } finally {
+    await cp.stop();
     for (const rt of runtimes) rt.bare.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   }

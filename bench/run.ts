@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pidtree from 'pidtree';
 import { benchCheck } from './check.js';
 import { benchCni } from './cni.js';
-import { benchMemory } from './memory.js';
+import { benchMemory, benchNodePods } from './memory.js';
 import { benchScale } from './scale.js';
 import { benchSmc } from './smc.js';
 import { table, type BenchRow } from './report.js';
@@ -18,6 +18,7 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   cni: benchCni,
   smc: benchSmc,
   memory: benchMemory,
+  pods: benchNodePods,
   scale: benchScale,
 };
 
