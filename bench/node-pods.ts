@@ -78,9 +78,12 @@ export function nodePod(node: string, i: number, smcr = false): V1Pod {
   };
 }
 
-/** The status a kubelet writes for the pod once it runs. */
-function runningStatus(pod: V1Pod, i: number): V1Pod['status'] {
-  const t = new Date(Date.UTC(2026, 10, 28, 9, 0, i % 60));
+/**
+ * The status a kubelet writes for a pod once it runs (the `i`th of its node: its IP and container
+ * IDs), as a watch sends it: times as RFC 3339 strings.
+ */
+export function runningStatus(pod: V1Pod, i: number): V1Pod['status'] {
+  const t = new Date(Date.UTC(2026, 10, 28, 9, 0, i % 60)).toISOString() as unknown as Date;
   return {
     phase: 'Running',
     hostIP: '192.168.0.10',

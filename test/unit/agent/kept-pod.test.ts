@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import type { V1Pod } from '@kubernetes/client-node';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { runningStatus } from '../../../bench/node-pods.js';
 import { judge, keptPod } from '../../../src/agent/observe/pods.js';
 import { OWN_PREFIX, SETTINGS_ANNOTATION, SMCR_ANNOTATION } from '../../../src/constants.js';
 import type { PluginRecord } from '../../../src/native/contract.js';
@@ -19,7 +20,6 @@ function runningPod(): V1Pod {
     ),
   ) as { request: { object: V1Pod } };
   const pod = review.request.object;
-  const t = '2026-11-28T10:00:00Z' as unknown as Date;
   return {
     ...pod,
     metadata: {
@@ -35,29 +35,7 @@ function runningPod(): V1Pod {
       },
     },
     spec: { ...pod.spec!, nodeName: 'node-a' },
-    status: {
-      phase: 'Running',
-      hostIP: '192.168.0.10',
-      podIP: '10.0.0.5',
-      podIPs: [{ ip: '10.0.0.5' }],
-      startTime: t,
-      qosClass: 'Burstable',
-      conditions: ['Initialized', 'Ready', 'ContainersReady', 'PodScheduled'].map((type) => ({
-        type,
-        status: 'True',
-        lastTransitionTime: t,
-      })),
-      containerStatuses: (pod.spec?.containers ?? []).map((c, i) => ({
-        name: c.name,
-        image: c.image ?? '',
-        imageID: `docker.io/library/app@sha256:${'0'.repeat(64)}`,
-        containerID: `containerd://${String(i).repeat(64)}`,
-        ready: true,
-        restartCount: 0,
-        started: true,
-        state: { running: { startedAt: t } },
-      })),
-    },
+    status: runningStatus(pod, 3),
   };
 }
 
@@ -177,7 +155,7 @@ describe('the pods the agent keeps', () => {
     expect(kept.spec).toEqual({});
     expect(kept.status).toEqual({
       phase: 'Running',
-      podIP: '10.0.0.5',
+      podIP: '10.244.0.5',
       startTime: pod.status?.startTime,
     });
     // The whole pod (managedFields, containers, their statuses) is many times what is kept.
