@@ -566,9 +566,9 @@ describe.skipIf(why !== '')(
 
     // #43: what each of our containers costs a node as the kubelet itself reads it (its Summary API,
     // which `kubectl top` and the metrics-server read), after the suite has put every daemon to work.
-    // The request is what the scheduler reserves on every node for the container, and what the
-    // kubelet ranks pods by when it evicts under memory pressure: a working set above it would make
-    // our daemons the first to go.
+    // The request is what the scheduler reserves on every node for the container. Our daemons are
+    // system-node-critical, which the kubelet never evicts, so a working set above the request
+    // would not cost them their place; it would make the scheduler's books on every node wrong.
     it("keeps each of our containers' working set, as the kubelet reads it, within its memory request", async () => {
       await rolledOut('daemonset', 'erdma-smcr-agent');
       await rolledOut('daemonset', 'erdma-smcr-device-plugin');
@@ -645,6 +645,16 @@ describe.skipIf(why !== '')(
         expect(req, `${k} has a memory request`).toBeGreaterThan(0n);
         expect(BigInt(read.get(k)!), table.join('\n')).toBeLessThanOrEqual(req);
       }
+      // The daemons' requests are sized on the working set alone because the request does not
+      // protect them: as system-node-critical pods the kubelet asks for a Guaranteed pod's OOM
+      // score for their containers, whatever they request (docs/benchmarks.md, "The requests").
+      // Read from the container config the kubelet sent over CRI, as containerd keeps it: this
+      // machine lets no process lower its oom_score_adj, so containerd here raises any lower
+      // score to its own (restrict_oom_score_adj, ../../harness/containerd.ts).
+      const daemons = [...containerIds].filter(([k]) => /\/(agent|device-plugin)$/.test(k));
+      expect(daemons).toHaveLength(2);
+      for (const [k, id] of daemons)
+        expect(criOomScoreAdj(node.containerd.ctr(['containers', 'info', id])), k).toBe(-997);
     }, 600_000);
 
     it("answers `status` through kubectl exec into the agent pod, as the README shows: it reaches each pod's netns", async () => {
@@ -925,3 +935,18 @@ describe.skipIf(why !== '')(
     }, 300_000);
   },
 );
+
+/**
+ * The oom_score_adj the kubelet asked for, from `ctr containers info` of a container the CRI
+ * plugin made: its metadata extension holds the CRI ContainerConfig as the kubelet sent it.
+ */
+function criOomScoreAdj(info: string): number | undefined {
+  const ext = (JSON.parse(info) as { Extensions?: Record<string, { value?: string }> })
+    .Extensions?.['io.cri-containerd.container.metadata'];
+  if (!ext?.value)
+    throw new Error(`no CRI metadata in the container's info: ${info.slice(0, 300)}`);
+  const metadata = JSON.parse(Buffer.from(ext.value, 'base64').toString('utf8')) as {
+    Metadata?: { Config?: { linux?: { resources?: { oom_score_adj?: number } } } };
+  };
+  return metadata.Metadata?.Config?.linux?.resources?.oom_score_adj;
+}
