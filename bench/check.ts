@@ -14,7 +14,7 @@ import { resolveView } from '../src/cluster/offline.js';
 import { readInputs } from '../src/check/inputs.js';
 import { defaultConfig } from '../src/config/load.js';
 import { officialNode, podEnv } from './env.js';
-import type { BenchRow } from './report.js';
+import { skippedRow, type BenchRow } from './report.js';
 
 const OBJECTS = 10_000;
 const PER_FILE = 100;
@@ -138,15 +138,7 @@ function peakMiB(args: string[], slowPipe = false): { mib: number; ms: number } 
 function startUpOnShippedNode(): BenchRow[] {
   const official = officialNode();
   if ('error' in official)
-    return [
-      {
-        bench: 'check',
-        case: "CLI start-up on the image's Node.js",
-        value: 0,
-        unit: 'skipped',
-        target: official.error,
-      },
-    ];
+    return [skippedRow('check', "CLI start-up on the image's Node.js", official.error)];
   const on = `on Node ${official.version} (the image's runtime)`;
   const { nodeMs, startMs } = startUp(official.node);
   return [

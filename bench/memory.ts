@@ -44,7 +44,7 @@ import {
 import { inCgroup, memoryCgroup, uncachedCopy, type CgroupMemory } from './cgroup.js';
 import { createNodePods, heldPerPod } from './node-pods.js';
 import { residentTogether } from './pages.js';
-import type { BenchRow } from './report.js';
+import { skippedRow, type BenchRow } from './report.js';
 import { ensureLocalCerts } from '../src/certs/local.js';
 import { loadKubeClient } from '../src/cluster/kubeconfig.js';
 import {
@@ -630,8 +630,7 @@ async function sideBySideRow(
 ): Promise<BenchRow> {
   const name = `agent and device plugin side by side (both DaemonSets on one node, one image)${on}, idle, each page counted once`;
   const mb = (b: number): string => (b / MB).toFixed(2);
-  if (!isRoot())
-    return { bench: 'memory', case: name, value: 0, unit: 'skipped', target: NEEDS_ROOT };
+  if (!isRoot()) return skippedRow('memory', name, NEEDS_ROOT);
   const bares = [spawnBare(site.node), spawnBare(site.node)] as const;
   let bare: Pair;
   try {
@@ -717,14 +716,7 @@ async function kubeletViewRows(site: DaemonSite, on: string): Promise<BenchRow[]
     plugin: `device plugin's container, started first on a node that has not run node${on}, idle: its working set as the kubelet reads it`,
     agent: `agent's container, started after it${on}, idle: its working set as the kubelet reads it`,
   };
-  if (!isRoot())
-    return Object.values(names).map((name) => ({
-      bench: 'memory',
-      case: name,
-      value: 0,
-      unit: 'skipped',
-      target: NEEDS_ROOT,
-    }));
+  if (!isRoot()) return Object.values(names).map((name) => skippedRow('memory', name, NEEDS_ROOT));
   const dir = mkdtempSync(join(tmpdir(), 'bench-kubelet-'));
   try {
     const pairs: ContainerPair[] = [];
@@ -873,6 +865,14 @@ async function apiFor(cp: ControlPlane, dir: string): Promise<Api> {
   return { cp, caFile, nodeName };
 }
 
+/** Why the rows that need the harness's API server cannot run here (undefined: they can). */
+function noKubernetesBinaries(): string | undefined {
+  const missing = binariesPresent();
+  return missing.length > 0
+    ? `no Kubernetes binaries (${missing.join(', ')}): see the control-plane harness`
+    : undefined;
+}
+
 /**
  * A busy node's host tree for the daemons: the fixture's eRDMA devices, a bridge CNI
  * configuration, the kubelet's device-plugin directory, and a veth per pod (kubelet's default
@@ -912,13 +912,9 @@ function officialRuntimes(runtimes: Runtime[], skipped: BenchRow[]): void {
   for (const major of [undefined, ...otherNodeLines()]) {
     const official = officialNode(major);
     if ('error' in official) {
-      skipped.push({
-        bench: 'memory',
-        case: major ? `Node.js ${major}` : "the image's Node.js",
-        value: 0,
-        unit: 'skipped',
-        target: official.error,
-      });
+      skipped.push(
+        skippedRow('memory', major ? `Node.js ${major}` : "the image's Node.js", official.error),
+      );
       continue;
     }
     const on = major
@@ -939,17 +935,9 @@ async function liveRows(
   host: string,
   runtimes: readonly [Runtime, ...Runtime[]],
 ): Promise<BenchRow[]> {
-  const missing = binariesPresent();
-  if (missing.length > 0)
-    return [
-      {
-        bench: 'memory',
-        case: '`serve` (live view) and the agent with the API server',
-        value: 0,
-        unit: 'skipped',
-        target: `no Kubernetes binaries (${missing.join(', ')}): see the control-plane harness`,
-      },
-    ];
+  const missing = noKubernetesBinaries();
+  if (missing)
+    return [skippedRow('memory', '`serve` (live view) and the agent with the API server', missing)];
   const cp = await startControlPlane();
   try {
     const [here] = runtimes;
@@ -1054,22 +1042,14 @@ async function agentWithPods(
 
 /**
  * `npm run bench pods`: the agent as shipped with the harness's real API server, idle and 40 s
- * after start, with 0, 110 and 1,000 running pods on its node (bench/node-pods.ts: a ReplicaSet's pods with two containers,
- * their status as a kubelet writes it), the ratio to the agent with none; and the V8 heap each
- * pod takes, held whole and as the agent keeps it (keptPod), the ratio kept to whole.
+ * after start, with 0, 110 and 1,000 running pods on its node (bench/node-pods.ts: a
+ * ReplicaSet's pods with two containers, their status as a kubelet writes it), the ratio to the
+ * agent with none; and the V8 heap each pod takes, held whole and as the agent keeps it
+ * (keptPod), the ratio kept to whole.
  */
 export async function benchNodePods(): Promise<BenchRow[]> {
-  const missing = binariesPresent();
-  if (missing.length > 0)
-    return [
-      {
-        bench: 'pods',
-        case: 'the agent with pods on its node',
-        value: 0,
-        unit: 'skipped',
-        target: `no Kubernetes binaries (${missing.join(', ')}): see the control-plane harness`,
-      },
-    ];
+  const missing = noKubernetesBinaries();
+  if (missing) return [skippedRow('pods', 'the agent with pods on its node', missing)];
   const dir = mkdtempSync(join(tmpdir(), 'bench-pods-'));
   const rows: BenchRow[] = [];
   const runtimes: Runtime[] = [];

@@ -12,6 +12,11 @@ export interface BenchRow {
   readonly extra?: string;
 }
 
+/** A row for a case this machine cannot measure, with why (printed in the target column). */
+export function skippedRow(bench: string, name: string, why: string): BenchRow {
+  return { bench, case: name, value: 0, unit: 'skipped', target: why };
+}
+
 /** The middle value (the mean of the two middle ones for an even count). */
 export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
