@@ -211,6 +211,7 @@ export class NodeAgent {
       source,
       ...(source ? {} : { missing: `pod events ${missing}` }),
       stateDir,
+      toldFile: hostPath(this.a, this.a.podEventsFile),
       procRoot: this.a.procRoot,
       podGraceMs: this.a.podGraceMs,
       lateApply: this.a.lateApply,

@@ -30,6 +30,8 @@ export interface EventSink {
  */
 export class Told<V = string> {
   private readonly said = new Map<string, { value: V; at: number }>();
+  /** Counts the changes to what is kept, for a caller that saves it only when it changed. */
+  private changes = 0;
 
   constructor(
     private readonly clock: Pick<Clock, 'now'>,
@@ -43,11 +45,32 @@ export class Told<V = string> {
 
   told(key: string, value: V): void {
     this.said.set(key, { value, at: this.clock.now() });
+    this.changes++;
   }
 
   /** Forgets every key `keep` says no to (pods that left the node). */
   forgetExcept(keep: (key: string) => boolean): void {
-    for (const key of [...this.said.keys()]) if (!keep(key)) this.said.delete(key);
+    for (const key of [...this.said.keys()])
+      if (!keep(key)) {
+        this.said.delete(key);
+        this.changes++;
+      }
+  }
+
+  /** What was told, by key (to be kept across restarts). */
+  values(): Record<string, V> {
+    return Object.fromEntries([...this.said].map(([k, v]) => [k, v.value]));
+  }
+
+  /** Takes what an earlier process told as told now. */
+  restore(values: Record<string, V>): void {
+    for (const [k, v] of Object.entries(values))
+      this.said.set(k, { value: v, at: this.clock.now() });
+  }
+
+  /** Changes so far (told, forgotten); restoring is not one. */
+  get version(): number {
+    return this.changes;
   }
 
   get size(): number {

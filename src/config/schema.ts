@@ -221,6 +221,8 @@ export const agentSchema = z.strictObject({
   cniStateDir: z._default(z.string(), '/var/lib/cni/erdma-smcr'),
   pnetIdFile: z._default(z.string(), '/run/erdma-smcr/pnetid'),
   cniLogFile: z._default(z.string(), '/var/log/erdma-smcr/cni.log'),
+  /** Host file where the agent keeps the outcome it told per pod, for the next agent process. */
+  podEventsFile: z._default(z.string(), '/run/erdma-smcr/pod-events.json'),
   /** Where the preload library goes on the host (the webhook mounts it into preload pods). */
   preloadDir: z._default(z.string(), '/opt/erdma-smcr/lib'),
   /** The host's bpffs directory the IPPROTO_SMC program is pinned in (the plugin's bpfDir). */

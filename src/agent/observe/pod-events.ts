@@ -1,8 +1,11 @@
 // The pods duty: every SMC-R pod of this node judged from what our CNI plugin recorded for it
 // (./pods.ts), each outcome told once as an Event on the pod and counted in metrics; a pod the
 // plugin missed is given SMC-R late when agent.lateApply is on.
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { readRecords } from '../../native/contract.js';
+import { writeAtomic } from '../../util/fs.js';
 import type { Clock, Duty, Problem } from '../duty.js';
 import { Told, type EventSink } from '../events.js';
 import type { AgentMetrics } from '../metrics.js';
@@ -35,6 +38,11 @@ export interface PodsDutyOptions {
   readonly missing?: string;
   /** The plugin's state dir as the agent sees it. */
   readonly stateDir: string;
+  /**
+   * Where the outcome told per pod is kept for the next agent process on this node (an update, a
+   * crash), which then tells only what changed; undefined: kept in memory only.
+   */
+  readonly toldFile?: string;
   readonly procRoot: string;
   readonly podGraceMs: number;
   /** Apply SMC-R to a pod the plugin missed (agent.lateApply). */
@@ -55,8 +63,13 @@ export class PodsDuty implements Duty {
   /** Pods whose plugin record was seen; with the time it was first found gone, once it is. */
   private readonly recordSeen = new Map<string, number | undefined>();
 
+  /** The Told version last written to toldFile, and the last error writing it. */
+  private saved = 0;
+  private saveError: string | undefined;
+
   constructor(private readonly o: PodsDutyOptions) {
     this.told = new Told(o.clock);
+    if (o.toldFile) this.told.restore(readTold(o.toldFile, o.logger));
   }
 
   problem(): Problem {
@@ -102,6 +115,27 @@ export class PodsDuty implements Duty {
     }
     this.forgetGone(live, now, source.fresh);
     for (const [k, n] of Object.entries(counts)) this.o.metrics.pods.set({ outcome: k }, n);
+    this.saveTold();
+  }
+
+  /** Writes what was told to toldFile when it changed; a failure is logged once and retried. */
+  private saveTold(): void {
+    const file = this.o.toldFile;
+    if (!file || this.told.version === this.saved) return;
+    try {
+      mkdirSync(dirname(file), { recursive: true });
+      writeAtomic(file, JSON.stringify({ told: this.told.values() }), 0o644);
+      this.saved = this.told.version;
+      this.saveError = undefined;
+    } catch (err) {
+      const reason = (err as Error).message;
+      if (reason !== this.saveError)
+        this.o.logger.warn(
+          { file, reason },
+          'cannot keep what was told of pods; an agent started after this one tells it again',
+        );
+      this.saveError = reason;
+    }
   }
 
   /** When a record seen for this pod was first found gone (undefined: there, or never seen). */
@@ -150,4 +184,30 @@ export class PodsDuty implements Duty {
   async close(): Promise<void> {
     await this.o.source?.close();
   }
+}
+
+/**
+ * What an earlier agent on this node told, by pod UID, from toldFile: nothing when there is no
+ * file; nothing, and a warning, when it cannot be read (the outcomes are then told again).
+ */
+function readTold(file: string, logger: Logger): Record<string, string> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      logger.warn({ file, reason: (err as Error).message }, 'cannot read what was told of pods');
+    return {};
+  }
+  try {
+    const told = (JSON.parse(text) as { told?: unknown }).told;
+    if (told && typeof told === 'object' && !Array.isArray(told))
+      return Object.fromEntries(
+        Object.entries(told).filter((e): e is [string, string] => typeof e[1] === 'string'),
+      );
+  } catch {
+    // reported below
+  }
+  logger.warn({ file }, "what was told of pods is not this agent's JSON; telling it again");
+  return {};
 }

@@ -55,6 +55,8 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
   let admin: CoreV1Api;
   let kc: KubeClient;
   let agent: NodeAgent;
+  /** The agent as a new process on this node makes it: same config, host and API server. */
+  let newAgent: () => NodeAgent;
   let metrics: AgentMetrics;
   let dir: string;
   let host: string;
@@ -105,15 +107,18 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
         'agent.podGraceMs': 500,
       },
     });
-    metrics = new AgentMetrics({ defaultMetrics: false });
-    agent = new NodeAgent({
-      config: config.agent,
-      logger: pino({ level: 'silent' }),
-      metrics,
-      client: kc,
-      discover: () => discover({ hostRoot: host }),
-      clock,
-    });
+    newAgent = () => {
+      metrics = new AgentMetrics({ defaultMetrics: false });
+      return new NodeAgent({
+        config: config.agent,
+        logger: pino({ level: 'silent' }),
+        metrics,
+        client: kc,
+        discover: () => discover({ hostRoot: host }),
+        clock,
+      });
+    };
+    agent = newAgent();
     await agent.start();
   }, 120_000);
 
@@ -255,6 +260,19 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
     expect(await metrics.registry.getSingleMetricAsString('erdma_smcr_agent_pods')).toMatch(
       /outcome="tcp"} [1-9]/,
     );
+  });
+
+  it('posts that Event once across agent processes: the next agent (an update, a crash) tells only what changed', async () => {
+    const pod = await admin.readNamespacedPod({ name: 'smcr-on-tcp', namespace: 'apps' });
+    expect(await eventsOf(pod)).toHaveLength(1);
+    await agent.close();
+    agent = newAgent();
+    await agent.start();
+    await agent.podsPass();
+    expect(await metrics.registry.getSingleMetricAsString('erdma_smcr_agent_pods')).toMatch(
+      /outcome="tcp"} [1-9]/,
+    );
+    expect(await eventsOf(pod)).toHaveLength(1);
   });
 
   it('tells nothing more of a pod whose sandbox the runtime took down: finished, or being made again', async () => {

@@ -1,7 +1,7 @@
 // The node agent's orchestration in process: its duties run by a clock the test moves, Events
 // going to a list, pods from a fixed list, a fixture host tree. What the real API server adds
 // (RBAC, the pod watch, Events as stored) is in test/integration/cluster/agent.test.ts.
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -100,6 +100,24 @@ describe('Told: each thing said once', () => {
     expect(told.due('pod-1', 'SMCRPartial')).toBe(true);
     told.forgetExcept((k) => k !== 'pod-1');
     expect(told.size).toBe(0);
+  });
+
+  it('counts its changes, hands out what was told, and takes it back as told now', () => {
+    const clock = new ManualClock();
+    const told = new Told(clock, 1000);
+    told.told('pod-1', 'SMCREnabled');
+    told.told('pod-2', 'SMCRPartial');
+    told.forgetExcept((k) => k !== 'pod-2');
+    expect(told.version).toBe(3);
+    expect(told.values()).toEqual({ 'pod-1': 'SMCREnabled' });
+    clock.t += 5000;
+    const next = new Told(clock, 1000);
+    next.restore(told.values());
+    expect(next.version).toBe(0);
+    expect(next.due('pod-1', 'SMCREnabled')).toBe(false);
+    expect(next.due('pod-1', 'SMCRPartial')).toBe(true);
+    clock.t += 1000;
+    expect(next.due('pod-1', 'SMCREnabled')).toBe(true);
   });
 });
 
@@ -303,6 +321,55 @@ describe('the agent, in process', () => {
     events.fail = false;
     await agent!.podsPass();
     expect(events.told.map((e) => e.what.reason)).toEqual(['SMCRPartial']);
+  });
+
+  it('tells only what changed after a restart: what was told is kept on the host', async () => {
+    // Reproduced first: each agent process (an update, a crash) posted the Event of every SMC-R
+    // pod of its node again, and was Ready only once they were all posted.
+    const file = join(host, 'run/erdma-smcr/pod-events.json');
+    pods.list = ['a', 'b', 'c'].map((n) => smcrPod(n, `uid-${n}`, clock.t));
+    record('uid-a', 'applied');
+    record('uid-b', 'partial', ['net.smc.wmem']);
+    record('uid-c', 'applied');
+    await start({ 'agent.nodeLabels': false });
+    expect(events.told.map((e) => e.what.reason)).toEqual([
+      'SMCREnabled',
+      'SMCRPartial',
+      'SMCREnabled',
+    ]);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({
+      told: { 'uid-a': 'SMCREnabled', 'uid-b': 'SMCRPartial', 'uid-c': 'SMCREnabled' },
+    });
+    await agent!.close();
+    // The next process: b's outcome changed and c left the node meanwhile.
+    events.told.length = 0;
+    record('uid-b', 'applied');
+    pods.list = pods.list.slice(0, 2);
+    await start({ 'agent.nodeLabels': false });
+    expect(events.told.map((e) => [e.about, e.what.reason])).toEqual([['apps/b', 'SMCREnabled']]);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({
+      told: { 'uid-a': 'SMCREnabled', 'uid-b': 'SMCREnabled' },
+    });
+  });
+
+  it('tells each outcome again when what was told cannot be read, and keeps working when it cannot be written', async () => {
+    const file = join(host, 'run/erdma-smcr/pod-events.json');
+    mkdirSync(join(host, 'run/erdma-smcr'), { recursive: true });
+    writeFileSync(file, '{"told": {"uid-a": "SMCREn');
+    pods.list = [smcrPod('a', 'uid-a', clock.t)];
+    record('uid-a', 'applied');
+    await start({ 'agent.nodeLabels': false });
+    expect(events.told.map((e) => e.what.reason)).toEqual(['SMCREnabled']);
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ told: { 'uid-a': 'SMCREnabled' } });
+    await agent!.close();
+    // A directory where the file should be: nothing kept, each outcome still told once per process.
+    rmSync(file);
+    mkdirSync(file);
+    events.told.length = 0;
+    await start({ 'agent.nodeLabels': false });
+    await agent!.podsPass();
+    expect(events.told.map((e) => e.what.reason)).toEqual(['SMCREnabled']);
+    expect(agent!.readiness()).toBeUndefined();
   });
 
   it('reports a broken pod watch and keeps late records while it is not current', async () => {
