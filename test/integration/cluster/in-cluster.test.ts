@@ -557,7 +557,13 @@ describe.skipIf(why !== '')(
           return ev.find((e) => e.reason === 'SMCRUnavailable') ? true : undefined;
         });
       }
-      await kubectl('delete', 'pods', '-n', 'apps', '-l', 'stream=agent-lifecycle', '--wait=false');
+      // One DELETE of the collection: kubectl's delete by label sends one request per pod, which
+      // for the 1,803 pods of one CI run did not end within the harness's 60 s limit on a kubectl call.
+      await kubectl(
+        'delete',
+        '--raw',
+        `/api/v1/namespaces/apps/pods?labelSelector=${encodeURIComponent('stream=agent-lifecycle')}`,
+      );
       const conflist = JSON.parse(readFileSync(CONFLIST, 'utf8')) as {
         plugins: { type: string }[];
       };
