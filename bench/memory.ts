@@ -47,6 +47,7 @@ import { residentTogether } from './pages.js';
 import { skippedRow, type BenchRow } from './report.js';
 import { ensureLocalCerts } from '../src/certs/local.js';
 import { loadKubeClient } from '../src/cluster/kubeconfig.js';
+import type { KubeClient } from '../src/cluster/client.js';
 import {
   commandNodeFlags,
   deploymentNodeFlags,
@@ -1044,9 +1045,72 @@ async function agentWithPods(
  * `npm run bench pods`: the agent as shipped with the harness's real API server, idle and 40 s
  * after start, with 0, 110 and 1,000 running pods on its node (bench/node-pods.ts: a
  * ReplicaSet's pods with two containers, their status as a kubelet writes it), the ratio to the
- * agent with none; and the V8 heap each pod takes, held whole and as the agent keeps it
- * (keptPod), the ratio kept to whole.
+ * agent with none; the agent's start, restart and restart without what it kept on the host,
+ * with 250 SMC-R pods on its node (agentRestartRows); and the V8 heap each pod takes, held whole
+ * and as the agent keeps it (keptPod), the ratio kept to whole.
  */
+/** The SMC-R pods on the node for the restart rows. */
+const RESTART_SMCR_PODS = 250;
+
+/**
+ * The agent started with SMC-R pods on its node, then started again as an update or a crash
+ * starts it: how long until its readiness probe passes, and how many Events it posted. The pods
+ * have no record of our plugin (none ran), so each is told SMCRNotApplied; a later start need not
+ * tell it again, and the third start shows one without what the first kept on the host (every
+ * start before stop 68).
+ */
+async function agentRestartRows(
+  runtimes: readonly Runtime[],
+  host: string,
+  client: KubeClient,
+  nodeName: string,
+  kubeconfig: string,
+): Promise<BenchRow[]> {
+  const namespace = 'smcr-pods';
+  await client.request('POST', '/api/v1/namespaces', {
+    body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } },
+  });
+  await createNodePods(client, nodeName, 0, RESTART_SMCR_PODS, { namespace, smcr: true });
+  const events = async (): Promise<number> =>
+    (await client.request<{ items: unknown[] }>('GET', `/api/v1/namespaces/${namespace}/events`))
+      .items.length;
+  const told = join(host, 'run/erdma-smcr/pod-events.json');
+  const rows: BenchRow[] = [];
+  for (const rt of runtimes) {
+    rmSync(told, { force: true });
+    let first = 0;
+    for (const start of ['first start', 'restart', 'restart without what was told']) {
+      if (start === 'restart without what was told') rmSync(told, { force: true });
+      process.stderr.write(
+        `bench pods: the agent's ${start}, ${RESTART_SMCR_PODS} SMC-R pods${rt.on}\n`,
+      );
+      const before = await events();
+      const t0 = Date.now();
+      const p = await startAgent(
+        { node: rt.node, host },
+        { ERDMA_SMCR_NODE_NAME: nodeName },
+        kubeconfig,
+      );
+      try {
+        await probedAsKubelet(p, probePorts.get(p)!, 60_000);
+        const ms = Date.now() - t0;
+        first ||= ms;
+        rows.push({
+          bench: 'pods',
+          case: `agent's ${start} with ${RESTART_SMCR_PODS} SMC-R pods on its node${rt.on}: until Ready`,
+          value: ms,
+          unit: 'ms',
+          ratio: ms / first,
+          target: `${(await events()) - before} Events posted; ratio to the first start`,
+        });
+      } finally {
+        await stop(p);
+      }
+    }
+  }
+  return rows;
+}
+
 export async function benchNodePods(): Promise<BenchRow[]> {
   const missing = noKubernetesBinaries();
   if (missing) return [skippedRow('pods', 'the agent with pods on its node', missing)];
@@ -1103,6 +1167,7 @@ export async function benchNodePods(): Promise<BenchRow[]> {
         }),
       ),
     );
+    rows.push(...(await agentRestartRows(runtimes, host, client, api.nodeName, cp.kubeconfig)));
     for (const rt of runtimes) {
       const h = heldPerPod(rt.node, list);
       rows.push({

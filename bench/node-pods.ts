@@ -110,21 +110,22 @@ export function runningStatus(pod: V1Pod, i: number): V1Pod['status'] {
 }
 
 /**
- * Creates pods `from`..`to`-1 of nodePod in `namespace`, each then given a running status through
- * the status subresource, as its ReplicaSet and the node's kubelet would: `concurrency` at a time.
+ * Creates pods `from`..`to`-1 of nodePod in `namespace` (asking for SMC-R with `smcr`), each then
+ * given a running status through the status subresource, as its ReplicaSet and the node's kubelet
+ * would: `concurrency` at a time.
  */
 export async function createNodePods(
   client: KubeClient,
   node: string,
   from: number,
   to: number,
-  { namespace = 'default', concurrency = 8 } = {},
+  { namespace = 'default', concurrency = 8, smcr = false } = {},
 ): Promise<void> {
   const base = `/api/v1/namespaces/${namespace}/pods`;
   let next = from;
   const worker = async (): Promise<void> => {
     for (let i = next++; i < to; i = next++) {
-      const made = await client.request<V1Pod>('POST', base, { body: nodePod(node, i) });
+      const made = await client.request<V1Pod>('POST', base, { body: nodePod(node, i, smcr) });
       await client.request('PUT', `${base}/${made.metadata?.name ?? ''}/status`, {
         body: { ...made, status: runningStatus(made, i) },
       });
