@@ -1041,14 +1041,6 @@ async function agentWithPods(
   return read;
 }
 
-/**
- * `npm run bench pods`: the agent as shipped with the harness's real API server, idle and 40 s
- * after start, with 0, 110 and 1,000 running pods on its node (bench/node-pods.ts: a
- * ReplicaSet's pods with two containers, their status as a kubelet writes it), the ratio to the
- * agent with none; the agent's start, restart and restart without what it kept on the host,
- * with 250 SMC-R pods on its node (agentRestartRows); and the V8 heap each pod takes, held whole
- * and as the agent keeps it (keptPod), the ratio kept to whole.
- */
 /** The SMC-R pods on the node for the restart rows. */
 const RESTART_SMCR_PODS = 250;
 
@@ -1111,6 +1103,14 @@ async function agentRestartRows(
   return rows;
 }
 
+/**
+ * `npm run bench pods`: the agent as shipped with the harness's real API server, idle and 40 s
+ * after start, with 0, 110 and 1,000 running pods on its node (bench/node-pods.ts: a
+ * ReplicaSet's pods with two containers, their status as a kubelet writes it), the ratio to the
+ * agent with none; the agent's start, restart and restart without what it kept on the host,
+ * with 250 SMC-R pods on its node (agentRestartRows); and the V8 heap each pod takes, held whole
+ * and as the agent keeps it (keptPod), the ratio kept to whole.
+ */
 export async function benchNodePods(): Promise<BenchRow[]> {
   const missing = noKubernetesBinaries();
   if (missing) return [skippedRow('pods', 'the agent with pods on its node', missing)];
