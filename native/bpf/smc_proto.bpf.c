@@ -3,6 +3,9 @@
  * Transparent SMC for unmodified programs on kernels with IPPROTO_SMC (6.11+): an fmod_ret program
  * on update_socket_protocol() (6.6+) turns socket(AF_INET|AF_INET6, SOCK_STREAM, 0 or IPPROTO_TCP)
  * into an IPPROTO_SMC socket, for the processes of the network namespaces listed in smc_netns only.
+ * __sys_socket() calls the hook before it masks the flags off `type`, so a runtime's
+ * SOCK_STREAM|SOCK_NONBLOCK|SOCK_CLOEXEC (Go always, CPython, Rust's std and libuv: SOCK_CLOEXEC)
+ * arrives with them set: the type is compared without them.
  * The node agent loads and pins it; our CNI plugin adds a pod's netns cookie at ADD and removes it at
  * DEL. Sockets the kernel creates for itself (SMC's own TCP clcsock) never pass through here.
  *
@@ -17,6 +20,8 @@
 #define AF_INET 2
 #define AF_INET6 10
 #define SOCK_STREAM 1
+/* include/linux/net.h: the socket type proper; the bits above it are SOCK_NONBLOCK, SOCK_CLOEXEC. */
+#define SOCK_TYPE_MASK 0xf
 #define IPPROTO_TCP 6
 #define IPPROTO_SMC 256
 
@@ -46,7 +51,7 @@ int BPF_PROG(smc_socket_protocol, int family, int type, int protocol)
 	struct task_struct *task;
 	__u64 cookie, *switched;
 
-	if ((family != AF_INET && family != AF_INET6) || type != SOCK_STREAM)
+	if ((family != AF_INET && family != AF_INET6) || (type & SOCK_TYPE_MASK) != SOCK_STREAM)
 		return protocol;
 	if (protocol != 0 && protocol != IPPROTO_TCP)
 		return protocol;

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include "conf.h"
 #include "netns.h"
@@ -24,6 +25,7 @@ struct applied {
 	int pnet_added;
 	int ipv6_only; /* IPv6 kept on: the pod has no IPv4 address */
 	const char *mechanism; /* how the pod's TCP becomes SMC: tcp2smc, bpf, preload or none */
+	char mechanism_why[400]; /* none: why no mechanism was active at ADD */
 	uint64_t cookie;       /* bpf: the pod netns's cookie, listed in the program's map */
 	int bpf_enabled;
 	cJSON *missing;  /* array of missing knobs */
@@ -109,36 +111,91 @@ static void rollback(struct applied *a, const struct netconf *c, const char *ifn
 	a->bpf_enabled = 0;
 }
 
+/* 1 when this netns can open an IPPROTO_SMC socket: the kernel has the BPF path's target. */
+static int ipproto_smc_works(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 256 /* IPPROTO_SMC */);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+/* Lists this netns in the pinned program's map; loads and pins the program first when nothing is
+ * pinned (a node just rebooted: bpffs is empty until the agent runs, but the conflist stays and the
+ * runtime calls us). 0, SMCBPF_REFUSED or -errno, with `why` set. */
+static int switch_on_bpf(struct applied *a, const struct netconf *c, char *why, size_t size)
+{
+	int rc = smcbpf_netns_cookie(NULL, &a->cookie);
+	if (rc) {
+		snprintf(why, size, "cannot read this netns's cookie: %s", rc < 0 ? strerror(-rc) : netns_strerror(rc));
+		return rc < 0 ? rc : -EIO;
+	}
+	rc = smcbpf_set(c->bpf_dir, a->cookie, 1);
+	if (rc == -ENOENT) {
+		rc = smcbpf_load(c->bpf_dir, 0, why, size);
+		if (rc)
+			return rc;
+		rc = smcbpf_set(c->bpf_dir, a->cookie, 1);
+	}
+	if (rc)
+		snprintf(why, size, "cannot switch on the IPPROTO_SMC program for this netns: %s", strerror(-rc));
+	return rc;
+}
+
+/* Mechanism none, with why: the record says it and the agent tells the pod. */
+static void no_mechanism(struct applied *a, const struct logger *lg, const char *why)
+{
+	a->mechanism = "none";
+	snprintf(a->mechanism_why, sizeof(a->mechanism_why), "%s", why);
+	warn(a, lg, "no SMC mechanism was active at ADD: %s", why);
+}
+
 /*
  * How this pod's TCP becomes SMC (docs/support-matrix.md), decided inside its netns: Alibaba's
  * net.smc.tcp2smc knob where the kernel has it; else the webhook's preload library when it gave the
- * pod one; else the IPPROTO_SMC program, when the agent has pinned it, switched on for this netns.
- * With none of them, tcp2smc stays in the settings and is reported missing, as before.
+ * pod one; else, where the kernel has IPPROTO_SMC, the BPF program switched on for this netns (loaded
+ * and pinned by us when the agent has not yet: a node that has just booted). A program that cannot
+ * be pinned there is a passing state (bpffs not mounted yet, the lock held): the ADD fails with "try
+ * again later", which the kubelet retries, rather than starting the pod on TCP for its lifetime.
+ * With no mechanism at all, the record says so and why; tcp2smc stays in the settings and is
+ * reported missing, as before.
  */
-static void choose_mechanism(struct applied *a, struct settings *s, const struct netconf *c, const struct logger *lg)
+static int choose_mechanism(struct applied *a, struct settings *s, const struct netconf *c, const struct logger *lg,
+			    struct cni_error *e)
 {
 	const cJSON *m = cJSON_GetObjectItemCaseSensitive(c->annotations, MECHANISM_ANNOTATION);
+	char why[300] = "";
 	int rc;
 	a->mechanism = "tcp2smc";
 	if (access("/proc/sys/net/smc/tcp2smc", F_OK) == 0)
-		return;
+		return 0;
 	if (cJSON_IsString(m) && !strcmp(m->valuestring, "preload")) {
 		settings_drop(s, "net.smc.tcp2smc");
 		a->mechanism = "preload";
-		return;
+		return 0;
 	}
-	rc = smcbpf_netns_cookie(NULL, &a->cookie);
-	if (rc == 0)
-		rc = smcbpf_set(c->bpf_dir, a->cookie, 1);
+	if (!ipproto_smc_works()) {
+		no_mechanism(a, lg,
+			     "no net.smc.tcp2smc, no preload library given to the pod, and no IPPROTO_SMC sockets on this "
+			     "kernel (6.11+ with the smc module loaded)");
+		return 0;
+	}
+	rc = switch_on_bpf(a, c, why, sizeof(why));
 	if (rc == 0) {
 		settings_drop(s, "net.smc.tcp2smc");
 		a->mechanism = "bpf";
 		a->bpf_enabled = 1;
-		return;
+		return 0;
 	}
-	if (rc != -ENOENT)
-		warn(a, lg, "cannot switch on the IPPROTO_SMC program for this netns: %s", strerror(rc < 0 ? -rc : EIO));
-	a->mechanism = "none";
+	if (rc == SMCBPF_REFUSED) {
+		no_mechanism(a, lg, why);
+		return 0;
+	}
+	return cni_fail(e, CNI_ERR_TRY_AGAIN,
+			"the node's IPPROTO_SMC program is not active and could not be loaded (%s): try again later; "
+			"the pod would otherwise start on TCP",
+			why);
 }
 
 static int apply_sysctls(struct applied *a, const struct settings *s, const struct netconf *c, const char *ifname,
@@ -241,6 +298,8 @@ static cJSON *state_doc(const struct cni_env *env, const struct netconf *c, cons
 	cJSON_AddItemToObject(doc, "warnings", cJSON_Duplicate(a->warnings, 1));
 	cJSON_AddBoolToObject(doc, "ipv6Only", a->ipv6_only);
 	cJSON_AddStringToObject(doc, "mechanism", a->mechanism ? a->mechanism : "none");
+	if (a->mechanism_why[0])
+		cJSON_AddStringToObject(doc, "mechanismWhy", a->mechanism_why);
 	if (a->bpf_enabled) {
 		cJSON *bpf = cJSON_AddObjectToObject(doc, "bpf");
 		char cookie[24];
@@ -301,7 +360,7 @@ static int apply_here(void *p)
 			 SETTINGS_ANNOTATION, MAX_SYSCTLS);
 	else {
 		keep_ipv6_if_only_family(x->a, &s, x->c->prev_result, x->lg);
-		choose_mechanism(x->a, &s, x->c, x->lg);
+		choose_mechanism(x->a, &s, x->c, x->lg, x->e);
 	}
 	if (x->e->code || apply_sysctls(x->a, &s, x->c, x->env->ifname, x->lg, x->e) ||
 	    apply_pnet(x->a, x->c, x->env->ifname, x->lg, x->e))

@@ -81,7 +81,7 @@ static int mechanisms_cmd(const char *proc)
 
 static int bpf_usage(void)
 {
-	fputs("usage: erdma-smcr bpf load|unload|status [--dir DIR]\n"
+	fputs("usage: erdma-smcr bpf load|ensure|unload|status [--dir DIR]\n"
 	      "       erdma-smcr bpf enable|disable --netns PATH [--dir DIR]\n"
 	      "       erdma-smcr bpf cookie [--netns PATH]\n",
 	      stderr);
@@ -108,10 +108,11 @@ static int bpf_cmd(int argc, char **argv)
 	if (optind != argc - 1)
 		return bpf_usage();
 	verb = argv[optind];
-	if (!strcmp(verb, "load")) {
-		rc = smcbpf_load(dir, why, sizeof(why));
+	/* load replaces what is pinned (a new agent's program); ensure keeps a program already pinned. */
+	if (!strcmp(verb, "load") || !strcmp(verb, "ensure")) {
+		rc = smcbpf_load(dir, !strcmp(verb, "load"), why, sizeof(why));
 		if (rc)
-			fprintf(stderr, "erdma-smcr: bpf load: %s\n", why);
+			fprintf(stderr, "erdma-smcr: bpf %s: %s\n", verb, why);
 		return rc ? 1 : 0;
 	}
 	if (!strcmp(verb, "unload")) {

@@ -3,10 +3,13 @@
 #include "smcbpf.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -73,18 +76,72 @@ int smcbpf_probe(char *why, size_t size)
 	return rc;
 }
 
-int smcbpf_load(const char *dir, char *why, size_t size)
+/*
+ * The agent (loading, upgrading, unloading) and our CNI plugin (loading at ADD when a node has just
+ * booted and the agent has not pinned yet) change the pins one at a time: an exclusive flock on the
+ * pin directory itself (bpffs keeps the VFS's generic flock, and both see the same inode whatever
+ * their mount namespace). Waited for up to 10 s, so a stuck holder fails an ADD instead of hanging
+ * it. Returns the held fd, or -errno with `why` set.
+ */
+static int lock_pins(const char *dir, char *why, size_t size)
+{
+	struct timespec pause = {0, 20 * 1000 * 1000};
+	int fd, tries;
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		fd = -errno;
+		snprintf(why, size, "cannot create %s (is bpffs mounted?): %s", dir, strerror(-fd));
+		return fd;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		fd = -errno;
+		snprintf(why, size, "cannot open %s: %s", dir, strerror(-fd));
+		return fd;
+	}
+	for (tries = 0; tries < 500; tries++) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return fd;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			break;
+		nanosleep(&pause, NULL);
+	}
+	snprintf(why, size, "cannot lock %s (another loader holds it): %s", dir, strerror(errno));
+	close(fd);
+	return -EBUSY;
+}
+
+/* 1 when both pins are there and usable. */
+static int pinned(const char *map_pin, const char *link_pin)
+{
+	int map_fd = bpf_obj_get(map_pin), link_fd = bpf_obj_get(link_pin);
+	if (map_fd >= 0)
+		close(map_fd);
+	if (link_fd >= 0)
+		close(link_fd);
+	return map_fd >= 0 && link_fd >= 0;
+}
+
+static int load_locked(const char *dir, int replace, char *why, size_t size);
+
+int smcbpf_load(const char *dir, int replace, char *why, size_t size)
+{
+	int lock = lock_pins(dir, why, size), rc;
+	if (lock < 0)
+		return lock;
+	rc = load_locked(dir, replace, why, size);
+	close(lock);
+	return rc;
+}
+
+static int load_locked(const char *dir, int replace, char *why, size_t size)
 {
 	char map_pin[512], link_pin[512], next_pin[520];
 	struct smc_proto *skel = NULL;
 	int map_fd, rc;
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		rc = -errno;
-		snprintf(why, size, "cannot create %s (is bpffs mounted?): %s", dir, strerror(-rc));
-		return rc;
-	}
 	pin_path(map_pin, sizeof(map_pin), dir, "netns");
 	pin_path(link_pin, sizeof(link_pin), dir, "link");
+	if (!replace && pinned(map_pin, link_pin))
+		return 0;
 	/* bpffs refuses names with a dot. */
 	snprintf(next_pin, sizeof(next_pin), "%s_next", link_pin);
 	map_fd = bpf_obj_get(map_pin);
@@ -92,7 +149,7 @@ int smcbpf_load(const char *dir, char *why, size_t size)
 	if (map_fd >= 0)
 		close(map_fd);
 	if (rc)
-		return rc;
+		return SMCBPF_REFUSED;
 	if (map_fd < 0 && (rc = bpf_map__pin(skel->maps.smc_netns, map_pin))) {
 		snprintf(why, size, "cannot pin the netns map at %s: %s", map_pin, strerror(-rc));
 		goto out;
@@ -116,16 +173,24 @@ out:
 
 int smcbpf_unload(const char *dir)
 {
-	char path[512];
-	int rc = 0;
+	char path[512], why[300];
+	int rc = 0, lock;
+	struct stat st;
+	if (stat(dir, &st) && errno == ENOENT)
+		return 0;
+	lock = lock_pins(dir, why, sizeof(why));
+	if (lock < 0)
+		return lock;
 	pin_path(path, sizeof(path), dir, "link");
 	if (unlink(path) && errno != ENOENT)
 		rc = -errno;
 	pin_path(path, sizeof(path), dir, "netns");
 	if (unlink(path) && errno != ENOENT && !rc)
 		rc = -errno;
+	/* Removed while locked: a loader waiting on the lock then finds its directory gone and fails. */
 	if (rmdir(dir) && errno != ENOENT && !rc)
 		rc = -errno;
+	close(lock);
 	return rc;
 }
 
@@ -183,6 +248,31 @@ int smcbpf_listed(const char *dir, uint64_t cookie)
 	return rc;
 }
 
+/* "progId":N,"tag":"hex", of the program behind the pinned link: what an upgrade changes. */
+static void print_program(int link_fd, FILE *out)
+{
+	struct bpf_link_info link;
+	struct bpf_prog_info prog;
+	__u32 len = sizeof(link);
+	int fd, i;
+	memset(&link, 0, sizeof(link));
+	if (bpf_obj_get_info_by_fd(link_fd, &link, &len))
+		return;
+	fprintf(out, "\"progId\":%u,", link.prog_id);
+	fd = bpf_prog_get_fd_by_id(link.prog_id);
+	if (fd < 0)
+		return;
+	memset(&prog, 0, sizeof(prog));
+	len = sizeof(prog);
+	if (bpf_obj_get_info_by_fd(fd, &prog, &len) == 0) {
+		fputs("\"tag\":\"", out);
+		for (i = 0; i < BPF_TAG_SIZE; i++)
+			fprintf(out, "%02x", prog.tag[i]);
+		fputs("\",", out);
+	}
+	close(fd);
+}
+
 int smcbpf_status(const char *dir, FILE *out)
 {
 	char map_pin[512], link_pin[512];
@@ -190,12 +280,15 @@ int smcbpf_status(const char *dir, FILE *out)
 	int fd, first = 1, linked;
 	pin_path(map_pin, sizeof(map_pin), dir, "netns");
 	pin_path(link_pin, sizeof(link_pin), dir, "link");
+	fputc('{', out);
 	fd = bpf_obj_get(link_pin);
 	linked = fd >= 0;
-	if (fd >= 0)
+	if (fd >= 0) {
+		print_program(fd, out);
 		close(fd);
+	}
 	fd = bpf_obj_get(map_pin);
-	fprintf(out, "{\"loaded\":%s,\"netns\":[", linked && fd >= 0 ? "true" : "false");
+	fprintf(out, "\"loaded\":%s,\"netns\":[", linked && fd >= 0 ? "true" : "false");
 	if (fd >= 0) {
 		void *prev = NULL;
 		while (bpf_map_get_next_key(fd, prev, &next) == 0) {

@@ -9,10 +9,15 @@
 /* Where the agent pins the program's link and map (bpffs), unless configured otherwise. */
 #define SMCBPF_DEFAULT_DIR "/sys/fs/bpf/erdma-smcr"
 
-/* Loads the program, attaches it and pins link and map in `dir`. An existing map is reused (the
- * pods' entries survive an agent upgrade) and the link is replaced atomically. 0 or -errno;
- * `why` says what failed. */
-int smcbpf_load(const char *dir, char *why, size_t size);
+/* Loads the program, attaches it and pins link and map in `dir`, under a lock on `dir` shared by
+ * every loader. An existing map is reused (the pods' entries survive an agent upgrade) and the link
+ * is replaced in one rename: the new program is attached before the old one detaches. With
+ * `replace` 0, a program already pinned is kept as it is (the plugin's ADD after a reboot); with 1
+ * it is replaced (a new agent). 0, SMCBPF_REFUSED or -errno; `why` says what failed. */
+int smcbpf_load(const char *dir, int replace, char *why, size_t size);
+/* What smcbpf_load returns when the kernel cannot run the program (no BTF, no fmod_ret on
+ * update_socket_protocol): lasting, unlike a pin or lock that fails. */
+#define SMCBPF_REFUSED 1
 /* Removes the pins: the program detaches once no process holds it. 0 or -errno. */
 int smcbpf_unload(const char *dir);
 /* Loads and attaches the program without pinning, then drops it: whether this kernel can run it. */
@@ -23,7 +28,8 @@ int smcbpf_netns_cookie(const char *path, uint64_t *cookie);
 int smcbpf_set(const char *dir, uint64_t cookie, int enable);
 /* 1 when the pinned map under `dir` lists `cookie`, 0 when not, -errno when it cannot be read. */
 int smcbpf_listed(const char *dir, uint64_t cookie);
-/* Writes {"loaded":..,"netns":[{"cookie":..,"switched":..}]} for the pins in `dir`. */
+/* Writes {"progId":..,"tag":"..","loaded":..,"netns":[{"cookie":..,"switched":..}]} for the pins
+ * in `dir` (progId and tag only when a link is pinned). */
 int smcbpf_status(const char *dir, FILE *out);
 
 /* `erdma-smcr mechanisms` and `erdma-smcr bpf ...`; argv[0] is "mechanisms" or "bpf". */

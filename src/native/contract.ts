@@ -119,6 +119,9 @@ export interface MechanismProbe {
 
 /** `erdma-smcr bpf status`: the pinned program and the netns switched on. */
 export interface BpfStatus {
+  /** The program behind the pinned link (absent when none is pinned): what an upgrade changes. */
+  readonly progId?: number;
+  readonly tag?: string;
   readonly loaded: boolean;
   readonly netns: readonly { readonly cookie: number; readonly switched: number }[];
 }
@@ -152,6 +155,7 @@ export const pluginRecordSchema = z.strictObject({
     ipv6Only: z.boolean(),
     mechanism: z.enum(['tcp2smc', 'bpf', 'preload', 'none']),
     bpf: z.optional(z.strictObject({ dir: z.string(), cookie: z.string().check(z.regex(/^\d+$/)) })),
+    mechanismWhy: z.optional(z.string()),
   });
 
 /** What the CNI plugin wrote for one sandbox (native/src/cni.c state_doc). */
@@ -169,6 +173,8 @@ export interface PluginRecord {
   readonly ipv6Only?: boolean;
   /** How the pod's TCP becomes SMC (absent in records of plugins before the mechanisms). */
   readonly mechanism?: string;
+  /** Mechanism `none`: why none was active at ADD. */
+  readonly mechanismWhy?: string;
   readonly mtimeMs: number;
 }
 
@@ -188,6 +194,7 @@ function recordOf(doc: Partial<Record<keyof PluginRecord, unknown>>, mtimeMs: nu
     ...(pnet ? { pnet: { id: str(pnet.id), added: pnet.added === true } } : {}),
     ...(doc.ipv6Only === true ? { ipv6Only: true } : {}),
     ...(typeof doc.mechanism === 'string' ? { mechanism: doc.mechanism } : {}),
+    ...(typeof doc.mechanismWhy === 'string' ? { mechanismWhy: doc.mechanismWhy } : {}),
     mtimeMs,
   };
 }

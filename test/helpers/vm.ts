@@ -70,19 +70,26 @@ export interface VmOptions {
   readonly append?: string;
   /** Kept console file (SMCR_VM_CONSOLE). */
   readonly consoleFile?: string;
+  /** How long the guest may run before its watchdog reboots it (default 240 s; qemu gets 60 s more). */
+  readonly watchdogSec?: number;
 }
 
 /** Builds the VM, boots it once and returns what its console said. */
 export async function bootVm(opts: VmOptions = {}): Promise<VmRun> {
   const dir = mkdtempSync(join(tmpdir(), 'smcr-vm-'));
   try {
-    const env = { ...process.env, SMCR_VM_KERNEL: opts.kernel ?? 'bookworm' };
+    const watchdog = opts.watchdogSec ?? 240;
+    const env = {
+      ...process.env,
+      SMCR_VM_KERNEL: opts.kernel ?? 'bookworm',
+      SMCR_VM_WATCHDOG: String(watchdog),
+    };
     const build = await run('bash', ['test/smcr-vm/build.sh', dir], 20 * 60_000, env);
     if (build.code !== 0) throw new Error(`building the VM failed:\n${build.out}`);
     const vm = await run(
       'timeout',
       [
-        '300',
+        String(watchdog + 60),
         'qemu-system-x86_64',
         ...QEMU_ACCEL,
         '-cpu',
@@ -102,7 +109,7 @@ export async function bootVm(opts: VmOptions = {}): Promise<VmRun> {
         '-nographic',
         '-no-reboot',
       ],
-      320_000,
+      (watchdog + 80) * 1000,
     );
     if (opts.consoleFile) writeFileSync(opts.consoleFile, vm.out);
     const lines = records(vm.out);

@@ -7,8 +7,11 @@
 # host-local CNI plugins, our native erdma-smcr binary and init.sh.
 # Downloads and builds are cached in $ERDMA_SMCR_CACHE/smcr-vm (default /var/cache/erdma-smcr).
 # With SMCR_VM_KERNEL=trixie the kernel is Debian trixie's 6.12 instead (trixie.sh prepares it:
-# IPPROTO_SMC and the BPF path). Both initramfs carry iperf3 (Debian's, unmodified) and our preload
-# library for the transparent scenario (transparent.sh, booted with smcr_scenario=transparent).
+# IPPROTO_SMC and the BPF path). Both initramfs carry the programs of the transparent scenario
+# (transparent.sh, booted with smcr_scenario=transparent), from Debian's packages and unmodified:
+# iperf3, CPython 3.11 with its standard library, redis-server and redis-benchmark, Node.js; a Go
+# program of ours built with Debian's golang-go (standard library only, CGO off: static); sock-loop;
+# and our preload library.
 # Usage: build.sh OUTDIR   -> OUTDIR/vmlinuz, OUTDIR/initramfs.gz; prints the kernel ABI.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,7 +23,7 @@ log() { echo "smcr-vm: $*" >&2; }
 kernel=${SMCR_VM_KERNEL:-bookworm}
 modules=(crc32_generic ib_core smc smc_diag udp_tunnel ip6_udp_tunnel ib_uverbs veth llc stp bridge)
 if [ "$kernel" = trixie ]; then
-  for p in qemu-system-x86 kmod cpio busybox-static iperf3; do
+  for p in qemu-system-x86 kmod cpio busybox-static iperf3 python3.11 redis-server redis-tools golang-go rsync; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
       apt-get install -y -o DPkg::Lock::Timeout=300 --no-install-recommends "$p" >/dev/null
   done
@@ -41,7 +44,7 @@ else
   log "kernel $abi ($version)"
 
   missing=()
-  for p in qemu-system-x86 kmod cpio busybox-static iperf3 "linux-headers-$abi"; do
+  for p in qemu-system-x86 kmod cpio busybox-static iperf3 python3.11 redis-server redis-tools golang-go rsync "linux-headers-$abi"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -102,15 +105,37 @@ ln -s /opt/cni/bin/erdma-smcr "$root/usr/bin/erdma-smcr"
 cp /usr/lib/cni/bridge /usr/lib/cni/host-local "$root/opt/cni/bin/"
 # Node.js and kmod: the agent's driver pass (test/smcr-vm/driver-pass.mjs) loads smc with modprobe.
 node_bin=$(readlink -f "$(command -v node)")
-for tool in /usr/sbin/ip /usr/bin/rdma /usr/bin/kmod /usr/bin/iperf3 "$node_bin"; do
-  mkdir -p "$root$(dirname "$tool")"
-  cp "$tool" "$root$tool"
-  for lib in $(ldd "$tool" | grep -o '/[^ ]*'); do
-    mkdir -p "$root$(dirname "$lib")"
-    cp -L "$lib" "$root$lib"
+# Copies each ELF file with the shared libraries it needs (ldd), at the same paths.
+with_libs() {
+  for f in "$@"; do
+    mkdir -p "$root$(dirname "$f")"
+    [ -e "$root$f" ] || cp -L "$f" "$root$f"
+    for lib in $(ldd "$f" 2>/dev/null | grep -o '/[^ ]*'); do
+      mkdir -p "$root$(dirname "$lib")"
+      [ -e "$root$lib" ] || cp -L "$lib" "$root$lib"
+    done
   done
-done
+}
+with_libs /usr/sbin/ip /usr/bin/rdma /usr/bin/kmod /usr/bin/iperf3 "$node_bin" /usr/bin/redis-benchmark \
+  /usr/bin/python3.11
 [ "$node_bin" = /usr/bin/node ] || ln -s "$node_bin" "$root/usr/bin/node"
+# The programs of each runtime (test/smcr-vm/runtimes): Debian's redis-server (a name of
+# redis-check-rdb, which it execs as), CPython's standard library with its compiled modules and
+# their libraries (no tests, no tkinter, no site-packages), our Go program, static.
+with_libs /usr/bin/redis-check-rdb
+ln -s redis-check-rdb "$root/usr/bin/redis-server"
+ln -s python3.11 "$root/usr/bin/python3"
+mkdir -p "$root/usr/lib/python3.11"
+rsync -a --exclude test --exclude idlelib --exclude tkinter --exclude turtledemo --exclude ensurepip \
+  --exclude lib2to3 --exclude 'config-3.11-*' --exclude site-packages --exclude dist-packages \
+  --exclude pydoc_data /usr/lib/python3.11/ "$root/usr/lib/python3.11/"
+with_libs /usr/lib/python3.11/lib-dynload/*.so
+mkdir -p "$root/runtimes"
+cp "$here/runtimes/get.py" "$here/runtimes/http.mjs" "$root/runtimes/"
+(cd "$here/runtimes" && CGO_ENABLED=0 GOFLAGS=-trimpath GOCACHE=${GOCACHE:-$cache/go-build} go build -ldflags=-s -o "$root/runtimes/go-http" http.go)
+file "$root/runtimes/go-http" | grep -q 'statically linked' || { log "go-http is not static"; exit 1; }
+# Dynamically linked: the preload library reaches it.
+gcc -O2 -Wall -Wextra -Werror -o "$root/bin/sock-loop" "$here/sock-loop.c"
 ln -s /usr/bin/kmod "$root/usr/sbin/modprobe"
 # The agent's modules as built (ES modules importing only Node's own and each other).
 mkdir -p "$root/agent"

@@ -1,9 +1,11 @@
 # Sourced by init.sh when the VM boots with smcr_scenario=transparent: unmodified programs from
-# Debian's packages (iperf3, dynamically linked; busybox, static) between pods set up by our CNI
-# chain, with no AF_SMC in any of them. The node's mechanism is what `erdma-smcr mechanisms` finds:
-# on trixie's 6.12, the IPPROTO_SMC BPF program (loaded and pinned as the agent does, switched on
-# per pod netns by our plugin); on bookworm's 6.1, the preload library (LD_PRELOAD as the webhook
-# injects it, for the annotated pods only).
+# Debian's packages between pods set up by our CNI chain, with no AF_SMC in any of them: iperf3,
+# busybox's nc (static), CPython (http.server and urllib), redis-server with redis-benchmark, Node.js
+# (node:http), and a Go program built static with the standard library only. The runtimes open their
+# sockets with SOCK_NONBLOCK and SOCK_CLOEXEC (Go both, always), some with IPPROTO_TCP (hiredis).
+# The node's mechanism is what `erdma-smcr mechanisms` finds: on trixie's 6.12, the IPPROTO_SMC BPF
+# program (switched on per pod netns by our plugin); on bookworm's 6.1, the preload library
+# (LD_PRELOAD as the webhook injects it, for the annotated pods only).
 mkdir -p /sys/fs/bpf
 mount -t bpf bpf /sys/fs/bpf || fail "mount bpffs"
 mechs=$(erdma-smcr mechanisms)
@@ -13,7 +15,8 @@ say "mechanism=$mech"
 PRELOAD=LD_PRELOAD=/opt/erdma-smcr/lib/libsmc-preload.so
 case "$mech" in
   bpf)
-    erdma-smcr bpf load || fail "bpf load"
+    # No agent has run yet: the kernel has just booted, bpffs is empty, and the runtime calls our
+    # plugin, as on a node after a reboot. The plugin loads and pins the program itself.
     ON='{"network.alibabacloud.com/erdma-smcr":"true"}'
     ENV_ON=""
     ;;
@@ -23,13 +26,50 @@ case "$mech" in
     ;;
   *) fail "no transparent mechanism on this kernel: $mechs" ;;
 esac
-
+say "bpf_before_add=$(erdma-smcr bpf status 2>&1 | tr -d '\n')"
 pod_add a "$ON"
 pod_add b "$ON"
 pod_add c '{}'
 pod_add d '{}'
+# Annotated for SMC-R, without the preload library: the IPPROTO_SMC program where the kernel has
+# it, and elsewhere no mechanism at all, which the record says with why.
+pod_add n '{"network.alibabacloud.com/erdma-smcr":"true"}'
 say "bpf_status=$(erdma-smcr bpf status 2>&1 | tr -d '\n')"
 say "state_a=$(cat /run/erdma-smcr/state/a_eth0.json 2>/dev/null)"
+say "state_n=$(cat /run/erdma-smcr/state/n_eth0.json 2>/dev/null)"
+
+# A kernel with IPPROTO_SMC where the program cannot be pinned (here: bpfDir on no bpffs): the ADD
+# fails with CNI's "try again later" (11), which the kubelet retries, instead of a pod on TCP.
+if [ "$mech" = bpf ]; then
+  ip netns add t && ip -n t link set lo up
+  prev=$(CNI_COMMAND=ADD CNI_CONTAINERID=t CNI_NETNS=/run/netns/t CNI_IFNAME=eth0 CNI_PATH=/opt/cni/bin /opt/cni/bin/bridge < /etc/cni/bridge.json)
+  out=$(ours_conf "$prev" "$ON" | sed 's|"type":"erdma-smcr",|"type":"erdma-smcr","bpfDir":"/run/no-bpffs/erdma-smcr",|' |
+    CNI_COMMAND=ADD CNI_CONTAINERID=t CNI_NETNS=/run/netns/t CNI_IFNAME=eth0 CNI_PATH=/opt/cni/bin \
+    CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=t;K8S_POD_UID=uid-t" /opt/cni/bin/erdma-smcr 2>/dev/null)
+  say "try_again_rc=$? try_again=$out"
+fi
+
+# Every way a program opens a TCP socket (family, SOCK_NONBLOCK/SOCK_CLOEXEC, protocol 0 or
+# IPPROTO_TCP) in an SMC-R pod, and in a pod without SMC-R.
+say "sockloop_a=$(ip netns exec a env $ENV_ON /bin/sock-loop 3)"
+say "sockloop_c=$(ip netns exec c /bin/sock-loop 3)"
+
+# An upgrade of the agent: the new one loads its program over the pinned one (bpf load), while a
+# program in an SMC-R pod opens sockets in a loop. The program's id changes, the pods stay listed,
+# and no socket of the loop is left TCP: the new link is attached before the old one goes.
+if [ "$mech" = bpf ]; then
+  say "upgrade_before=$(erdma-smcr bpf status 2>&1 | tr -d '\n')"
+  rm -f /run/loop-stop
+  ip netns exec a /bin/sock-loop 100000000 /run/loop-stop > /run/loop-a.out 2>&1 &
+  lpid=$!
+  sleep 1
+  for i in 1 2 3; do erdma-smcr bpf load || fail "bpf load (upgrade $i)"; done
+  sleep 1
+  touch /run/loop-stop
+  wait $lpid
+  say "upgrade_after=$(erdma-smcr bpf status 2>&1 | tr -d '\n')"
+  say "upgrade_loop=$(cat /run/loop-a.out)"
+fi
 
 # Connections a pod's netns holds: SMC sockets past LISTEN plus plain TCP beyond them.
 conns() {
@@ -38,10 +78,11 @@ conns() {
   echo $((n + ${p:-0}))
 }
 # Under TCG, and more so on a loaded CI machine, a connection can take seconds to be set up: wait
-# (up to 6 s, within the run) until both ends hold the number expected, rather than sleeping a fixed time.
-settle() { # client server count
+# (up to 6 s by default, within the run) until both ends hold the number expected, rather than
+# sleeping a fixed time. A runtime's client can take seconds more just to start (CPython's imports).
+settle() { # client server count [tries of 0.2 s]
   i=0
-  while [ $i -lt 30 ]; do
+  while [ $i -lt "${4:-30}" ]; do
     [ "$(conns "$1")" -ge "$3" ] && [ "$(conns "$2")" -ge "$3" ] && return 0
     sleep 0.2
     i=$((i + 1))
@@ -76,6 +117,70 @@ iperf() { # client server port env
 
 iperf a b 5201 "$ENV_ON"
 iperf c d 5202 ""
+
+# A server listening on PORT in netns NS (its socket in /proc/net/tcp or tcp6, state LISTEN): a
+# runtime can take seconds to start under TCG.
+listening() { # ns port
+  hex=$(printf ':%04X ' "$2")
+  i=0
+  while [ $i -lt 100 ]; do
+    ip netns exec "$1" cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep "$hex" | grep -q ' 0A ' && return 0
+    sleep 0.2
+    i=$((i + 1))
+  done
+  say "settle=listen-$1-$2"
+}
+
+stats() { erdma-smcr smc stats --netns "/run/netns/$1" 2>&1 | tr -d '\n'; }
+
+# One runtime between a client and a server pod: SERVER and CLIENT are shell commands, run with
+# ENV in the pods' netns ($dst is the server pod's address). What both pods hold while the client
+# runs, SMC's counters in each netns before and after, the client's output and exit code, and the
+# RDMA packets the client's device sent.
+runtime() { # label client server port conns env server-command client-command
+  eval "dst=\$IP_$3"
+  export dst
+  ip netns exec "$3" env $6 sh -c "exec $7" > "/run/$1-server.out" 2>&1 &
+  spid=$!
+  listening "$3" "$4"
+  say "${1}_stats_before_$2=$(stats "$2")"
+  say "${1}_stats_before_$3=$(stats "$3")"
+  before=$(sent "$2")
+  ip netns exec "$2" env $6 sh -c "exec $8" > "/run/$1-client.out" 2>&1 &
+  cpid=$!
+  settle "$2" "$3" "$5" 100
+  observe "$1" "$2" "$3"
+  wait $cpid
+  crc=$?
+  after=$(sent "$2")
+  say "${1}_stats_after_$2=$(stats "$2")"
+  say "${1}_stats_after_$3=$(stats "$3")"
+  kill $spid 2>/dev/null
+  wait $spid 2>/dev/null
+  say "runtime=$1 rc=$crc client=\"$(tail -n 3 "/run/$1-client.out" | tr -d '"' | tr '\n' ' ')\" rdma_sent_pkts=$((after - before))"
+}
+
+mkdir -p /srv && dd if=/dev/zero of=/srv/blob bs=65536 count=64 2>/dev/null
+# The pair without SMC-R gets TCP buffers of SMC's size (64 KiB): otherwise the kernel's buffers take
+# a 4 MiB response whole, CPython's HTTP/1.0 server closes at once, and no connection is left
+# established to list while the client reads.
+for ns in c d; do
+  ip netns exec $ns sh -c 'echo "4096 65536 65536" > /proc/sys/net/ipv4/tcp_rmem; echo "4096 65536 65536" > /proc/sys/net/ipv4/tcp_wmem'
+done
+B=4194304
+for p in "a b 8000 $ENV_ON" "c d 8100"; do
+  set -- $p
+  cl=$1 sv=$2 base=$3 envs=$4
+  runtime "go_$cl" "$cl" "$sv" $((base + 1)) 1 "$envs" "/runtimes/go-http serve $((base + 1))" \
+    "/runtimes/go-http get http://\$dst:$((base + 1))/bytes/$B"
+  runtime "python_$cl" "$cl" "$sv" $((base + 2)) 1 "$envs" "python3 -m http.server $((base + 2)) --directory /srv" \
+    "python3 /runtimes/get.py http://\$dst:$((base + 2))/blob"
+  runtime "node_$cl" "$cl" "$sv" $((base + 3)) 1 "$envs" "node /runtimes/http.mjs serve $((base + 3))" \
+    "node /runtimes/http.mjs get http://\$dst:$((base + 3))/bytes/$B"
+  runtime "redis_$cl" "$cl" "$sv" $((base + 4)) 4 "$envs" \
+    "redis-server --port $((base + 4)) --save '' --appendonly no --protected-mode no" \
+    "redis-benchmark -h \$dst -p $((base + 4)) -c 4 -n ${REDIS_N:-20000} -t set,get -q"
+done
 
 # A statically linked program in an SMC-R pod: busybox's nc ignores LD_PRELOAD (there is no dynamic
 # loader to read it), so under the preload mechanism its connection stays on TCP and the summary

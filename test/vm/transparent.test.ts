@@ -1,12 +1,19 @@
-// "No change to the application", shown with programs we did not write: Debian's iperf3
-// (dynamically linked) and busybox's nc (static), unmodified, in pods set up by our CNI chain, open
-// ordinary TCP sockets; nothing in them knows SMC. test/smcr-vm/transparent.sh runs in the VM.
-// - trixie's 6.12 kernel: the mechanism found is the IPPROTO_SMC BPF program (loaded and pinned as
-//   the agent does, switched on for the annotated pods' netns by our plugin at ADD, off at DEL).
+// "No change to the application", shown with programs we did not write, from Debian's packages and
+// unmodified, in pods set up by our CNI chain: iperf3, busybox's nc (static), CPython's http.server
+// and a urllib client, redis-server with redis-benchmark, Node.js (node:http), and a Go program built
+// static with the standard library only (ours: test/smcr-vm/runtimes/http.go). They open their
+// sockets as their runtimes do: Go always with SOCK_NONBLOCK|SOCK_CLOEXEC, CPython and libuv with
+// SOCK_CLOEXEC, hiredis with IPPROTO_TCP. test/smcr-vm/transparent.sh runs in the VM.
+// - trixie's 6.12 kernel: the mechanism found is the IPPROTO_SMC BPF program, loaded and pinned by
+//   our plugin at the first annotated pod's ADD (the VM has just booted: bpffs is empty, as on a node
+//   after a reboot), then replaced by the agent's load (an upgrade) while a program opens sockets.
 // - bookworm's 6.1 kernel: AF_SMC only, so the preload library, given to the annotated pods as the
-//   webhook does (LD_PRELOAD); the static nc stays on TCP and the summary counts it as plain TCP.
-// Both: iperf3 runs SMC-R on both ends with the Soft-RoCE counters moving; the unannotated pair
-// stays on TCP (the negative control).
+//   webhook does (LD_PRELOAD); static programs (busybox's nc, the Go program) stay on TCP, and the
+//   summary counts them as plain TCP.
+// Every case: both ends listed in mode SMCR on the pod's RDMA device while the client runs, SMC's
+// own counters in each netns counting the connections with no fallback, the RDMA packets moving;
+// and the same programs between two pods without the annotation staying on TCP (the negative
+// control).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { requires, root } from '../helpers/requires.js';
 import { bootVm, type VmRun } from '../helpers/vm.js';
@@ -24,6 +31,89 @@ interface Summary {
   summary: { sockets: number; byMode: { SMCR: number; TCP: number }; plainTcp: number };
 }
 
+interface SockLoop {
+  sockets: number;
+  smc: number;
+  tcp: number;
+  failed: number;
+  combos: { family: string; flags: string; protocol: number; smc: number; tcp: number }[];
+}
+interface BpfStatus {
+  progId?: number;
+  tag?: string;
+  loaded: boolean;
+  netns: { cookie: number; switched: number }[];
+}
+interface Stats {
+  stats: { counters: Record<'smcr', Record<string, number>> };
+  fallbacks: { reasons: { count: number }[] };
+}
+
+/** The programs of each runtime (test/smcr-vm/transparent.sh `runtime`): connections the client holds. */
+const RUNTIMES = [
+  {
+    key: 'go',
+    name: 'a static Go program (net/http)',
+    static: true,
+    conns: 1,
+    output: /got 4194304 bytes/,
+  },
+  {
+    key: 'python',
+    name: "CPython's http.server and urllib",
+    static: false,
+    conns: 1,
+    output: /got 4194304 bytes/,
+  },
+  {
+    key: 'node',
+    name: 'Node.js (node:http)',
+    static: false,
+    conns: 1,
+    output: /got 4194304 bytes/,
+  },
+  {
+    key: 'redis',
+    name: 'redis-server under redis-benchmark',
+    static: false,
+    conns: 4,
+    output: /GET: rps=/,
+  },
+] as const;
+
+/** What SMC's counters in POD's netns moved during the case LABEL. */
+function statsDelta(
+  vm: VmRun,
+  label: string,
+  pod: string,
+): { successes: number; fallbacks: number; bytes: number } {
+  const at = (when: string): Stats => vm.json(`${label}_stats_${when}_${pod}`) as Stats;
+  const sum = (s: Stats, keys: string[]): number =>
+    keys.reduce((n, k) => n + (s.stats.counters.smcr[k] ?? 0), 0);
+  const ok = ['clientSuccessV1', 'clientSuccessV2', 'serverSuccessV1', 'serverSuccessV2'];
+  const fb = (s: Stats): number => s.fallbacks.reasons.reduce((n, r) => n + r.count, 0);
+  const [b, a] = [at('before'), at('after')];
+  return {
+    successes: sum(a, ok) - sum(b, ok),
+    fallbacks: fb(a) - fb(b),
+    bytes: sum(a, ['txBytes', 'rxBytes']) - sum(b, ['txBytes', 'rxBytes']),
+  };
+}
+
+/** The case's connections were plain TCP at both ends: no SMC socket, SMC's counters still. */
+function expectTcp(vm: VmRun, label: string, client: string, server: string, conns: number): void {
+  for (const pod of [client, server]) {
+    const socks = (vm.json(`${label}_sockets_${pod}`) as Socket[]).filter(
+      (x) => x.state !== 'LISTEN',
+    );
+    expect(socks, `${label} in ${pod}`).toEqual([]);
+    const sum = (vm.json(`${label}_summary_${pod}`) as Summary).summary;
+    expect(sum.sockets).toBe(0);
+    expect(sum.plainTcp, `${label} in ${pod}`).toBeGreaterThanOrEqual(conns);
+    expect(statsDelta(vm, label, pod).successes).toBe(0);
+  }
+}
+
 const KERNELS = [
   { kernel: 'trixie', release: /^6\.12\./, mechanism: 'bpf' },
   { kernel: 'bookworm', release: /^6\.1\./, mechanism: 'preload' },
@@ -35,7 +125,8 @@ describe.skipIf(skip).each(KERNELS)(
     let vm: VmRun;
 
     beforeAll(async () => {
-      vm = await bootVm({ kernel, append: 'smcr_scenario=transparent' });
+      // The runtimes' cases take about two minutes under TCG.
+      vm = await bootVm({ kernel, append: 'smcr_scenario=transparent', watchdogSec: 420 });
       console.log(`transparent SMC-R on ${kernel}: VM run ${vm.summary}`);
     }, 40 * 60_000);
 
@@ -77,9 +168,9 @@ describe.skipIf(skip).each(KERNELS)(
       expect(state).toMatchObject({ outcome: 'applied', missing: [], mechanism });
       const bpf = vm.json('bpf_status') as { loaded: boolean; netns: { cookie: number }[] };
       if (mechanism === 'bpf') {
-        // The two annotated pods' netns, and only them, are switched on.
+        // The three annotated pods' netns (a, b, n), and only them, are switched on.
         expect(bpf.loaded).toBe(true);
-        expect(bpf.netns).toHaveLength(2);
+        expect(bpf.netns).toHaveLength(3);
         expect(bpf.netns.map((n) => String(n.cookie))).toContain(
           (state.bpf as { cookie: string }).cookie,
         );
@@ -87,6 +178,115 @@ describe.skipIf(skip).each(KERNELS)(
         expect(bpf).toEqual({ loaded: false, netns: [] });
       }
     });
+
+    it('every way a program opens a TCP socket becomes SMC in an SMC-R pod, and none in a pod without', () => {
+      // Both families, every SOCK_NONBLOCK/SOCK_CLOEXEC combination, protocol 0 and IPPROTO_TCP.
+      const on = vm.json('sockloop_a') as SockLoop;
+      expect(on.combos).toHaveLength(16);
+      expect(on).toMatchObject({ failed: 0, tcp: 0, sockets: 48, smc: 48 });
+      for (const c of on.combos) expect(c, JSON.stringify(c)).toMatchObject({ smc: 3, tcp: 0 });
+      const off = vm.json('sockloop_c') as SockLoop;
+      expect(off).toMatchObject({ failed: 0, smc: 0, tcp: 48 });
+    });
+
+    it(
+      mechanism === 'bpf'
+        ? 'an annotated pod given no preload library gets the IPPROTO_SMC program'
+        : 'an annotated pod given no preload library has no mechanism, and its record says why',
+      () => {
+        const n = vm.json('state_n') as {
+          mechanism: string;
+          mechanismWhy?: string;
+          warnings: string[];
+        };
+        if (mechanism === 'bpf') {
+          expect(n).toMatchObject({ mechanism: 'bpf', outcome: 'applied' });
+          expect(n.mechanismWhy).toBeUndefined();
+        } else {
+          expect(n.mechanism).toBe('none');
+          expect(n.mechanismWhy).toMatch(/no preload library given.*no IPPROTO_SMC sockets/);
+          expect(n.warnings.join()).toMatch(/no SMC mechanism was active at ADD/);
+        }
+      },
+    );
+
+    for (const runtime of RUNTIMES) {
+      const stays = mechanism === 'preload' && runtime.static;
+      it(
+        stays
+          ? `${runtime.name} stays on TCP in an SMC-R pod (static: nothing to preload), counted as plain TCP`
+          : `${runtime.name} runs SMC-R on both ends, over RDMA; without the annotation it stays on TCP`,
+        () => {
+          const key = runtime.key;
+          const r = vm.find((x) => x.runtime === `${key}_a`);
+          expect(r.rc, r.client).toBe('0');
+          expect(r.client).toMatch(runtime.output);
+          if (stays) {
+            expectTcp(vm, `${key}_a`, 'a', 'b', runtime.conns);
+            expect(Number(r.rdma_sent_pkts)).toBe(0);
+          } else {
+            for (const [pod, role] of [
+              ['a', 'client'],
+              ['b', 'server'],
+            ] as const) {
+              const socks = active(`${key}_a_sockets_${pod}`);
+              expect(socks.length, `${key} in ${pod}`).toBeGreaterThanOrEqual(runtime.conns);
+              for (const sk of socks)
+                expect(sk).toMatchObject({ mode: 'SMCR', link: { dev: `rxe_${pod}`, role } });
+              expect((vm.json(`${key}_a_summary_${pod}`) as Summary).summary).toMatchObject({
+                byMode: { TCP: 0 },
+                plainTcp: 0,
+              });
+              // SMC's own counters in the pod's netns: the connections made it, none fell back.
+              const d = statsDelta(vm, `${key}_a`, pod);
+              expect(d.fallbacks, `${key} in ${pod}`).toBe(0);
+              expect(d.successes).toBeGreaterThanOrEqual(runtime.conns);
+              expect(d.bytes).toBeGreaterThan(0);
+            }
+            expect(Number(r.rdma_sent_pkts)).toBeGreaterThan(50);
+          }
+          // The negative control: the same programs between pods without the annotation.
+          const c = vm.find((x) => x.runtime === `${key}_c`);
+          expect(c.rc, c.client).toBe('0');
+          expect(c.client).toMatch(runtime.output);
+          expectTcp(vm, `${key}_c`, 'c', 'd', runtime.conns);
+          expect(Number(c.rdma_sent_pkts)).toBe(0);
+        },
+      );
+    }
+
+    if (mechanism === 'bpf') {
+      it("after a reboot (bpffs empty, no agent yet), the first SMC-R pod's ADD loads and pins the program itself", () => {
+        expect(vm.json('bpf_before_add')).toEqual({ loaded: false, netns: [] });
+        expect(vm.json('state_a')).toMatchObject({ mechanism: 'bpf', outcome: 'applied' });
+        const pinned = vm.json('upgrade_before') as BpfStatus;
+        expect(pinned).toMatchObject({ loaded: true, progId: expect.any(Number) });
+      });
+
+      it('where the program cannot be pinned, ADD fails with "try again later" (11) instead of a pod on TCP', () => {
+        const r = vm.find((x) => 'try_again_rc' in x);
+        expect(r.try_again_rc).toBe('1');
+        expect(vm.json('try_again')).toMatchObject({
+          code: 11,
+          msg: expect.stringMatching(/could not be loaded .*is bpffs mounted.*try again later/),
+        });
+      });
+
+      it('an upgrade replaces the program, keeps every pod switched on, and leaves no socket on TCP meanwhile', () => {
+        const before = vm.json('upgrade_before') as BpfStatus;
+        const after = vm.json('upgrade_after') as BpfStatus;
+        expect(after.loaded).toBe(true);
+        expect(after.progId).not.toBe(before.progId);
+        expect(after.tag).toMatch(/^[0-9a-f]{16}$/);
+        const cookies = (s: BpfStatus): string[] => s.netns.map((n) => String(n.cookie)).sort();
+        expect(cookies(after)).toEqual(cookies(before));
+        // A program opening sockets in a loop all through three loads: every one was SMC.
+        const loop = vm.json('upgrade_loop') as SockLoop;
+        expect(loop).toMatchObject({ tcp: 0, failed: 0 });
+        expect(loop.sockets).toBeGreaterThan(1000);
+        expect(loop.smc).toBe(loop.sockets);
+      });
+    }
 
     it('iperf3 runs SMC-R on both ends, over RDMA', () => {
       const r = vm.find((x) => x.iperf === 'a-b');
@@ -159,7 +359,7 @@ describe.skipIf(skip).each(KERNELS)(
         expect(drift.check_b_out).toMatch(/code:101.*no longer switches this netns/);
         const state = vm.json('state_a') as { bpf: { cookie: string } };
         const after = vm.json('bpf_status_after_del') as { netns: { cookie: number }[] };
-        expect(after.netns).toHaveLength(1);
+        expect(after.netns).toHaveLength(2);
         expect(after.netns.map((n) => String(n.cookie))).not.toContain(state.bpf.cookie);
         // Unloaded: no pins, and the plugin's switch says the program is not there.
         const unload = vm.find((x) => 'bpf_after_unload' in x);

@@ -2,7 +2,7 @@
 // binary's `mechanisms`: the tcp2smc knob, an IPPROTO_SMC socket, loading and attaching the BPF
 // program, an AF_SMC socket), not by the OS's name. Where the BPF program is the way, it is kept
 // loaded and pinned in the host's bpffs for our CNI plugin to switch on per pod netns; a new agent
-// reloads it over the old pins, keeping the pods' entries (docs/support-matrix.md).
+// loads its own program over the old pins, keeping the pods' entries (docs/support-matrix.md).
 import type { Logger } from 'pino';
 import { NativeError, type NativeBinary } from '../../native/binary.js';
 import type { MechanismProbe } from '../../native/contract.js';
@@ -26,6 +26,8 @@ const why = (err: unknown): string =>
 
 export class Mechanisms {
   private last: MechanismProbe | undefined;
+  /** This process's program is the one pinned. */
+  private replaced = false;
 
   constructor(private readonly o: MechanismOptions) {}
 
@@ -53,13 +55,27 @@ export class Mechanisms {
     return p;
   }
 
-  /** Loads and pins the program when it is not; a failure turns the BPF path off, saying why. */
+  /**
+   * The first call of this process loads the program over whatever is pinned: an upgraded agent
+   * brings a new program, and the binary swaps the link in one rename, keeping the map and so every
+   * pod's switch (`bpf load`). Later calls load only when the pins are gone. A failure turns the BPF
+   * path off, saying why.
+   */
   private async ensurePinned(p: MechanismProbe): Promise<MechanismProbe> {
     try {
-      const status = await this.o.binary.bpfStatus(this.o.bpfDir);
-      if (status.loaded) return p;
+      if (this.replaced) {
+        const status = await this.o.binary.bpfStatus(this.o.bpfDir);
+        if (status.loaded) return p;
+      }
       await this.o.binary.bpfLoad(this.o.bpfDir);
-      this.o.logger.info({ dir: this.o.bpfDir }, 'IPPROTO_SMC program loaded and pinned');
+      const now = await this.o.binary.bpfStatus(this.o.bpfDir);
+      this.o.logger.info(
+        { dir: this.o.bpfDir, progId: now.progId, tag: now.tag, netns: now.netns.length },
+        this.replaced
+          ? 'IPPROTO_SMC program pinned again'
+          : 'IPPROTO_SMC program of this agent pinned',
+      );
+      this.replaced = true;
       return p;
     } catch (err) {
       const off: MechanismProbe = {

@@ -216,7 +216,22 @@ function recordVerdict(r: PluginRecord): PodOutcome {
       message: `SMC-R enabled in the pod network namespace (pnet ${r.pnet?.id || 'none'})`,
     };
   }
+  if (r.mechanism === 'none') {
+    // The plugin found no way to make the pod's sockets SMC (#69): say what it found, not an OS.
+    return {
+      kind: 'tcp',
+      type: 'Warning',
+      reason: 'SMCRUnavailable',
+      message:
+        'SMC-R was not enabled, the pod uses TCP: no SMC mechanism was active on its node when its network was set up' +
+        `${r.mechanismWhy ? ` (${r.mechanismWhy})` : ''}. ` +
+        'Fix: see what the node can do (kubectl get node -L smcr.erdma.io/capable,smcr.erdma.io/reason; ' +
+        '`erdma-smcr mechanisms` on the node): SMC needs the smc module and net.smc.tcp2smc (Alibaba Cloud Linux 3), ' +
+        'IPPROTO_SMC (kernel 6.11+), or the preload library for dynamically linked programs. Then delete the pod so it is recreated.',
+    };
+  }
   if (r.missing.includes('net.smc.tcp2smc')) {
+    // A record of a plugin from before the mechanisms: tcp2smc was the only way.
     return {
       kind: 'tcp',
       type: 'Warning',

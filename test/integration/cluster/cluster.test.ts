@@ -293,7 +293,7 @@ describe.skipIf(why !== '')(
           return ev.find((e) => e.reason === 'SMCRUnavailable') ? ev : undefined;
         });
         expect(events.find((e) => e.reason === 'SMCRUnavailable')?.message).toMatch(
-          /the pod uses TCP: the node kernel has no net\.smc\.tcp2smc/,
+          /the pod uses TCP: no SMC mechanism was active on its node when its network was set up \(no net\.smc\.tcp2smc/,
         );
       }
       expect(

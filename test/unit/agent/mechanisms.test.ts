@@ -43,18 +43,28 @@ function binary(o: { probe: MechanismProbe; loadFails?: string }) {
 const logger = pino({ level: 'silent' });
 
 describe('the mechanism finder', () => {
-  it('pins the program where it is the way, probes once, and puts the pins back when gone', async () => {
+  it('pins its own program where it is the way, probes once, and puts the pins back when gone', async () => {
     const b = binary({ probe: trixie });
     const m = new Mechanisms({ binary: b.binary, procRoot: '/proc', bpfDir: '/host/bpf', logger });
     expect((await m.find())?.mechanism).toBe('bpf');
-    expect(b.calls).toEqual(['mechanisms /proc', 'status /host/bpf', 'load /host/bpf']);
+    expect(b.calls).toEqual(['mechanisms /proc', 'load /host/bpf', 'status /host/bpf']);
     b.calls.length = 0;
     await m.find();
     expect(b.calls).toEqual(['status /host/bpf']);
     b.unpin();
     b.calls.length = 0;
     await m.find();
-    expect(b.calls).toEqual(['status /host/bpf', 'load /host/bpf']);
+    expect(b.calls).toEqual(['status /host/bpf', 'load /host/bpf', 'status /host/bpf']);
+  });
+
+  it('a new agent loads its program over one an older agent pinned (the upgrade)', async () => {
+    const b = binary({ probe: trixie });
+    await b.binary.bpfLoad('/host/bpf'); // the old agent's
+    b.calls.length = 0;
+    const m = new Mechanisms({ binary: b.binary, procRoot: '/proc', bpfDir: '/host/bpf', logger });
+    expect((await m.find())?.mechanism).toBe('bpf');
+    // Loaded although a program was pinned: the binary swaps the link, keeping the map.
+    expect(b.calls).toEqual(['mechanisms /proc', 'load /host/bpf', 'status /host/bpf']);
   });
 
   it('a program that cannot be pinned turns the BPF path off, with why, and preload takes over', async () => {

@@ -150,6 +150,23 @@ describe('pod verdicts', () => {
     expect(
       judge(pod(on), rec({ outcome: 'partial', missing: ['net.smc.tcp2smc', 'SMC_PNETID'] }), 0, 0),
     ).toMatchObject({ kind: 'tcp', reason: 'SMCRUnavailable' });
+    // No mechanism at ADD: the plugin's why, and no advice to change the OS.
+    const none = judge(
+      pod(on),
+      rec({
+        outcome: 'partial',
+        missing: ['net.smc.tcp2smc'],
+        mechanism: 'none',
+        mechanismWhy: 'no IPPROTO_SMC sockets on this kernel (no AF_SMC)',
+      }),
+      0,
+      0,
+    );
+    expect(none).toMatchObject({ kind: 'tcp', reason: 'SMCRUnavailable' });
+    expect(none?.message).toMatch(
+      /no SMC mechanism was active on its node.*\(no IPPROTO_SMC sockets/,
+    );
+    expect(none?.message).not.toMatch(/run the pod on Alibaba Cloud Linux/);
     expect(
       judge(pod(on), rec({ outcome: 'partial', missing: ['SMC_PNETID'] }), 0, 0)?.message,
     ).toMatch(/fall back to TCP/);
