@@ -15,6 +15,12 @@ export interface HostFacts {
   /** /proc/sys/net/smc/tcp2smc exists (Alibaba's smc module is loaded). */
   readonly smcModule: boolean;
   /**
+   * Whether the running kernel has SMC at all, from its module lists under the host's
+   * /lib/modules/<release>: `absent` when they list no smc (a kernel built without CONFIG_SMC,
+   * such as Debian's 7.2), `unknown` when they cannot be read. Absent from older facts.
+   */
+  readonly smcBuilt?: 'module' | 'builtin' | 'absent' | 'unknown';
+  /**
    * What `erdma-smcr mechanisms` found (and, for bpf, that the agent pinned the program); without
    * it only the tcp2smc path is considered, as before the probe existed.
    */
@@ -45,11 +51,30 @@ function read(path: string): string {
 export function hostFacts(procRoot: string, hostRoot: string): HostFacts {
   const osRelease = read(join(hostRoot, 'etc', 'os-release'));
   const pretty = /^PRETTY_NAME=("?)(.*)\1$/m.exec(osRelease)?.[2] ?? '';
+  const kernelRelease = read(join(procRoot, 'sys', 'kernel', 'osrelease')).trim();
   return {
-    kernelRelease: read(join(procRoot, 'sys', 'kernel', 'osrelease')).trim(),
+    kernelRelease,
     osImage: pretty,
     smcModule: existsSync(join(procRoot, 'sys', 'net', 'smc', 'tcp2smc')),
+    smcBuilt: smcBuilt(hostRoot, kernelRelease),
   };
+}
+
+/**
+ * Whether the kernel `release` has SMC, as depmod lists its modules (modules.dep) and what is built
+ * in (modules.builtin) under the host's /lib/modules/<release>; or a loaded smc (/sys/module/smc,
+ * e.g. where the lists are not installed).
+ */
+export function smcBuilt(hostRoot: string, release: string): NonNullable<HostFacts['smcBuilt']> {
+  if (existsSync(join(hostRoot, 'sys', 'module', 'smc'))) return 'module';
+  if (release === '') return 'unknown';
+  const dir = join(hostRoot, 'lib', 'modules', release);
+  const dep = read(join(dir, 'modules.dep'));
+  const builtin = read(join(dir, 'modules.builtin'));
+  if (dep === '' && builtin === '') return 'unknown';
+  if (/(^|\/)net\/smc\/smc\.ko(\.[a-z]+)?:/m.test(dep)) return 'module';
+  if (/(^|\/)net\/smc\/smc\.ko$/m.test(builtin)) return 'builtin';
+  return 'absent';
 }
 
 /**
@@ -108,6 +133,11 @@ function chooseMechanism(host: HostFacts): Mechanism | { reason: string; detail:
   if (k.ok && host.smcModule) return 'tcp2smc';
   if (m?.ipprotoSmc.ok && m.bpf.ok) return 'bpf';
   if (m?.afSmc.ok) return 'preload';
+  if (host.smcBuilt === 'absent')
+    return {
+      reason: 'kernel-without-smc',
+      detail: `kernel ${host.kernelRelease} has no smc module (built without CONFIG_SMC, as Debian's 7.2 kernels are): no way to run SMC-R on it; run the node on a kernel that ships SMC (docs/support-matrix.md)`,
+    };
   if (k.ok)
     return {
       reason: 'no-smc-module',

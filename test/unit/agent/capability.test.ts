@@ -8,6 +8,7 @@ import {
   capabilityLabels,
   hostFacts,
   isLabelValue,
+  smcBuilt,
   type HostFacts,
 } from '../../../src/agent/node/capability.js';
 import { discover } from '../../../src/agent/node/discovery.js';
@@ -35,12 +36,57 @@ describe('node capability', () => {
       join(dir, 'host', 'etc', 'os-release'),
       'NAME="Alibaba Cloud Linux"\nPRETTY_NAME="Alibaba Cloud Linux 3.2104 U11 (OpenAnolis Edition)"\n',
     );
-    expect(hostFacts(join(dir, 'proc'), join(dir, 'host'))).toEqual(good);
+    expect(hostFacts(join(dir, 'proc'), join(dir, 'host'))).toEqual({
+      ...good,
+      smcBuilt: 'unknown',
+    });
     expect(hostFacts(join(dir, 'nothing'), join(dir, 'nothing'))).toEqual({
       kernelRelease: '',
       osImage: '',
       smcModule: false,
+      smcBuilt: 'unknown',
     });
+  });
+
+  // The module lists as Debian's packages install them: trixie's 6.12 ships smc as a module;
+  // sid's 7.2 lists none (built without CONFIG_SMC).
+  it.each([
+    [
+      '6.12.117+deb13-amd64',
+      'kernel/net/smc/smc.ko.xz: kernel/drivers/infiniband/core/ib_core.ko.xz\n',
+      '',
+      'module',
+    ],
+    ['6.12.0-custom', 'kernel/net/ipv4/tcp_bbr.ko:\n', 'kernel/net/smc/smc.ko\n', 'builtin'],
+    [
+      '7.2.0-1-amd64',
+      'kernel/net/ipv4/tcp_bbr.ko.xz:\nkernel/net/rds/rds.ko.xz:\n',
+      'kernel/net/ipv4/tcp_cubic.ko\n',
+      'absent',
+    ],
+  ])('reads from the module lists whether kernel %s has SMC', (release, dep, builtin, want) => {
+    const root = join(dir, `mods-${release}`);
+    mkdirSync(join(root, 'lib', 'modules', release), { recursive: true });
+    writeFileSync(join(root, 'lib', 'modules', release, 'modules.dep'), dep);
+    writeFileSync(join(root, 'lib', 'modules', release, 'modules.builtin'), builtin);
+    expect(smcBuilt(root, release)).toBe(want);
+    expect(smcBuilt(root, 'another-release')).toBe('unknown');
+  });
+
+  it('refuses a node whose kernel has no smc at all, saying so, whatever else it runs', () => {
+    const c = capability(
+      {
+        kernelRelease: '7.2.0-1-amd64',
+        osImage: 'Debian GNU/Linux forky/sid',
+        smcModule: false,
+        smcBuilt: 'absent',
+        mechanisms: probe({}),
+      },
+      devices,
+    );
+    expect(c).toMatchObject({ capable: false, reason: 'kernel-without-smc' });
+    expect(c.detail).toMatch(/7\.2\.0-1-amd64 has no smc module \(built without CONFIG_SMC/);
+    expect(isLabelValue(c.reason)).toBe(true);
   });
 
   it('is capable with the right kernel, the smc module and a healthy default-mode device', () => {
