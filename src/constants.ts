@@ -37,12 +37,22 @@ export const NODE_LABELS = {
  */
 export const MECHANISM_ANNOTATION = `${OWN_PREFIX}mechanism`;
 
-/** The preload library: its file name, and where the webhook mounts the agent's host copy. */
+/**
+ * The preload library: its file name; the emptyDir the webhook gives a pod and where its containers
+ * mount it; the init container of ours that copies the library there from our image (#69: no
+ * hostPath, so Pod Security baseline and restricted admit the pod).
+ */
 export const PRELOAD = {
   library: 'libsmc-preload.so',
   volume: 'erdma-smcr-preload',
   mountPath: '/run/erdma-smcr-preload',
+  initContainer: 'erdma-smcr-preload',
+  /** Our native binary in the image; the library lies beside it. */
+  installer: '/app/native/build/erdma-smcr',
 } as const;
+
+/** Our image as the manifests name it (manifests/base/kustomization.yaml; a test keeps them equal). */
+export const IMAGE = 'ghcr.io/erdma-smcr/erdma-smcr:0.1.0';
 
 /**
  * Namespaces the webhook configurations leave out (namespaceSelector, manifests/base): the API

@@ -4,11 +4,15 @@
 #include "tools.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <linux/smc.h>
 #include "net.h"
 #include "netns.h"
@@ -37,8 +41,9 @@ static int usage(void)
 	      "                           --metric-subnet N --metric-default N [--mtu N] [--netns PATH]\n"
 	      "  erdma-smcr sysctls                 the sysctls the plugin may set, with their ranges (JSON)\n"
 	      "  erdma-smcr mechanisms [--proc DIR] which transparent SMC mechanisms work on this node (JSON)\n"
-	      "  erdma-smcr bpf load|unload|status [--dir DIR]      the IPPROTO_SMC program's pins\n"
-	      "  erdma-smcr bpf enable|disable --netns PATH [--dir DIR]\n",
+	      "  erdma-smcr bpf load|ensure|unload|status [--dir DIR] the IPPROTO_SMC program's pins\n"
+	      "  erdma-smcr bpf enable|disable --netns PATH [--dir DIR]\n"
+	      "  erdma-smcr preload-install DIR   copies libsmc-preload.so from beside this binary into DIR\n",
 	      stderr);
 	return 2;
 }
@@ -407,8 +412,73 @@ static int sysctls_cmd(int argc)
 	return 0;
 }
 
+/* Copies `from` to `dir`/libsmc-preload.so through a temporary name, mode 0644. 0 or -errno. */
+static int copy_library(const char *from, const char *dir)
+{
+	char tmp[4096], to[4096], buf[65536];
+	ssize_t n = 0;
+	int in, out, rc = 0;
+	if (snprintf(tmp, sizeof(tmp), "%s/.libsmc-preload.so.tmp", dir) >= (int)sizeof(tmp) ||
+	    snprintf(to, sizeof(to), "%s/libsmc-preload.so", dir) >= (int)sizeof(to))
+		return -ENAMETOOLONG;
+	in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	unlink(tmp);
+	out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (out < 0) {
+		rc = -errno;
+		close(in);
+		return rc;
+	}
+	while (rc == 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			rc = errno ? -errno : -EIO;
+	if (n < 0 && rc == 0)
+		rc = -errno;
+	close(in);
+	if (fchmod(out, 0644) && rc == 0)
+		rc = -errno;
+	if (close(out) && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, to))
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+/*
+ * `preload-install DIR`: what the init container the webhook gives pods of preload nodes runs, from
+ * our image, into an emptyDir the pod's containers mount read-only: the preload library reaches
+ * them with no hostPath (Pod Security baseline and restricted allow emptyDir only).
+ */
+static int preload_install_cmd(int argc, char **argv)
+{
+	char self[4096], from[4200];
+	ssize_t n;
+	int rc;
+	if (argc != 3)
+		return usage();
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0) {
+		fprintf(stderr, "erdma-smcr: preload-install: cannot find this binary: %s\n", strerror(errno));
+		return 1;
+	}
+	self[n] = 0;
+	snprintf(from, sizeof(from), "%s/libsmc-preload.so", dirname(self));
+	rc = copy_library(from, argv[2]);
+	if (rc) {
+		fprintf(stderr, "erdma-smcr: preload-install: cannot copy %s into %s: %s\n", from, argv[2], strerror(-rc));
+		return 1;
+	}
+	return 0;
+}
+
 int tools_main(int argc, char **argv)
 {
+	if (!strcmp(argv[1], "preload-install"))
+		return preload_install_cmd(argc, argv);
 	if (!strcmp(argv[1], "pnet") || !strcmp(argv[1], "ueid"))
 		return table_cmd(argc, argv);
 	if (!strcmp(argv[1], "net"))

@@ -1,7 +1,7 @@
 // The one schema for all configuration (defaults, file, env, flags meet here), validated by zod.
 import '../util/zod.js';
 import * as z from 'zod/mini';
-import { ERDMA_RESOURCE } from '../constants.js';
+import { ERDMA_RESOURCE, IMAGE } from '../constants.js';
 
 const port = z.number().check(z.int(), z.gte(0), z.lte(65535));
 
@@ -34,10 +34,11 @@ export const policySchema = z.strictObject({
   /** The shared HCA resource that needs hostNetwork unless the cluster enables RDMA for other pods. */
   hcaResource: z._default(z.string().check(z.minLength(1)), 'rdma/hca'),
   /**
-   * The host directory the agent installs the preload library in (agent.preloadDir): pods bound
-   * to nodes with AF_SMC only get it mounted and added to LD_PRELOAD.
+   * The image of the init container that pods bound to nodes with AF_SMC only get: it copies the
+   * preload library into an emptyDir their containers mount read-only and name in LD_PRELOAD.
+   * Our own image, as the manifests name it; set it where the image is mirrored.
    */
-  preloadDir: z._default(z.string().check(z.minLength(1)), '/opt/erdma-smcr/lib'),
+  preloadImage: z._default(z.string().check(z.minLength(1)), IMAGE),
 });
 
 export const webhookSchema = z

@@ -157,7 +157,7 @@ function mutatePod(
   if (ctx.config.injectNodeAffinity)
     injectNodeAffinity(clone, plan === 'none' ? undefined : mechanismExpression(plan));
   if (plan === 'inject') {
-    const skipped = injectPreload(clone, ctx.config.preloadDir);
+    const skipped = injectPreload(clone, ctx.config.preloadImage);
     warnings.push(
       'the nodes this pod may run on have AF_SMC but no in-kernel TCP-to-SMC switch: its programs get SMC-R ' +
         'through the preload library (LD_PRELOAD), and statically linked ones (Go, busybox) stay on TCP',

@@ -55,42 +55,75 @@ function withLibrary(env: unknown[]): unknown[] | undefined {
 }
 
 /**
- * Gives every container (init containers too) the agent's host copy of the preload library,
- * read-only, and LD_PRELOAD naming it after anything the container already preloads. Returns the
+ * The init container that copies the library from our image into the pod's emptyDir: first, so
+ * that the pod's own init containers find it too. It runs as nobody, with no privilege and nothing
+ * writable but that volume: what Pod Security's restricted profile asks of every container.
+ */
+function installer(image: string): JsonObject {
+  return {
+    name: PRELOAD.initContainer,
+    image,
+    command: [PRELOAD.installer, 'preload-install', PRELOAD.mountPath],
+    resources: {
+      requests: { cpu: '10m', memory: '8Mi' },
+      limits: { cpu: '100m', memory: '16Mi' },
+    },
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: 65532,
+      runAsGroup: 65532,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+    volumeMounts: [{ name: PRELOAD.volume, mountPath: PRELOAD.mountPath }],
+  };
+}
+
+/**
+ * The container with LD_PRELOAD naming the library and the volume mounted read-only; `skipped`
+ * when its LD_PRELOAD comes from valueFrom (then only the mount is added).
+ */
+function preloaded(c: JsonObject): { container: JsonObject; skipped: boolean } {
+  const env = withLibrary(arrayOf(c.env));
+  const mounts = arrayOf(c.volumeMounts);
+  const mounted = mounts.some((m) => isObject(m) && m.name === PRELOAD.volume);
+  const mount = { name: PRELOAD.volume, mountPath: PRELOAD.mountPath, readOnly: true };
+  return {
+    container: {
+      ...c,
+      ...(env ? { env } : {}),
+      ...(mounted ? {} : { volumeMounts: [...mounts, mount] }),
+    },
+    skipped: !env,
+  };
+}
+
+/**
+ * Gives the pod the preload library with no host path: an emptyDir, our init container filling it
+ * from our image, and in every other container (init containers too) the volume read-only and
+ * LD_PRELOAD naming the library after anything the container already preloads. Returns the
  * containers whose LD_PRELOAD comes from valueFrom, which are left as they are.
  */
-export function injectPreload(pod: JsonObject, preloadDir: string): string[] {
+export function injectPreload(pod: JsonObject, image: string): string[] {
   const spec = child(pod, 'spec');
   const skipped: string[] = [];
   const volumes = arrayOf(spec.volumes);
-  if (!volumes.some((v) => isObject(v) && v.name === PRELOAD.volume)) {
-    spec.volumes = [
-      ...volumes,
-      { name: PRELOAD.volume, hostPath: { path: preloadDir, type: 'Directory' } },
-    ];
-  }
+  if (!volumes.some((v) => isObject(v) && v.name === PRELOAD.volume))
+    spec.volumes = [...volumes, { name: PRELOAD.volume, emptyDir: { sizeLimit: '4Mi' } }];
   for (const key of ['initContainers', 'containers']) {
     if (!Array.isArray(spec[key])) continue;
     spec[key] = (spec[key] as unknown[]).map((c) => {
-      if (!isObject(c)) return c;
-      const env = withLibrary(arrayOf(c.env));
-      if (!env) skipped.push(String(c.name));
-      const mounts = arrayOf(c.volumeMounts);
-      const mounted = mounts.some((m) => isObject(m) && m.name === PRELOAD.volume);
-      return {
-        ...c,
-        ...(env ? { env } : {}),
-        ...(mounted
-          ? {}
-          : {
-              volumeMounts: [
-                ...mounts,
-                { name: PRELOAD.volume, mountPath: PRELOAD.mountPath, readOnly: true },
-              ],
-            }),
-      };
+      if (!isObject(c) || c.name === PRELOAD.initContainer) return c;
+      const out = preloaded(c);
+      if (out.skipped) skipped.push(String(c.name));
+      return out.container;
     });
   }
+  const inits = arrayOf(spec.initContainers);
+  if (!inits.some((c) => isObject(c) && c.name === PRELOAD.initContainer))
+    spec.initContainers = [installer(image), ...inits];
   child(child(pod, 'metadata'), 'annotations')[MECHANISM_ANNOTATION] = 'preload';
   return skipped;
 }

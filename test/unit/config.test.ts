@@ -1,8 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
+import { IMAGE } from '../../src/constants.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -53,5 +54,16 @@ describe('configuration', () => {
     const file = join(dir, 'list.yaml');
     writeFileSync(file, '- a\n- b\n');
     expect(() => loadConfig({ file })).toThrow(/must hold a mapping/);
+  });
+});
+
+describe('our image', () => {
+  it('is named in the code as the manifests name it, at the package version', () => {
+    const kust = readFileSync('manifests/base/kustomization.yaml', 'utf8');
+    const name = /- name: (\S+)\n\s+newTag: (\S+)/.exec(kust);
+    const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string })
+      .version;
+    expect(IMAGE).toBe(`${name?.[1]}:${name?.[2]}`);
+    expect(name?.[2]).toBe(version);
   });
 });

@@ -329,7 +329,10 @@ describe.skipIf(why !== '')('manifests', () => {
     expect(hostPathOf(join(hostRoot, '/sys/fs/bpf'))).toBe('/sys/fs/bpf');
     expect(a.bpfDir.startsWith('/sys/fs/bpf/')).toBe(true);
     expect(hostPathOf(join(hostRoot, a.preloadDir))).toBe(a.preloadDir);
-    expect(config.policy.preloadDir).toBe(a.preloadDir);
+    // Pods of preload nodes get the library from our image, the one the manifests run.
+    expect(config.policy.preloadImage).toBe(c.image);
+    // The kernel's module lists: whether the node's kernel has SMC at all.
+    expect(hostPathOf(join(hostRoot, '/lib/modules'))).toBe('/lib/modules');
     // The device plugin is its own DaemonSet's: the agent does not serve it, nor mount its dir.
     expect(env.ERDMA_SMCR_AGENT_DEVICE_PLUGIN).toBe('false');
     expect(mounts[join(a.kubeletDir, 'device-plugins')]).toBeUndefined();

@@ -29,6 +29,32 @@ function applied(original: JsonObject, patch: readonly unknown[]): JsonObject {
   ).newDocument;
 }
 
+interface SecurityContext {
+  privileged?: boolean;
+  allowPrivilegeEscalation?: boolean;
+  runAsNonRoot?: boolean;
+  runAsUser?: number;
+  capabilities?: { add?: string[]; drop?: string[] };
+  seccompProfile?: { type: string };
+  windowsOptions?: { hostProcess?: boolean };
+}
+interface PodSpec {
+  hostNetwork?: boolean;
+  hostPID?: boolean;
+  hostIPC?: boolean;
+  securityContext?: SecurityContext;
+  volumes?: ({ name: string } & Record<string, unknown>)[];
+  containers: (Container & {
+    securityContext?: SecurityContext;
+    ports?: { hostPort?: number }[];
+  })[];
+  initContainers?: (Container & {
+    securityContext?: SecurityContext;
+    ports?: { hostPort?: number }[];
+  })[];
+}
+const all = (p: PodSpec): PodSpec['containers'] => [...(p.initContainers ?? []), ...p.containers];
+
 type Container = {
   name: string;
   env?: { name: string; value?: string; valueFrom?: unknown }[];
@@ -73,6 +99,16 @@ describe('the preload plan', () => {
     const out = applied(p, r.patch);
     expect(out).toEqual(r.mutated);
     const s = spec(out);
+    // Our init container comes first and fills the emptyDir from our image; it is not preloaded.
+    const [ours, ...inits] = s.initContainers!;
+    expect(ours).toMatchObject({
+      name: PRELOAD.initContainer,
+      image: config.preloadImage,
+      command: [PRELOAD.installer, 'preload-install', PRELOAD.mountPath],
+      volumeMounts: [{ name: PRELOAD.volume, mountPath: PRELOAD.mountPath }],
+    });
+    expect(ours!.env).toBeUndefined();
+    s.initContainers = inits;
     // The user's own preload stays first; ours is appended, never replacing it.
     expect(s.containers[0]!.env).toEqual([
       { name: 'LD_PRELOAD', value: `/usr/lib/libjemalloc.so:${LIB}` },
@@ -83,9 +119,8 @@ describe('the preload plan', () => {
       expect(c.volumeMounts).toEqual([
         { name: PRELOAD.volume, mountPath: PRELOAD.mountPath, readOnly: true },
       ]);
-    expect(s.volumes).toEqual([
-      { name: PRELOAD.volume, hostPath: { path: config.preloadDir, type: 'Directory' } },
-    ]);
+    // No host path: an emptyDir our init container fills.
+    expect(s.volumes).toEqual([{ name: PRELOAD.volume, emptyDir: { sizeLimit: '4Mi' } }]);
     expect((out.metadata as { annotations: Record<string, string> }).annotations).toMatchObject({
       [MECHANISM_ANNOTATION]: 'preload',
     });
@@ -101,6 +136,175 @@ describe('the preload plan', () => {
   it('is idempotent: the mutated pod reviewed again changes nothing', () => {
     const first = evaluate(pod(), preloadOnly, config).mutated!;
     expect(evaluate(first, preloadOnly, config).patch).toEqual([]);
+    expect(spec(first).initContainers!.map((c) => c.name)).toEqual([PRELOAD.initContainer]);
+  });
+
+  it('uses the configured image for the init container (a mirrored registry)', () => {
+    const mirrored = { ...config, preloadImage: 'registry.example/mirror/erdma-smcr:0.1.0' };
+    const out = evaluate(pod(), preloadOnly, mirrored).mutated!;
+    expect(spec(out).initContainers![0]).toMatchObject({ image: mirrored.preloadImage });
+  });
+
+  // Pod Security Standards, v1.28 and later (kubernetes.io/docs/concepts/security/pod-security-standards/):
+  // the checks of `baseline` and `restricted` that what we add could break. The harness's API server
+  // (1.20) has no Pod Security admission, so the mutated pod is checked against them here.
+  const BASELINE: [string, (p: PodSpec) => string[]][] = [
+    [
+      'HostProcess',
+      (p) =>
+        all(p)
+          .filter((c) => c.securityContext?.windowsOptions?.hostProcess)
+          .map((c) => c.name),
+    ],
+    ['Host Namespaces', (p) => (p.hostNetwork || p.hostPID || p.hostIPC ? ['pod'] : [])],
+    [
+      'Privileged Containers',
+      (p) =>
+        all(p)
+          .filter((c) => c.securityContext?.privileged)
+          .map((c) => c.name),
+    ],
+    [
+      'Capabilities',
+      (p) =>
+        all(p)
+          .filter((c) =>
+            (c.securityContext?.capabilities?.add ?? []).some((x) => !BASELINE_CAPS.includes(x)),
+          )
+          .map((c) => c.name),
+    ],
+    [
+      'HostPath Volumes',
+      (p) => (p.volumes ?? []).filter((v) => 'hostPath' in v).map((v) => v.name),
+    ],
+    [
+      'Host Ports',
+      (p) =>
+        all(p)
+          .filter((c) => (c.ports ?? []).some((x) => x.hostPort))
+          .map((c) => c.name),
+    ],
+    [
+      'Seccomp',
+      (p) =>
+        all(p)
+          .filter((c) => c.securityContext?.seccompProfile?.type === 'Unconfined')
+          .map((c) => c.name),
+    ],
+  ];
+  const BASELINE_CAPS = [
+    'AUDIT_WRITE',
+    'CHOWN',
+    'DAC_OVERRIDE',
+    'FOWNER',
+    'FSETID',
+    'KILL',
+    'MKNOD',
+    'NET_BIND_SERVICE',
+    'SETFCAP',
+    'SETGID',
+    'SETPCAP',
+    'SETUID',
+    'SYS_CHROOT',
+  ];
+  const RESTRICTED_VOLUMES = [
+    'configMap',
+    'csi',
+    'downwardAPI',
+    'emptyDir',
+    'ephemeral',
+    'persistentVolumeClaim',
+    'projected',
+    'secret',
+  ];
+  const RESTRICTED: [string, (p: PodSpec) => string[]][] = [
+    ...BASELINE,
+    [
+      'Volume Types',
+      (p) =>
+        (p.volumes ?? [])
+          .filter((v) => !Object.keys(v).some((k) => RESTRICTED_VOLUMES.includes(k)))
+          .map((v) => v.name),
+    ],
+    [
+      'Privilege Escalation',
+      (p) =>
+        all(p)
+          .filter((c) => c.securityContext?.allowPrivilegeEscalation !== false)
+          .map((c) => c.name),
+    ],
+    [
+      'Running as Non-root',
+      (p) =>
+        all(p)
+          .filter((c) => !(c.securityContext?.runAsNonRoot ?? p.securityContext?.runAsNonRoot))
+          .map((c) => c.name),
+    ],
+    [
+      'Running as Non-root user',
+      (p) =>
+        all(p)
+          .filter((c) => c.securityContext?.runAsUser === 0)
+          .map((c) => c.name),
+    ],
+    [
+      'Seccomp (restricted)',
+      (p) =>
+        all(p)
+          .filter(
+            (c) =>
+              !['RuntimeDefault', 'Localhost'].includes(
+                c.securityContext?.seccompProfile?.type ??
+                  p.securityContext?.seccompProfile?.type ??
+                  '',
+              ),
+          )
+          .map((c) => c.name),
+    ],
+    [
+      'Capabilities (restricted)',
+      (p) =>
+        all(p)
+          .filter(
+            (c) =>
+              !(c.securityContext?.capabilities?.drop ?? []).includes('ALL') ||
+              (c.securityContext?.capabilities?.add ?? []).some((x) => x !== 'NET_BIND_SERVICE'),
+          )
+          .map((c) => c.name),
+    ],
+  ];
+  const violations = (p: JsonObject, profile: [string, (p: PodSpec) => string[]][]): string[] =>
+    profile.flatMap(([name, check]) => check(p.spec as PodSpec).map((who) => `${name}: ${who}`));
+  // A pod written for a namespace that enforces `restricted`.
+  const restricted = pod({
+    spec: {
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: 1000,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+      containers: [
+        {
+          name: 'app',
+          image: 'x',
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+        },
+      ],
+    },
+  });
+
+  it('leaves a pod for preload nodes within Pod Security baseline and restricted', () => {
+    expect(violations(restricted, RESTRICTED)).toEqual([]);
+    const out = evaluate(restricted, preloadOnly, config).mutated!;
+    expect(spec(out).initContainers).toHaveLength(1);
+    expect(violations(out, BASELINE)).toEqual([]);
+    expect(violations(out, RESTRICTED)).toEqual([]);
+    // The checks can fail: what the webhook gave such pods before (#69), a read-only hostPath.
+    const before = structuredClone(out);
+    (before.spec as PodSpec).volumes = [
+      { name: PRELOAD.volume, hostPath: { path: '/opt/erdma-smcr/lib' } },
+    ];
+    expect(violations(before, BASELINE)).toEqual([`HostPath Volumes: ${PRELOAD.volume}`]);
   });
 
   it('leaves an LD_PRELOAD from valueFrom alone, and says so', () => {
