@@ -141,13 +141,17 @@ ln -s /usr/bin/kmod "$root/usr/sbin/modprobe"
 mkdir -p "$root/agent"
 echo '{"type":"module"}' > "$root/agent/package.json"
 # Each is copied flat: driver.js imports ./discovery.js, its neighbour in dist/agent/node too.
-for m in node/driver node/discovery observe/counters; do
+for m in node/driver node/discovery observe/counters observe/programs; do
   src="$repo/dist/agent/$m.js"
   [ -f "$src" ] || { log "$src is missing: run npm run build first"; exit 1; }
   cp "$src" "$root/agent/$(basename "$m").js"
 done
 cp "$here/driver-pass.mjs" "$root/agent/driver-pass.mjs"
 cp "$here/counters.mjs" "$root/agent/counters-read.mjs"
+cp "$here/plain-tcp.mjs" "$root/agent/plain-tcp.mjs"
+# programs.js imports ../../constants.js: from /agent, that is /constants.js.
+cp "$repo/dist/constants.js" "$root/constants.js"
+echo '{"type":"module"}' > "$root/package.json"
 for m in "${modules[@]}"; do cp "$kdir/modules/$m.ko" "$root/lib/modules/"; done
 # smc (and smc_diag) also where modprobe looks, with depmod's index.
 mkdir -p "$root/lib/modules/$abi/extra"

@@ -137,7 +137,7 @@ stats() { erdma-smcr smc stats --netns "/run/netns/$1" 2>&1 | tr -d '\n'; }
 # ENV in the pods' netns ($dst is the server pod's address). What both pods hold while the client
 # runs, SMC's counters in each netns before and after, the client's output and exit code, and the
 # RDMA packets the client's device sent.
-runtime() { # label client server port conns env server-command client-command
+runtime() { # label client server port conns env server-command client-command [programs]
   eval "dst=\$IP_$3"
   export dst
   ip netns exec "$3" env $6 sh -c "exec $7" > "/run/$1-server.out" 2>&1 &
@@ -150,6 +150,10 @@ runtime() { # label client server port conns env server-command client-command
   cpid=$!
   settle "$2" "$3" "$5" 100
   observe "$1" "$2" "$3"
+  # The agent's reading of which programs hold plain TCP connections, and why.
+  if [ -n "$9" ]; then
+    for ns in "$2" "$3"; do say "${1}_programs_$ns=$(node /agent/plain-tcp.mjs "/run/netns/$ns" 2>&1)"; done
+  fi
   wait $cpid
   crc=$?
   after=$(sent "$2")
@@ -172,7 +176,7 @@ for p in "a b 8000 $ENV_ON" "c d 8100"; do
   set -- $p
   cl=$1 sv=$2 base=$3 envs=$4
   runtime "go_$cl" "$cl" "$sv" $((base + 1)) 1 "$envs" "/runtimes/go-http serve $((base + 1))" \
-    "/runtimes/go-http get http://\$dst:$((base + 1))/bytes/$B"
+    "/runtimes/go-http get http://\$dst:$((base + 1))/bytes/$B" "$([ "$mech" = preload ] && [ "$cl" = a ] && echo programs)"
   runtime "python_$cl" "$cl" "$sv" $((base + 2)) 1 "$envs" "python3 -m http.server $((base + 2)) --directory /srv" \
     "python3 /runtimes/get.py http://\$dst:$((base + 2))/blob"
   runtime "node_$cl" "$cl" "$sv" $((base + 3)) 1 "$envs" "node /runtimes/http.mjs serve $((base + 3))" \
@@ -181,6 +185,13 @@ for p in "a b 8000 $ENV_ON" "c d 8100"; do
     "redis-server --port $((base + 4)) --save '' --appendonly no --protected-mode no" \
     "redis-benchmark -h \$dst -p $((base + 4)) -c 4 -n ${REDIS_N:-20000} -t set,get -q"
 done
+
+# Under preload, a launcher that clears LD_PRELOAD (as entrypoints that sanitise the environment
+# do) leaves its program on TCP: the agent names it, and why.
+if [ "$mech" = preload ]; then
+  runtime pycleared_a a b 8005 1 "$ENV_ON" "python3 -m http.server 8005 --directory /srv" \
+    "env -u LD_PRELOAD python3 /runtimes/get.py http://\$dst:8005/blob" programs
+fi
 
 # A statically linked program in an SMC-R pod: busybox's nc ignores LD_PRELOAD (there is no dynamic
 # loader to read it), so under the preload mechanism its connection stays on TCP and the summary

@@ -8,6 +8,7 @@ import type { Clock, Duty } from '../duty.js';
 import { Told, type EventSink } from '../events.js';
 import type { AgentMetrics } from '../metrics.js';
 import { findPodNetns, type NodePod } from './pods.js';
+import { describePlainTcp } from './programs.js';
 import { collectPodSmc, describeReason, reasonLabel, type PodSmc } from './smc.js';
 
 export interface SmcDutyOptions {
@@ -29,11 +30,14 @@ export class SmcDuty implements Duty {
   readonly name = 'smc';
   /** The set of fallback reasons told per pod UID. */
   private readonly told: Told;
+  /** The programs left on plain TCP told per pod UID (preload). */
+  private readonly toldPlain: Told;
   /** The pods read at the last pass. */
   last: PodSmc[] = [];
 
   constructor(private readonly o: SmcDutyOptions) {
     this.told = new Told(o.clock, o.fallbackEventMs);
+    this.toldPlain = new Told(o.clock, o.fallbackEventMs);
   }
 
   /** A failed sample is logged; it makes no one unready. */
@@ -50,6 +54,7 @@ export class SmcDuty implements Duty {
         binary: this.o.binary,
         hostRoot: this.o.hostRoot,
         byPod: (uid) => findPodNetns(this.o.procRoot, uid),
+        procRoot: this.o.procRoot,
       });
     } catch (err) {
       this.o.logger.warn({ err }, 'cannot read the SMC connections of pods');
@@ -60,8 +65,11 @@ export class SmcDuty implements Duty {
     for (const p of this.last) {
       const pod = live?.get(p.uid);
       if (pod && p.summary && p.summary.byMode.TCP > 0) await this.tellFallback(pod, p);
+      if (pod && p.plainTcpPrograms?.some((x) => x.cause !== 'loaded'))
+        await this.tellPlainTcp(pod, p);
     }
     this.told.forgetExcept((uid) => records.some((r) => r.uid === uid));
+    this.toldPlain.forgetExcept((uid) => records.some((r) => r.uid === uid));
   }
 
   private metrics(pods: readonly PodSmc[]): void {
@@ -83,6 +91,19 @@ export class SmcDuty implements Duty {
       m.podBytes.set({ ...who, direction: 'tx' }, s.txBytes);
       m.podBytes.set({ ...who, direction: 'rx' }, s.rxBytes);
     }
+  }
+
+  /** Programs the preload library could not reach: one Event per pod and set of programs and causes. */
+  private async tellPlainTcp(pod: NodePod, p: PodSmc): Promise<void> {
+    const programs = (p.plainTcpPrograms ?? []).filter((x) => x.cause !== 'loaded');
+    const key = [...new Set(programs.map((x) => `${x.comm}=${x.cause}`))].sort().join(',');
+    if (!this.toldPlain.due(p.uid, key)) return;
+    const n = programs.reduce((sum, x) => sum + x.connections, 0);
+    const message =
+      `${n} TCP connection(s) of this pod are not SMC-R: its node's mechanism is the preload library, which these programs do not run with. ` +
+      `${programs.map(describePlainTcp).join(' ')}. See erdma-smcr status --pod ${p.namespace}/${p.name}.`;
+    if (await this.o.events.pod(pod, { type: 'Warning', reason: 'SMCRPlainTcp', message }))
+      this.toldPlain.told(p.uid, key);
   }
 
   private async tellFallback(pod: NodePod, p: PodSmc): Promise<void> {

@@ -1,6 +1,7 @@
 // What a pod's connections really run on: the native binary's `smc sockets|summary|stats`
 // (smc_diag and the SMC generic netlink family, read inside the pod's network namespace), the
 // fallback reason codes decoded, and the per-pod view the agent samples and `status` prints.
+import { describePlainTcp, plainTcpPrograms, type PlainTcpProgram } from './programs.js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NativeBinary } from '../../native/binary.js';
@@ -124,6 +125,8 @@ export interface PodSmc {
   readonly sockets?: readonly SmcSocket[];
   /** Why the pod could not be read (its netns is gone, the kernel has no smc_diag, ...). */
   readonly error?: string;
+  /** Under preload, with plain TCP connections: the programs holding them, and why (./programs.ts). */
+  readonly plainTcpPrograms?: readonly PlainTcpProgram[];
 }
 
 const pad = (s: string, n: number): string => (s.length >= n ? `${s} ` : s.padEnd(n + 1));
@@ -170,10 +173,10 @@ export function plainTcpWhy(mechanism: string | undefined): string {
 function plainTcpNotes(pods: readonly PodSmc[]): string[] {
   const notes = pods
     .filter((p) => (p.summary?.plainTcp ?? 0) > 0)
-    .map(
-      (p) =>
-        `  ${p.namespace}/${p.name}: ${p.summary!.plainTcp} TCP connection(s) not on SMC (${p.mechanism ?? 'unknown'}): ${plainTcpWhy(p.mechanism)}`,
-    );
+    .flatMap((p) => [
+      `  ${p.namespace}/${p.name}: ${p.summary!.plainTcp} TCP connection(s) not on SMC (${p.mechanism ?? 'unknown'}): ${plainTcpWhy(p.mechanism)}`,
+      ...(p.plainTcpPrograms ?? []).map((x) => `    ${describePlainTcp(x)}`),
+    ]);
   return notes.length > 0 ? ['', 'Plain TCP:', ...notes] : [];
 }
 
@@ -237,6 +240,8 @@ export interface CollectOptions {
   readonly timeoutMs?: number;
   /** A pod's netns through one of its processes, when the recorded path is not reachable (hostPID). */
   readonly byPod?: (uid: string) => string | undefined;
+  /** The host's /proc: with it, the programs of preload pods left on plain TCP are named, with why. */
+  readonly procRoot?: string;
 }
 
 /** One summary (and, when asked, the sockets) per SMC-R pod. */
@@ -286,7 +291,16 @@ export async function collectPodSmc(
         continue;
       }
     }
-    out.push({ ...base, summary: r, ...(sockets ? { sockets } : {}) });
+    const programs =
+      o.procRoot && p.mechanism === 'preload' && r.plainTcp > 0
+        ? plainTcpPrograms(o.procRoot, netns)
+        : undefined;
+    out.push({
+      ...base,
+      summary: r,
+      ...(sockets ? { sockets } : {}),
+      ...(programs ? { plainTcpPrograms: programs } : {}),
+    });
   }
   return out;
 }

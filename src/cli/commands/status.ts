@@ -48,6 +48,7 @@ export function statusCommand(
         binary: new NativeBinary(a.nativeBinary),
         hostRoot: a.hostRoot,
         byPod: (uid) => findPodNetns(a.procRoot, uid),
+        procRoot: a.procRoot,
         ...(opts.pod ? { socketsOf: new Set([opts.pod]) } : {}),
       });
       io.out(

@@ -1,6 +1,8 @@
 // The node agent's orchestration in process: its duties run by a clock the test moves, Events
 // going to a list, pods from a fixed list, a fixture host tree. What the real API server adds
 // (RBAC, the pod watch, Events as stored) is in test/integration/cluster/agent.test.ts.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -454,6 +456,87 @@ describe('SMC sampling, in process', () => {
       await duty.pass();
       expect(events.told).toHaveLength(2);
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('under preload, names the programs left on plain TCP and why, once a window', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'smc-plain-'));
+    // A real program of this machine holding a TCP connection without the library: a node child.
+    const server = (await import('node:net')).createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const child = spawn(
+      process.execPath,
+      [
+        '-e',
+        `require('net').connect(${(server.address() as { port: number }).port}, '127.0.0.1', () => console.log('up')); setInterval(() => {}, 1000)`,
+      ],
+      { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'ignore'] },
+    );
+    try {
+      await once(child.stdout!, 'data');
+      const state = join(dir, 'state');
+      mkdirSync(state);
+      // The pod's netns is this test's own: the record names it as the agent reaches it.
+      writeFileSync(
+        join(state, 'c1_eth0.json'),
+        JSON.stringify({
+          podNamespace: 'apps',
+          podName: 'web',
+          podUid: 'uid-web',
+          netns: '/proc/self/ns/net',
+          mechanism: 'preload',
+        }),
+      );
+      const summary = {
+        sockets: 0,
+        listening: 0,
+        byMode: { SMCR: 0, SMCD: 0, TCP: 0 },
+        plainTcp: 1,
+        txBytes: 0,
+        rxBytes: 0,
+        fallbacks: {},
+        otherFallbacks: 0,
+        devices: [],
+      };
+      const binary = {
+        smcSummaries: async (paths: readonly string[]) => new Map(paths.map((p) => [p, summary])),
+      } as unknown as NativeBinary;
+      const clock = new ManualClock();
+      const events = new Events();
+      const duty = new SmcDuty({
+        binary,
+        stateDir: state,
+        hostRoot: '/',
+        procRoot: '/proc',
+        pods: () => [smcrPod('web', 'uid-web', clock.t)],
+        fallbackEventMs: 60_000,
+        events,
+        metrics: new AgentMetrics({ defaultMetrics: false }),
+        clock,
+        logger: pino({ level: 'silent' }),
+      });
+      await duty.pass();
+      expect(events.told.map((e) => [e.about, e.what.reason])).toEqual([
+        ['apps/web', 'SMCRPlainTcp'],
+      ]);
+      expect(events.told[0]!.what.message).toMatch(
+        new RegExp(
+          `node \\(pid ${child.pid}, 1 connection\\(s\\)\\) runs without the library in LD_PRELOAD`,
+        ),
+      );
+      expect(duty.last[0]!.plainTcpPrograms).toContainEqual({
+        pid: child.pid,
+        comm: 'node',
+        connections: 1,
+        cause: 'cleared',
+      });
+      await duty.pass();
+      expect(events.told).toHaveLength(1);
+    } finally {
+      child.kill('SIGKILL');
+      server.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });
