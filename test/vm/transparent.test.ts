@@ -255,6 +255,36 @@ describe.skipIf(skip).each(KERNELS)(
       );
     }
 
+    if (mechanism === 'preload') {
+      it("the agent's reading names the static Go program on both ends as static: nothing to preload", () => {
+        for (const pod of ['a', 'b']) {
+          const programs = vm.json(`go_a_programs_${pod}`) as { comm: string; cause: string }[];
+          expect(programs, pod).toEqual([
+            expect.objectContaining({ comm: 'go-http', cause: 'static', connections: 1 }),
+          ]);
+        }
+      });
+
+      it('a launcher that clears LD_PRELOAD leaves CPython on TCP: the agent says so, and the SMC server sees a peer without SMC', () => {
+        const r = vm.find((x) => x.runtime === 'pycleared_a');
+        expect(r.rc, r.client).toBe('0');
+        expect(r.client).toMatch(/got 4194304 bytes/);
+        expect(vm.json('pycleared_a_programs_a')).toEqual([
+          expect.objectContaining({ comm: 'python3', cause: 'cleared', connections: 1 }),
+        ]);
+        // The server loaded the library: nothing of it is plain TCP.
+        expect(vm.json('pycleared_a_programs_b')).toEqual([]);
+        const server = (
+          vm.json('pycleared_a_summary_b') as Summary & {
+            summary: { fallbacks: Record<string, number> };
+          }
+        ).summary;
+        expect(server.byMode.TCP).toBeGreaterThanOrEqual(1);
+        // PEERNOSMC: the peer is not SMC-R capable (no SMC option in its SYN).
+        expect(Object.keys(server.fallbacks)).toEqual(['0x03010000']);
+      });
+    }
+
     if (mechanism === 'bpf') {
       it("after a reboot (bpffs empty, no agent yet), the first SMC-R pod's ADD loads and pins the program itself", () => {
         expect(vm.json('bpf_before_add')).toEqual({ loaded: false, netns: [] });

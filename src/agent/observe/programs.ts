@@ -1,8 +1,9 @@
 // Which programs of a pod hold plain TCP connections, and why they are not SMC: read from /proc
 // only (the agent runs with hostPID). A process is of the pod when its network namespace is the
-// pod's; a connection is plain TCP when the process holds the inode of an established socket of
-// /proc/<pid>/net/tcp or tcp6 (SMC sockets, and the TCP socket each SMC connection keeps inside the
-// kernel, are not in any process's file table as TCP). Under the preload mechanism the cause is
+// pod's; a connection is plain TCP when the process holds the inode of a connected socket of
+// /proc/<pid>/net/tcp or tcp6, in any state but LISTEN, TIME_WAIT and CLOSE (a peer that closed
+// first leaves it in CLOSE_WAIT while the program reads on). SMC sockets, and the TCP socket each
+// SMC connection keeps inside the kernel, are not in any process's file table as TCP. Under the preload mechanism the cause is
 // told apart from the process's own mappings and environment (#69).
 import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,7 +22,7 @@ export interface PlainTcpProgram {
   readonly pid: number;
   /** /proc/<pid>/comm. */
   readonly comm: string;
-  /** Its established TCP connections that are not SMC. */
+  /** Its connected TCP sockets, none of them SMC. */
   readonly connections: number;
   readonly cause: PlainTcpCause;
 }
@@ -34,13 +35,16 @@ const read = (path: string): string => {
   }
 };
 
-/** Inodes of the established sockets in a /proc/<pid>/net/tcp{,6} table. */
-function establishedInodes(table: string): Set<string> {
+/** TCP states of include/net/tcp_states.h a program holds no connection in: TIME_WAIT, CLOSE, LISTEN. */
+const NOT_CONNECTED = new Set(['06', '07', '0A']);
+
+/** Inodes of the connected sockets in a /proc/<pid>/net/tcp{,6} table. */
+function connectedInodes(table: string): Set<string> {
   const out = new Set<string>();
   for (const line of table.split('\n').slice(1)) {
     const f = line.trim().split(/\s+/);
     // sl local rem st tx:rx tr:when retrnsmt uid timeout inode
-    if (f.length > 9 && f[3] === '01' && f[9] !== '0') out.add(f[9]!);
+    if (f.length > 9 && !NOT_CONNECTED.has(f[3]!) && f[9] !== '0') out.add(f[9]!);
   }
   return out;
 }
@@ -75,8 +79,8 @@ export function preloadCause(maps: string, environ: string): PlainTcpCause {
 }
 
 /**
- * The programs in the network namespace `netnsPath` (as the agent reaches it) holding established
- * plain TCP connections, with the cause under the preload mechanism.
+ * The programs in the network namespace `netnsPath` (as the agent reaches it) holding plain TCP
+ * connections, with the cause under the preload mechanism.
  */
 export function plainTcpPrograms(procRoot: string, netnsPath: string): PlainTcpProgram[] {
   let want: string;
@@ -94,8 +98,8 @@ export function plainTcpPrograms(procRoot: string, netnsPath: string): PlainTcpP
       continue;
     }
     tcp ??= new Set([
-      ...establishedInodes(read(join(procRoot, pid, 'net', 'tcp'))),
-      ...establishedInodes(read(join(procRoot, pid, 'net', 'tcp6'))),
+      ...connectedInodes(read(join(procRoot, pid, 'net', 'tcp'))),
+      ...connectedInodes(read(join(procRoot, pid, 'net', 'tcp6'))),
     ]);
     const connections = socketInodes(procRoot, pid).filter((i) => tcp!.has(i)).length;
     if (connections === 0) continue;
