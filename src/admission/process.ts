@@ -7,7 +7,7 @@ import type { KubeClient } from '../cluster/client.js';
 import type { Logger } from 'pino';
 import { WebhookMetrics } from './metrics.js';
 import { startServer } from './server.js';
-import { certFilesPresent, certPaths } from '../certs/files.js';
+import { certFilesPresent, certPaths, servingPairPresent } from '../certs/files.js';
 import { FileCertificates, type CertificateSource } from '../certs/source.js';
 import { serviceNames } from '../certs/x509.js';
 import type { RotationPolicy } from '../certs/rotation.js';
@@ -64,9 +64,10 @@ interface Certificates {
 
 async function fileCertificates(config: Readonly<Config>, logger: Logger): Promise<Certificates> {
   const w = config.webhook;
-  // Making certificates loads node-forge: only when they are missing.
+  // Making certificates loads node-forge: only when they are missing. A serving pair someone else
+  // put there (cert-manager's files, say) is used as it is, never written over.
   const certs =
-    w.generateCerts && !certFilesPresent(w.certDir)
+    w.generateCerts && !certFilesPresent(w.certDir) && !servingPairPresent(w.certDir)
       ? (await import('../certs/local.js')).ensureLocalCerts({
           dir: w.certDir,
           service: w.serviceName,

@@ -31,3 +31,9 @@ export function certFilesPresent(dir: string): boolean {
   const p = certPaths(dir);
   return [p.caCert, join(dir, CERT_FILES.caKey), p.cert, p.key].every((f) => existsSync(f));
 }
+
+/** The serving certificate and its key are both in `dir` (all the webhook needs to serve). */
+export function servingPairPresent(dir: string): boolean {
+  const p = certPaths(dir);
+  return existsSync(p.cert) && existsSync(p.key);
+}

@@ -23,7 +23,10 @@ export function certsCommand(program: Command, io: CliIO, setCode: (c: number) =
     )
     .requiredOption('--service <name>', 'webhook Service name')
     .requiredOption('--namespace <ns>', 'namespace of the Service')
-    .requiredOption('--out <dir>', 'output directory (existing certificates there are kept)')
+    .requiredOption(
+      '--out <dir>',
+      'output directory: a complete set there is kept, a CA pair is used, anything partial is refused (never overwritten)',
+    )
     .option('--name <dns...>', 'extra DNS names or IPs')
     .option('--days <n>', 'serving certificate validity in days (CA: three times that)', '365')
     .action(async (opts: GenerateOpts) => {

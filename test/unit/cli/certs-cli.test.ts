@@ -1,5 +1,14 @@
 // `erdma-smcr certs generate`: files, permissions, names, and a second run that keeps what is there.
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { X509Certificate } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -65,6 +74,67 @@ describe('erdma-smcr certs generate', () => {
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/nothing written/);
     expect(readFileSync(join(out, 'tls.crt'), 'utf8')).toBe(before);
+  });
+
+  // Files a user put there: never overwritten, each refusal names them (#70).
+  it.each([
+    [['tls.crt'], /certs holds .*certs\/tls\.crt without tls\.key/],
+    [['tls.key'], /tls\.key without tls\.crt/],
+    [['ca.crt'], /ca\.crt without ca\.key/],
+    [['ca.key', 'tls.crt', 'tls.key'], /ca\.key without ca\.crt/],
+    [['tls.crt', 'tls.key'], /a serving certificate and key without ca\.crt and ca\.key/],
+  ])('refuses a directory holding only %j, and leaves it as it was', async (files, why) => {
+    const out = join(tmp(), 'certs');
+    mkdirSync(out);
+    for (const f of files) writeFileSync(join(out, f), `user's ${f}\n`);
+    const args = ['--service', 's', '--namespace', 'n', '--out', out];
+    const r = await runCli(['certs', 'generate', ...args]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(why);
+    expect(r.stderr).toMatch(/not generating certificates over files this command did not make/);
+    expect(readdirSync(out).sort()).toEqual([...files].sort());
+    for (const f of files) expect(readFileSync(join(out, f), 'utf8')).toBe(`user's ${f}\n`);
+    // serve refuses the same directory the same way, before it listens.
+    if (files.length < 2) {
+      const serve = await runCli([
+        'serve',
+        '--cert-dir',
+        out,
+        '--port',
+        '0',
+        '--metrics-port',
+        '0',
+      ]);
+      expect(serve.code).toBe(1);
+      expect(serve.stderr).toMatch(why);
+      for (const f of files) expect(readFileSync(join(out, f), 'utf8')).toBe(`user's ${f}\n`);
+    }
+  });
+
+  it('makes the serving pair from a CA pair it finds, leaving the CA as it was', async () => {
+    const first = join(tmp(), 'ca');
+    expect(
+      (await runCli(['certs', 'generate', '--service', 's', '--namespace', 'n', '--out', first]))
+        .code,
+    ).toBe(0);
+    const out = join(tmp(), 'certs');
+    mkdirSync(out);
+    for (const f of ['ca.crt', 'ca.key']) writeFileSync(join(out, f), readFileSync(join(first, f)));
+    const r = await runCli([
+      'certs',
+      'generate',
+      '--service',
+      's',
+      '--namespace',
+      'n',
+      '--out',
+      out,
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    for (const f of ['ca.crt', 'ca.key'])
+      expect(readFileSync(join(out, f), 'utf8')).toBe(readFileSync(join(first, f), 'utf8'));
+    const serving = new X509Certificate(readFileSync(join(out, 'tls.crt')));
+    expect(serving.checkIssued(new X509Certificate(readFileSync(join(out, 'ca.crt'))))).toBe(true);
   });
 
   it('refuses a bad validity and a missing flag with exit 2', async () => {
