@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 // Three kinds of suites, each runnable alone (`npm run test:unit`, `test:integration`, `test:vm`);
-// `npm test` runs them all. test/README.md says what each kind may need.
+// `npm test` runs them all. docs/testing.md says what each kind needs.
 export default defineConfig({
   test: {
     pool: 'forks',

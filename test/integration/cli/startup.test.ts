@@ -2,7 +2,7 @@
 // and leave nothing running or behind: reproduced first (a Node stack trace and "internal error";
 // with the metrics port busy, serve kept serving without its banner; the agent without
 // <host>/opt/cni/bin printed a stack, did not exit and left its device plugin socket).
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
   chmodSync,
   cpSync,
@@ -20,17 +20,33 @@ import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 /** Runs the CLI; `asNobody` runs it as uid/gid 65534 (setpriv), as a pod with runAsNonRoot would. */
+/**
+ * The CLI as installed, copied where an unprivileged user can read it: the checkout may sit below a
+ * directory only root enters (/root, mktemp -d), which nobody could not load it from (#70).
+ */
+function installedCopy(into: string): string {
+  for (const p of ['bin', 'dist/bundle', 'proto', 'package.json', 'native/build/erdma-smcr'])
+    cpSync(p, join(into, p), { recursive: true });
+  execFileSync('chmod', ['-R', 'a+rX', into]);
+  return join(into, 'bin/erdma-smcr.js');
+}
+
 function run(
   args: string[],
   env: Record<string, string> = {},
-  asNobody = false,
+  asNobody?: { pkg: string },
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const cli = [process.execPath, 'bin/erdma-smcr.js', ...args];
+  const cli = [
+    process.execPath,
+    asNobody ? installedCopy(asNobody.pkg) : 'bin/erdma-smcr.js',
+    ...args,
+  ];
   const [cmd, ...argv] = asNobody
     ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', ...cli]
     : cli;
   return new Promise((resolve) => {
     const child = spawn(cmd!, argv, {
+      ...(asNobody ? { cwd: asNobody.pkg } : {}),
       env: { ...process.env, ERDMA_SMCR_LOG_LEVEL: 'silent', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -213,7 +229,7 @@ describe('start-up failures', () => {
           'error',
         ],
         { ERDMA_SMCR_AGENT_METRICS_PORT: '0' },
-        true,
+        { pkg: join(dir, 'pkg') },
       );
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(
