@@ -12,6 +12,13 @@ export function startFailure(daemon: Daemon, err: unknown): unknown {
   const e = err as NodeJS.ErrnoException & { dest?: string };
   if (!e?.code || !e.path) return err;
   const cannot = `cannot start the ${daemon}`;
+  if (e.code === 'ENOENT' && e.dest !== undefined && !existsSync(e.path))
+    // The source of a copy is what this package ships (the native binary, the preload library):
+    // on a checkout, nothing has built it yet.
+    return new AppError(
+      'START_FAILED',
+      `${cannot}: ${e.path} does not exist: it is built from native/ (make -C native, with Debian's build-essential, clang, llvm, bpftool, libbpf-dev, libelf-dev and zlib1g-dev; npm test builds it too), or run the image, which has it`,
+    );
   if (e.code === 'ENOENT') {
     // A copy names both ends (path, dest): the missing one is where it was going.
     const path = e.dest !== undefined && existsSync(e.path) ? e.dest : e.path;

@@ -1,7 +1,7 @@
 // The aliyun/erdma device plugin: serves the kubelet's DevicePlugin API on a unix socket,
 // registers with the kubelet, streams devices with health and NUMA topology, and survives the
 // kubelet: when kubelet.sock is recreated or our socket disappears, it serves and registers again.
-import { accessSync, constants, existsSync, mkdirSync, statSync, unlinkSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
@@ -206,8 +206,17 @@ export class ErdmaDevicePlugin {
         "the kubelet's root directory does not exist: waiting for a kubelet to make it; if it is not the kubelet's --root-dir, change agent.kubeletDir (--kubelet-dir, ERDMA_SMCR_KUBELET_DIR)",
       );
     this.rescan();
-    await this.serve();
-    await this.tryRegister();
+    // The kubelet makes its device-plugins directory; we never do (#70): until it is there, the
+    // checks below wait for it, and serve and register once it appears.
+    if (existsSync(this.dir)) {
+      if (!statSync(this.dir).isDirectory())
+        throw Object.assign(new Error(`EEXIST: ${this.dir} is not a directory`), {
+          code: 'EEXIST',
+          path: this.dir,
+        });
+      await this.serve();
+      await this.tryRegister();
+    }
     this.timer = setInterval(() => void this.tick(), this.opts.pollMs);
   }
 
@@ -264,7 +273,8 @@ export class ErdmaDevicePlugin {
 
   private async tick(): Promise<void> {
     if (this.stopped || this.restarting) return;
-    if (this.rescan()) {
+    const waiting = !existsSync(this.dir);
+    if (this.rescan() && !waiting) {
       this.opts.logger.info(
         {
           devices: this.devices.length,
@@ -274,8 +284,9 @@ export class ErdmaDevicePlugin {
       );
       this.broadcast();
     }
+    if (waiting) return;
     const kubelet = sockId(this.kubeletSocket);
-    // No server: the last restart failed.
+    // No server: the last restart failed, or the kubelet's directory has just appeared.
     const ownGone = !existsSync(this.socketPath) || this.server === undefined;
     const kubeletNew = kubelet !== '' && kubelet !== this.kubeletSock;
     if (ownGone || (kubeletNew && this.registered)) {
@@ -400,7 +411,6 @@ export class ErdmaDevicePlugin {
   }
 
   private async serve(): Promise<void> {
-    mkdirSync(this.dir, { recursive: true });
     if (existsSync(this.socketPath)) unlinkSync(this.socketPath);
     const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_REQUEST_BYTES });
     server.addService(devicePluginApi().DevicePlugin.service, this.handlers());

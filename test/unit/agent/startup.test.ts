@@ -33,6 +33,25 @@ describe('startFailure', () => {
     expect(m).toMatch(/^cannot start the device plugin: .*\/gone does not exist/);
   });
 
+  it('a copy whose source is missing: what this package ships is not built, and how to build it', () => {
+    const m = message(
+      startFailure(
+        'agent',
+        errno(
+          'ENOENT',
+          join(dir, 'native/build/erdma-smcr'),
+          join(dir, 'host/opt/cni/bin/erdma-smcr'),
+        ),
+      ),
+    );
+    expect(m).toMatch(
+      new RegExp(
+        `^cannot start the agent: ${join(dir, 'native/build/erdma-smcr')} does not exist: it is built from native/ \\(make -C native`,
+      ),
+    );
+    expect(m).not.toMatch(/mount the host directory/);
+  });
+
   it.each(['EACCES', 'EROFS', 'EPERM'])('%s: the path and the likely cause', (code) => {
     expect(message(startFailure('device plugin', errno(code, '/k/device-plugins')))).toBe(
       `cannot start the device plugin: /k/device-plugins: ${code} (mounted read-only, or not root?)`,
