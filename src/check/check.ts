@@ -14,7 +14,8 @@ import type {
   PolicyResult,
 } from '../policy/types.js';
 import { expandPaths, visitInputs, type InputError, type SourcedObject } from './inputs.js';
-import { scopeProfiles, type FoundProfile } from './profiles.js';
+import { profileCandidatesAbove, scopeProfiles, type FoundProfile } from './profiles.js';
+import { resolve } from 'node:path';
 
 export interface CheckResult {
   readonly source: string;
@@ -53,6 +54,8 @@ export interface Keep {
 
 export interface CheckReport {
   readonly results: readonly CheckResult[];
+  /** What the run decided that a person should know (which profile was not used), for stderr. */
+  readonly notices?: readonly string[];
   /** Inputs that could not be read or parsed (the exit code is then 2, after every other file was checked). */
   readonly errors: readonly InputError[];
   readonly summary: {
@@ -223,20 +226,28 @@ export function checkPaths(
   let stdinText: string | undefined;
   const readStdin = (): string => (stdinText ??= stdin());
   const profiles: FoundProfile[] = [];
-  if (!choice.profileFile) {
-    const seen: InputError[] = []; // reported by the main pass below
-    visitInputs(
-      files,
-      readStdin,
-      (objs, file) => {
-        for (const o of objs)
-          if (o.object.kind === PROFILE_KIND) profiles.push({ file, profile: o });
-      },
-      seen,
-      MAY_HOLD_PROFILE,
-    );
-  }
-  const viewFor = scopeProfiles(choice, profiles, files);
+  const collect = (objs: SourcedObject[], file: string): void => {
+    for (const o of objs) if (o.object.kind === PROFILE_KIND) profiles.push({ file, profile: o });
+  };
+  const seen: InputError[] = []; // the inputs' errors are reported by the main pass below
+  // With --profile, stdin is read by the main pass only, as its results stream out.
+  const scanned = choice.profileFile ? files.filter((f) => f !== '-') : files;
+  visitInputs(scanned, readStdin, collect, seen, MAY_HOLD_PROFILE);
+  // A ClusterProfile above the paths, in the same repository, judges them too (#70); one that
+  // cannot be read there is none of this run's business.
+  const inputs = new Set(files.map((f) => resolve(f)));
+  const above = profileCandidatesAbove(paths).filter((f) => !inputs.has(f));
+  visitInputs(above, () => '', collect, [], MAY_HOLD_PROFILE);
+  const unused = choice.profileFile
+    ? profiles.filter((p) => resolve(p.file) !== resolve(choice.profileFile!))
+    : [];
+  const notices =
+    unused.length > 0
+      ? [
+          `--profile ${choice.profileFile} judges every manifest; the ClusterProfile in ${unused.map((p) => p.profile.source).join(', ')} is not used`,
+        ]
+      : [];
+  const viewFor = scopeProfiles(choice, choice.profileFile ? [] : profiles, files);
   const results: CheckResult[] = [];
   let objects = 0;
   let denied = 0;
@@ -261,7 +272,7 @@ export function checkPaths(
     },
     errors,
   );
-  return report(results, errors, { objects, denied, warnings, skipped: skips });
+  return { ...report(results, errors, { objects, denied, warnings, skipped: skips }), notices };
 }
 
 export function runCheck(

@@ -2,7 +2,8 @@
 // `--profile` does). Several, as in a GitOps tree with a directory per cluster (clusters/prod/,
 // clusters/staging/), each judge the files under their own directory, the nearest one winning, as
 // .editorconfig or kustomize bases scope by directory.
-import { dirname, relative, resolve } from 'node:path';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { resolveView, type ProfileChoice } from '../cluster/offline.js';
 import { AppError } from '../errors.js';
 import type { ClusterView } from '../policy/types.js';
@@ -78,4 +79,53 @@ export function scopeProfiles(
     [...byDir].map(([dir, [only]]) => [dir, resolveView(choice, only!.profile)] as const),
   );
   return (file) => views.get(dirOf.get(file)!)!;
+}
+
+/** Files that may be manifests, by name (as a directory is read). */
+const MANIFEST_FILE = /\.(ya?ml|json)$/;
+
+/**
+ * The manifest files directly in each directory above the given paths, up to the repository's top
+ * (the nearest directory holding .git), where a ClusterProfile judging them may sit: `check
+ * examples/valid/` is judged by examples/cluster-profile.yaml as `check examples/` is. Outside a
+ * repository nothing above the paths is read. Each directory once, the paths' own never.
+ */
+export function profileCandidatesAbove(paths: readonly string[]): string[] {
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (const p of paths) {
+    if (p === STDIN || !existsSync(p)) continue;
+    const start = resolve(p);
+    const above: string[] = [];
+    let top: string | undefined;
+    for (let dir = dirname(start); ; dir = dirname(dir)) {
+      above.push(dir);
+      if (existsSync(join(dir, '.git'))) {
+        top = dir;
+        break;
+      }
+      if (dirname(dir) === dir) break;
+    }
+    if (!top) continue;
+    for (const dir of above) {
+      if (seen.has(dir)) continue;
+      seen.add(dir);
+      let names: string[];
+      try {
+        names = readdirSync(dir);
+      } catch {
+        continue;
+      }
+      for (const n of names.sort())
+        if (MANIFEST_FILE.test(n)) {
+          const f = join(dir, n);
+          try {
+            if (statSync(f).isFile()) out.push(f);
+          } catch {
+            // gone meanwhile
+          }
+        }
+    }
+  }
+  return out;
 }

@@ -111,6 +111,7 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
         out.flush();
         writer.close?.();
       }
+      for (const n of report.notices ?? []) io.err(`erdma-smcr: ${visible(n)}\n`);
       // Input errors also go to stderr, where a CI log shows them whatever the output format.
       for (const e of report.errors) io.err(`erdma-smcr: ${visible(e.message)}\n`);
       // A gate that checked nothing must not pass: an empty or mistyped tree, an empty stdin.

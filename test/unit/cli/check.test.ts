@@ -35,6 +35,43 @@ function file(name: string, text: string): string {
 }
 
 describe('erdma-smcr check', () => {
+  // A subfolder is judged by the ClusterProfile above it in the repository, as the whole tree is (#70).
+  it('judges examples/valid/ and examples/invalid/ alone as within examples/', async () => {
+    const valid = await runCli(['check', '--fail-on-warn', 'examples/valid/']);
+    expect(valid.code, valid.stdout).toBe(0);
+    expect(valid.stdout).not.toMatch(/node list unknown/);
+    const invalid = await runCli(['check', 'examples/invalid/']);
+    for (const f of ['acl4-and-ofed.yaml', 'old-kernel.yaml', 'rdma-host-network.yaml'])
+      expect(invalid.stdout).toMatch(new RegExp(`DENY .*examples/invalid/${f}`));
+    const one = await runCli(['check', 'examples/invalid/old-kernel.yaml']);
+    expect(one.code, one.stdout).toBe(1);
+  });
+
+  it('reads no ClusterProfile above the paths outside a repository, and one inside', async () => {
+    const tree = join(dir, 'above');
+    file('above/profile.yaml', readFileSync('examples/cluster-profile.yaml', 'utf8'));
+    file('above/apps/pod.yaml', POD('true'));
+    const outside = await runCli(['check', join(tree, 'apps')]);
+    expect(outside.stdout).toMatch(/node list unknown/);
+    mkdirSync(join(tree, '.git'));
+    const inside = await runCli(['check', join(tree, 'apps')]);
+    expect(inside.stdout).not.toMatch(/node list unknown/);
+  });
+
+  it('says when --profile leaves a ClusterProfile of the tree unused', async () => {
+    const r = await runCli(['check', '--profile', 'examples/cluster-profile.yaml', 'examples/']);
+    expect(r.stderr).toBe(
+      'erdma-smcr: --profile examples/cluster-profile.yaml judges every manifest; the ClusterProfile in examples/compat-cluster/cluster-profile.yaml:4 is not used\n',
+    );
+    const same = await runCli([
+      'check',
+      '--profile',
+      'examples/cluster-profile.yaml',
+      'examples/valid/',
+    ]);
+    expect(same.stderr).toBe('');
+  });
+
   it('exits 1 on the shipped examples and explains every invalid example', async () => {
     const r = await runCli(['check', 'examples/']);
     expect(r.code).toBe(1);
