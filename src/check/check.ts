@@ -272,6 +272,17 @@ export function checkPaths(
     },
     errors,
   );
+  // A gate that checked nothing must not pass, in any format: an empty or mistyped tree, an
+  // empty stdin is an input error of its own (#70).
+  if (objects === 0 && errors.length === 0)
+    for (const p of paths) {
+      const name = p === '-' ? '<stdin>' : p;
+      errors.push({
+        source: name,
+        code: 'NOTHING_TO_CHECK',
+        message: `nothing to check: no Kubernetes objects in ${name}`,
+      });
+    }
   return { ...report(results, errors, { objects, denied, warnings, skipped: skips }), notices };
 }
 

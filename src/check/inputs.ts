@@ -19,7 +19,7 @@ const MANIFEST_EXT = /\.(ya?ml|json)$/i;
 export interface InputError {
   /** `file` or `file:line`. */
   readonly source: string;
-  readonly code: 'INPUT_UNREADABLE' | 'INPUT_PARSE' | 'INPUT_NOT_OBJECT';
+  readonly code: 'INPUT_UNREADABLE' | 'INPUT_PARSE' | 'INPUT_NOT_OBJECT' | 'NOTHING_TO_CHECK';
   readonly message: string;
 }
 

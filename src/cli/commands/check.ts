@@ -114,13 +114,8 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
       for (const n of report.notices ?? []) io.err(`erdma-smcr: ${visible(n)}\n`);
       // Input errors also go to stderr, where a CI log shows them whatever the output format.
       for (const e of report.errors) io.err(`erdma-smcr: ${visible(e.message)}\n`);
-      // A gate that checked nothing must not pass: an empty or mistyped tree, an empty stdin.
-      const nothing = report.summary.objects === 0 && report.summary.errors === 0;
-      if (nothing)
-        io.err(
-          `erdma-smcr: nothing to check: no Kubernetes objects in ${paths.map((p) => (p === '-' ? 'stdin' : p)).join(', ')}\n`,
-        );
-      setCode(exitCode(report.summary, nothing, opts.failOnWarn === true));
+      // Nothing checked is an input error of the report's own (NOTHING_TO_CHECK): exit 2.
+      setCode(exitCode(report.summary, opts.failOnWarn === true));
     });
 }
 
@@ -154,10 +149,9 @@ function shown(opts: CheckOpts, io: CliIO): { text: TextOptions; keep: Keep } {
  */
 function exitCode(
   s: { readonly errors: number; readonly denied: number; readonly warnings: number },
-  nothing: boolean,
   failOnWarn: boolean,
 ): number {
-  if (s.errors > 0 || nothing) return 2;
+  if (s.errors > 0) return 2;
   if (s.denied > 0) return 1;
   return failOnWarn && s.warnings > 0 ? 3 : 0;
 }

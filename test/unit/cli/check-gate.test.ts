@@ -76,6 +76,45 @@ describe('check checks something, or fails', () => {
     }
   });
 
+  // A CI system that reads the report, not the exit code, must see the failure too (#70).
+  it('says "nothing to check" in every machine format, not a clean pass', async () => {
+    mkdirSync(join(dir, 'empty-formats'));
+    const at = join(dir, 'empty-formats');
+    const json = await runCli(['check', '-o', 'json', at]);
+    expect(json.code).toBe(2);
+    const report = JSON.parse(json.stdout) as {
+      errors: { source: string; code: string; message: string }[];
+      summary: { errors: number };
+    };
+    expect(report.errors).toEqual([
+      {
+        source: at,
+        code: 'NOTHING_TO_CHECK',
+        message: `nothing to check: no Kubernetes objects in ${at}`,
+      },
+    ]);
+    expect(report.summary.errors).toBe(1);
+    const sarif = JSON.parse((await runCli(['check', '-o', 'sarif', at])).stdout) as {
+      runs: {
+        invocations: { executionSuccessful: boolean }[];
+        results: { message: { text: string } }[];
+      }[];
+    };
+    expect(sarif.runs[0]!.invocations[0]!.executionSuccessful).toBe(false);
+    expect(sarif.runs[0]!.results[0]!.message.text).toMatch(/nothing to check/);
+    expect((await runCli(['check', '-o', 'junit', at])).stdout).toMatch(
+      /<testsuites [^>]*errors="1"/,
+    );
+    expect((await runCli(['check', '-o', 'github', at])).stdout).toMatch(
+      /^::error .*nothing to check/m,
+    );
+    const stdin = await runCli(['check', '-o', 'json', '-'], { stdin: '' });
+    expect((JSON.parse(stdin.stdout) as typeof report).errors[0]).toMatchObject({
+      source: '<stdin>',
+      code: 'NOTHING_TO_CHECK',
+    });
+  });
+
   it('scalars, top-level lists and maps without kind are reported as not Kubernetes objects, never PASS', async () => {
     for (const [text, what] of [
       ['hello world\n', 'a string'],
