@@ -74,8 +74,28 @@ export function loadProfileFile(file: string): Profile {
 }
 
 /** Reads a NodeList, a single Node, or a list of Nodes from a file. */
+/** The kinds a node list may hold: Nodes, in a NodeList or List (or none named, trimmed by hand). */
+const NODE_KINDS = new Set(['Node', 'NodeList', 'List']);
+
+function refuseOtherKinds(doc: unknown, file: string): void {
+  const kindOf = (v: unknown): string | undefined =>
+    typeof (v as { kind?: unknown } | null)?.kind === 'string'
+      ? (v as { kind: string }).kind
+      : undefined;
+  const items = Array.isArray(doc) ? doc : ((doc as { items?: unknown } | null)?.items ?? []);
+  const kinds = [kindOf(doc), ...(Array.isArray(items) ? items.map(kindOf) : [])].filter(
+    (k): k is string => k !== undefined && !NODE_KINDS.has(k),
+  );
+  if (kinds.length > 0)
+    throw new AppError(
+      'PROFILE_INVALID',
+      `${file}: holds ${[...new Set(kinds)].join(', ')}, not Nodes: --nodes takes what \`kubectl get nodes -o yaml\` prints (a NodeList)`,
+    );
+}
+
 export function loadNodesFile(file: string): NodeFacts[] {
   const doc = readYamlFile(file);
+  refuseOtherKinds(doc, file);
   const nodes =
     Array.isArray(doc) || (doc as { items?: unknown })?.items ? nodesOf(doc) : nodesOf([doc]);
   if (nodes.length === 0) throw new AppError('PROFILE_INVALID', `${file}: no Node objects found`);

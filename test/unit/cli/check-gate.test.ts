@@ -76,6 +76,20 @@ describe('check checks something, or fails', () => {
     }
   });
 
+  it('refuses a --nodes file that holds no Nodes (a Pod, a Deployment), naming what it holds', async () => {
+    const r = await runCli([
+      'check',
+      '--nodes',
+      'examples/valid/pod-basic.yaml',
+      'examples/valid/',
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      'erdma-smcr: examples/valid/pod-basic.yaml: holds Pod, not Nodes: --nodes takes what `kubectl get nodes -o yaml` prints (a NodeList)\n',
+    );
+    expect(r.stdout).toBe('');
+  });
+
   // A CI system that reads the report, not the exit code, must see the failure too (#70).
   it('says "nothing to check" in every machine format, not a clean pass', async () => {
     mkdirSync(join(dir, 'empty-formats'));
