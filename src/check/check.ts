@@ -4,6 +4,7 @@ import type { ProfileChoice } from '../cluster/offline.js';
 import { PROFILE_KIND } from '../cluster/profile.js';
 import { evaluate } from '../policy/evaluate.js';
 import { locatePod } from '../policy/locate.js';
+import { mayUseRdma } from '../policy/rdma.js';
 import { isObject } from '../util/json.js';
 import { EXCLUDED_NAMESPACES, SMCR_ANNOTATION } from '../constants.js';
 import type {
@@ -23,8 +24,14 @@ export interface CheckResult {
   readonly kind: string;
   readonly namespace: string;
   readonly name: string;
-  /** The object's pod carries the SMC-R annotation, so the policy applied (false: passed untouched). */
+  /** The object's pod carries the SMC-R annotation (on the pod or the pod template itself). */
   readonly annotated: boolean;
+  /**
+   * The policy judged the object: its pod carries the annotation or asks for an RDMA device. An
+   * allowed object it did not judge is a SKIP, whatever hints it got (a misspelt key, the
+   * annotation on the wrong metadata): SMC-R never applies to it.
+   */
+  readonly judged: boolean;
   readonly allowed: boolean;
   readonly denials: readonly Denial[];
   readonly warnings: readonly string[];
@@ -145,33 +152,63 @@ function previewOf(
 }
 
 /** One object's result; its patch and preview are kept only when the output shows them. */
+/** An AdmissionReview saved from an API server: what is checked is the object it reviews. */
+function reviewed(object: JsonObject): { object: JsonObject; note: string[] } {
+  const request = isObject(object.request) ? object.request : undefined;
+  if (object.kind !== 'AdmissionReview' || !request || !isObject(request.object))
+    return { object, note: [] };
+  return {
+    object: request.object,
+    note: ['an AdmissionReview: the object it reviews (request.object) was checked'],
+  };
+}
+
+/** Whether the policy judged the object: the annotation on its pod, or an RDMA device asked for. */
+function judgedBy(
+  object: JsonObject,
+  config: PolicyConfig,
+): { annotated: boolean; judged: boolean } {
+  const loc = locatePod(object);
+  if (!loc) return { annotated: false, judged: false };
+  const annotated =
+    isObject(loc.metadata.annotations) &&
+    Object.prototype.hasOwnProperty.call(loc.metadata.annotations, SMCR_ANNOTATION);
+  return { annotated, judged: annotated || mayUseRdma(loc, config) };
+}
+
 function checkOne(
-  { source, object }: SourcedObject,
+  sourced: SourcedObject,
   view: ClusterView,
   config: PolicyConfig,
   keep: Keep,
 ): CheckResult {
+  const { source } = sourced;
+  const { object, note } = reviewed(sourced.object);
   const d = describe(object);
   const r = evaluate(object, view, config);
+  const { annotated, judged } = judgedBy(object, config);
   if (!r.untouched && EXCLUDED_NAMESPACES.includes(d.namespace))
     // As the API server does: the webhook never sees this pod, so nothing is refused or added.
     return {
       source,
       ...d,
-      annotated: true,
+      annotated,
+      judged,
       allowed: true,
       denials: [],
       warnings: [
+        ...note,
         `namespace ${d.namespace} is left out of the webhook (its namespaceSelector): this pod is admitted as written, without SMC-R`,
       ],
       patch: [],
     };
-  const warnings = [...r.warnings, ...strayWarning(object)];
+  const warnings = [...note, ...r.warnings, ...strayWarning(object)];
   const preview = keep.preview ? previewOf(object, r, view, config) : undefined;
   return {
     source,
     ...d,
-    annotated: !r.untouched,
+    annotated,
+    judged: judged && !r.untouched,
     allowed: r.allowed,
     denials: r.denials,
     warnings,
@@ -180,9 +217,8 @@ function checkOne(
   };
 }
 
-/** The policy does not apply to the object: allowed untouched, nothing to say (a SKIP, not a PASS). */
-export const skipped = (r: CheckResult): boolean =>
-  r.allowed && !r.annotated && r.warnings.length === 0;
+/** The policy does not apply to the object: allowed, not judged (a SKIP, not a PASS), hints or not. */
+export const skipped = (r: CheckResult): boolean => r.allowed && !r.judged;
 
 function report(
   results: CheckResult[],

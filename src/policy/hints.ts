@@ -121,5 +121,13 @@ export function annotationHints(obj: JsonObject, loc: PodLocation): string[] {
     out.push(...spelling(path, node));
   }
   out.push(...spelling(target, loc.metadata.annotations));
+  if (
+    isObject(loc.metadata.labels) &&
+    SMCR_ANNOTATION in loc.metadata.labels &&
+    podValue === undefined
+  )
+    out.push(
+      `${SMCR_ANNOTATION} is a label on ${loc.prefix}metadata.labels, which erdma-smcr does not read: put it on ${target}`,
+    );
   return out;
 }

@@ -59,9 +59,11 @@ export function formatTextResult(r: CheckResult, opts: TextOptions): string {
 /** The input errors and the summary line that end the text output. */
 export function formatTextFooter(report: ReportTail, opts: TextOptions): string {
   const c = opts.color;
-  const lines = report.errors.map(
-    (e) =>
-      `${paint(c, 'red', 'ERROR')} ${paint(c, 'dim', visible(e.source))}  ${visible(e.message)}`,
+  // A message that starts with its own location (a parser's `file:line:col: ...`) is not given it twice.
+  const lines = report.errors.map((e) =>
+    e.message.startsWith(e.source)
+      ? `${paint(c, 'red', 'ERROR')} ${visible(e.message)}`
+      : `${paint(c, 'red', 'ERROR')} ${paint(c, 'dim', visible(e.source))}  ${visible(e.message)}`,
   );
   const s = report.summary;
   const errors = s.errors > 0 ? `, ${s.errors} input error(s)` : '';

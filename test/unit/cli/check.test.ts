@@ -263,13 +263,86 @@ describe('erdma-smcr check', () => {
     expect(r.code).toBe(1);
   });
 
+  // PASS means the policy applied and allowed; where SMC-R can never apply, it is a SKIP with the
+  // hint that says why, and `annotated` says whether the pod carries the annotation (#70).
+  const DEPLOY = (meta: string, podMeta: string): string => `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: d
+  namespace: ns
+${meta}spec:
+  selector: { matchLabels: { app: d } }
+  template:
+    metadata:
+      labels: { app: d }
+${podMeta}    spec:
+      containers: [{ name: app, image: busybox }]
+`;
+  it.each([
+    [
+      'a misspelt key',
+      POD('true').replace('erdma-smcr:', 'erdma_smcr:'),
+      /"network\.alibabacloud\.com\/erdma_smcr" is not an annotation erdma-smcr reads; did you mean/,
+    ],
+    [
+      "the annotation on a Deployment's own metadata",
+      DEPLOY('  annotations: { network.alibabacloud.com/erdma-smcr: "true" }\n', ''),
+      /on the Deployment's own metadata does nothing; put it on spec\.template\.metadata\.annotations/,
+    ],
+    [
+      'the annotation under labels',
+      DEPLOY('', '      annotations: {}\n').replace(
+        'labels: { app: d }',
+        'labels: { app: d, network.alibabacloud.com/erdma-smcr: "true" }',
+      ),
+      /is a label on spec\.template\.metadata\.labels, which erdma-smcr does not read/,
+    ],
+  ])('%s: SKIP with the hint, not annotated', async (_, text, hint) => {
+    const json = await runCli(['check', '-o', 'json', '-'], { stdin: text });
+    expect(json.code).toBe(0);
+    const [r] = (JSON.parse(json.stdout) as { results: Record<string, unknown>[] }).results;
+    expect(r).toMatchObject({ annotated: false, judged: false, allowed: true });
+    expect((r!.warnings as string[]).join('\n')).toMatch(hint);
+    const out = await runCli(['check', '-'], { stdin: text });
+    expect(out.stdout).toMatch(/^SKIP /);
+    expect(out.stdout).toMatch(hint);
+    expect(out.stdout).toMatch(/1 allowed \(1 skipped: not for SMC-R\)/);
+    // --fail-on-warn still catches the hint.
+    expect((await runCli(['check', '--fail-on-warn', '-'], { stdin: text })).code).toBe(3);
+  });
+
+  it('checks the object an AdmissionReview reviews, saying so', async () => {
+    // A real API server's review, its pod given the annotation.
+    const review = JSON.parse(
+      readFileSync(
+        'test/fixtures/apiserver-v1.20.2/admissionreview-pod-create-dryrun.json',
+        'utf8',
+      ),
+    ) as { request: { object: { metadata: { annotations: Record<string, string> } } } };
+    review.request.object.metadata.annotations['network.alibabacloud.com/erdma-smcr'] = 'true';
+    const r = await runCli(['check', '-o', 'json', '-'], { stdin: JSON.stringify(review) });
+    const [res] = (JSON.parse(r.stdout) as { results: Record<string, unknown>[] }).results;
+    expect(res).toMatchObject({ kind: 'Pod', annotated: true, judged: true });
+    expect(res!.warnings).toContain(
+      'an AdmissionReview: the object it reviews (request.object) was checked',
+    );
+  });
+
+  it('an RDMA pod without the annotation is judged (PASS or DENY), and not annotated', async () => {
+    const r = await runCli(['check', '-o', 'json', 'examples/invalid/rdma-host-network.yaml']);
+    const [res] = (JSON.parse(r.stdout) as { results: Record<string, unknown>[] }).results;
+    expect(res).toMatchObject({ annotated: false, judged: true, allowed: false });
+  });
+
   it('exits 2 naming the file and line of invalid YAML', async () => {
     const f = file('broken.yaml', `${POD('true')}---\nkind: Pod\nmetadata: {name: [unclosed\n`);
     const r = await runCli(['check', f]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(new RegExp(`broken\\.yaml:\\d+:\\d+: invalid YAML`));
     // The report still comes, with the error entry, and the verdict on the document before it.
-    expect(r.stdout).toMatch(/ERROR .*broken\.yaml:\d+ /);
+    // The location once: the parser's message starts with it (#70).
+    expect(r.stdout).toMatch(/^ERROR [^ ]*broken\.yaml:\d+:\d+: invalid YAML/m);
+    expect(r.stdout).not.toMatch(/broken\.yaml:\d+ {2}.*broken\.yaml/);
     expect(r.stdout).toMatch(/PASS {2}Pod ns\/p-true {2}.*broken\.yaml:1/);
     expect(r.stdout).toMatch(
       /1 object\(s\) checked: 1 allowed, 0 denied(, \d+ warning\(s\))?, 1 input error\(s\)/,
