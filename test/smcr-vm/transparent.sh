@@ -188,9 +188,15 @@ done
 
 # Under preload, a launcher that clears LD_PRELOAD (as entrypoints that sanitise the environment
 # do) leaves its program on TCP: the agent names it, and why.
+# Its connection is plain TCP at both ends: the pods get TCP buffers of SMC's size, so that the
+# response (12 MiB, read 64 KiB every 60 ms) keeps it open while the agent's code reads it.
 if [ "$mech" = preload ]; then
+  dd if=/dev/zero of=/srv/blob12 bs=65536 count=192 2>/dev/null
+  for ns in a b; do
+    ip netns exec $ns sh -c 'echo "4096 65536 65536" > /proc/sys/net/ipv4/tcp_rmem; echo "4096 65536 65536" > /proc/sys/net/ipv4/tcp_wmem'
+  done
   runtime pycleared_a a b 8005 1 "$ENV_ON" "python3 -m http.server 8005 --directory /srv" \
-    "env -u LD_PRELOAD python3 /runtimes/get.py http://\$dst:8005/blob" programs
+    "env -u LD_PRELOAD python3 /runtimes/get.py http://\$dst:8005/blob12" programs
 fi
 
 # A statically linked program in an SMC-R pod: busybox's nc ignores LD_PRELOAD (there is no dynamic
