@@ -68,3 +68,6 @@ export const CNI_PLUGIN_TYPE = 'erdma-smcr';
 
 /** Version of the settings document carried in SETTINGS_ANNOTATION. */
 export const SETTINGS_VERSION = 1;
+
+/** pino's levels, as --log-level, ERDMA_SMCR_LOG_LEVEL and logLevel take them. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;

@@ -1,5 +1,6 @@
 // The erdma-smcr command line: one binary, a subcommand per role (each in ./commands/).
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
+import { LOG_LEVELS } from '../constants.js';
 import { AppError, isAppError } from '../errors.js';
 import { agentCommand } from './commands/agent.js';
 import { certsCommand } from './commands/certs.js';
@@ -18,7 +19,7 @@ export function buildProgram(io: CliIO, setCode: (c: number) => void): Command {
     .description('Transparent SMC-R for Kubernetes pods on Alibaba Cloud eRDMA nodes')
     .version(packageVersion())
     .option('-c, --config <file>', 'configuration file (YAML)')
-    .option('--log-level <level>', 'trace|debug|info|warn|error|silent')
+    .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS))
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
   checkCommand(program, io, setCode);

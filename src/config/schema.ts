@@ -1,7 +1,7 @@
 // The one schema for all configuration (defaults, file, env, flags meet here), validated by zod.
 import '../util/zod.js';
 import * as z from 'zod/mini';
-import { ERDMA_RESOURCE, IMAGE } from '../constants.js';
+import { ERDMA_RESOURCE, IMAGE, LOG_LEVELS } from '../constants.js';
 
 const port = z.number().check(z.int(), z.gte(0), z.lte(65535));
 
@@ -278,10 +278,7 @@ export const agentSchema = z.strictObject({
 });
 
 export const configSchema = z.strictObject({
-  logLevel: z._default(
-    z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
-    'info',
-  ),
+  logLevel: z._default(z.enum(LOG_LEVELS), 'info'),
   policy: z.prefault(policySchema, {}),
   webhook: z.prefault(webhookSchema, {}),
   cluster: z.prefault(clusterSchema, {}),

@@ -1,6 +1,7 @@
 // `erdma-smcr devices`: the eRDMA devices of this node, like a short ibv_devinfo; with --watch,
 // their traffic per second like `eadm stat -l`.
 import { Option, type Command } from 'commander';
+import { existsSync } from 'node:fs';
 import { AppError } from '../../errors.js';
 import type { ConfigFor } from '../config.js';
 import type { CliIO } from '../../util/io.js';
@@ -37,7 +38,10 @@ export function devicesCommand(
         count?: string;
       }) => {
         const json = opts.json === true || opts.output === 'json';
+        if (!opts.watch && (opts.count !== undefined || opts.interval !== '1000'))
+          throw new AppError('USAGE', '--count and --interval go with --watch');
         const config = await configFor({ 'agent.hostRoot': opts.hostRoot });
+        requireHostRoot(config.agent.hostRoot);
         const { discover, discoveryOptions, formatDevices } =
           await import('../../agent/node/discovery.js');
         const devices = discover(discoveryOptions(config.agent));
@@ -66,6 +70,15 @@ export function devicesCommand(
         );
         setCode(0);
       },
+    );
+}
+
+/** A host root that does not exist is a mistyped flag, not a node without devices or pods. */
+export function requireHostRoot(hostRoot: string): void {
+  if (!existsSync(hostRoot))
+    throw new AppError(
+      'USAGE',
+      `--host-root ${hostRoot} does not exist (the agent's ERDMA_SMCR_HOST_ROOT or agent.hostRoot)`,
     );
 }
 

@@ -1,6 +1,7 @@
 // `erdma-smcr status`: what this node's SMC-R pods' connections run on, read from the kernel
 // through the native binary, from the same records and with the same reading as the agent.
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
+import { requireHostRoot } from './devices.js';
 import { join } from 'node:path';
 import { AppError } from '../../errors.js';
 import type { ConfigFor } from '../config.js';
@@ -25,13 +26,18 @@ export function statusCommand(
     )
     .option('--host-root <dir>', 'root of the host filesystem')
     .option('--pod <namespace/name>', 'one pod, with its connections listed (like smcss)')
-    .option('-o, --output <format>', 'text or json', 'text')
+    .addOption(
+      new Option('-o, --output <format>', 'output format')
+        .choices(['text', 'json'])
+        .default('text'),
+    )
     .action(async (opts: StatusOpts) => {
       if (opts.output !== 'text' && opts.output !== 'json')
         throw new AppError('USAGE', `--output must be text or json, got "${opts.output}"`);
       if (opts.pod !== undefined && !/^[^/]+\/[^/]+$/.test(opts.pod))
         throw new AppError('USAGE', `--pod must be namespace/name, got "${opts.pod}"`);
       const { agent: a } = await configFor({ 'agent.hostRoot': opts.hostRoot });
+      requireHostRoot(a.hostRoot);
       const { findPodNetns } = await import('../../agent/observe/pods.js');
       const { collectPodSmc, formatStatus } = await import('../../agent/observe/smc.js');
       const { NativeBinary } = await import('../../native/binary.js');

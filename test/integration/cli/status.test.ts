@@ -55,11 +55,16 @@ describe('erdma-smcr status', () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/no SMC-R pod shop\/nope on this node/);
     expect((await runCli(['status', '--host-root', dir, '--output', 'yaml'])).stderr).toMatch(
-      /--output must be text or json/,
+      /argument 'yaml' is invalid\. Allowed choices are text, json/,
     );
+    mkdirSync(join(dir, 'empty'));
     expect((await runCli(['status', '--host-root', join(dir, 'empty')])).stdout).toBe(
       'no SMC-R pods on this node\n',
     );
+    // A host root that is not there is a mistyped flag, not a node without pods (#70).
+    const gone = await runCli(['status', '--host-root', join(dir, 'nonexistent')]);
+    expect(gone.code).toBe(2);
+    expect(gone.stderr).toMatch(/--host-root .*nonexistent does not exist/);
   });
 
   it('lists pods by namespace, then name, as kubectl does', async () => {

@@ -149,6 +149,20 @@ describe('discovery', () => {
     const text = await runCli(['devices', '--host-root', 'test/fixtures/sysfs/node-a']);
     expect(text.stdout).toMatch(/^erdma_0: driver erdma, mode default, SMC-R capable/);
   });
+
+  it('refuses a host root that does not exist, and --count or --interval without --watch', async () => {
+    const gone = await runCli(['devices', '--host-root', '/nonexistent/host']);
+    expect(gone).toMatchObject({ code: 2, stdout: '' });
+    expect(gone.stderr).toMatch(/--host-root \/nonexistent\/host does not exist/);
+    for (const flag of [
+      ['--count', '3'],
+      ['--interval', '500'],
+    ]) {
+      const r = await runCli(['devices', '--host-root', 'test/fixtures/sysfs/node-a', ...flag]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/--count and --interval go with --watch/);
+    }
+  });
 });
 
 describe('allocation policy', () => {
