@@ -1,6 +1,7 @@
 // The webhook server: the app (./app.ts) on its transport (./transport.ts), the serving
 // certificate from one source kept current, a plain-HTTP port for metrics and probes, and a
 // graceful shutdown that fails no admission.
+import { AppError } from '../errors.js';
 import type { Http2SecureServer } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
@@ -91,9 +92,21 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     await app.listen({ host: w.host, port: w.port });
   } catch (err) {
     await app.close();
-    throw listenFailure(err, `${w.host}:${w.port}`, '--port (webhook.port, ERDMA_SMCR_PORT)');
+    throw listenFailure(
+      err,
+      `${w.host}:${w.port}`,
+      '--port (webhook.port, ERDMA_SMCR_PORT)',
+      '--host (webhook.host, ERDMA_SMCR_HOST)',
+    );
   }
   const port = (app.server.address() as AddressInfo).port;
+  if (w.metricsEnabled && w.metricsPort !== 0 && w.metricsPort === w.port) {
+    await app.close();
+    throw new AppError(
+      'LISTEN_FAILED',
+      `--metrics-port ${w.metricsPort} is the webhook's --port too: give the metrics and probes a port of their own (webhook.metricsPort, ERDMA_SMCR_METRICS_PORT), or pass --no-metrics`,
+    );
+  }
   let probes: ProbeServer | undefined;
   try {
     probes = w.metricsEnabled
@@ -106,6 +119,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       err,
       `${w.metricsHost}:${w.metricsPort}`,
       '--metrics-port (webhook.metricsPort, ERDMA_SMCR_METRICS_PORT), or pass --no-metrics',
+      'webhook.metricsHost (ERDMA_SMCR_METRICS_HOST)',
     );
   }
   followCertificates(server, opts, metrics);

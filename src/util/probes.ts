@@ -81,14 +81,25 @@ const LISTEN_WHY: Readonly<Record<string, string>> = {
   ENOTFOUND: 'the host name does not resolve',
 };
 
+/** Failures that are the host's, not the port's. */
+const HOST_CODES = new Set(['EADDRNOTAVAIL', 'ENOTFOUND']);
+
 /**
- * A listen() failure as one line naming the address and the setting to change (LISTEN_FAILED);
- * any other error as it is.
+ * A listen() failure as one line naming the address and the setting to change (LISTEN_FAILED):
+ * the host's (`hostSetting`) for an address this host lacks or a name that does not resolve, the
+ * port's (`setting`) otherwise; any other error as it is.
  */
-export function listenFailure(err: unknown, address: string, setting: string): unknown {
-  const why = LISTEN_WHY[(err as NodeJS.ErrnoException)?.code ?? ''];
+export function listenFailure(
+  err: unknown,
+  address: string,
+  setting: string,
+  hostSetting?: string,
+): unknown {
+  const code = (err as NodeJS.ErrnoException)?.code ?? '';
+  const why = LISTEN_WHY[code];
+  const change = hostSetting && HOST_CODES.has(code) ? hostSetting : setting;
   return why
-    ? new AppError('LISTEN_FAILED', `cannot listen on ${address}: ${why}; change ${setting}`)
+    ? new AppError('LISTEN_FAILED', `cannot listen on ${address}: ${why}; change ${change}`)
     : err;
 }
 

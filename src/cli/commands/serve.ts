@@ -1,13 +1,13 @@
 // `erdma-smcr serve`: the admission webhook. The command only reads its flags: the process and
 // its heavy modules (fastify, node-forge, prom-client) load when it runs (src/admission/process.ts).
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { ConfigFor } from '../config.js';
 import type { CliIO } from '../../util/io.js';
 
 interface ServeOpts {
   host?: string;
-  port?: string;
-  metricsPort?: string;
+  port?: number;
+  metricsPort?: number;
   metrics?: boolean;
   certDir?: string;
   generateCerts?: boolean;
@@ -18,8 +18,12 @@ interface ServeOpts {
   kubeconfig?: string;
 }
 
-const int = (v: string | undefined): number | undefined =>
-  v === undefined ? undefined : Number.parseInt(v, 10);
+/** A port flag's value: a whole number 0-65535, or one line naming the flag (not the schema's words). */
+function port(v: string): number {
+  const n = /^\d{1,5}$/.test(v) ? Number(v) : NaN;
+  if (!(n <= 65535)) throw new InvalidArgumentError('a port is a whole number from 0 to 65535.');
+  return n;
+}
 
 export function serveCommand(
   program: Command,
@@ -33,8 +37,13 @@ export function serveCommand(
       'run the admission webhook (defaults: 127.0.0.1:8443, certificates generated into webhook-certs/)',
     )
     .option('--host <addr>', 'address to listen on')
-    .option('--port <port>', 'HTTPS port')
-    .option('--metrics-port <port>', 'plain-HTTP port for /metrics and probes')
+    .addOption(new Option('--port <port>', 'HTTPS port (default: 8443)').argParser(port))
+    .addOption(
+      new Option(
+        '--metrics-port <port>',
+        'plain-HTTP port for /metrics and probes (default: 8080)',
+      ).argParser(port),
+    )
     .option('--no-metrics', 'serve no metrics/probe port')
     .option('--cert-dir <dir>', 'directory holding tls.crt, tls.key (and ca.crt)')
     .option('--no-generate-certs', 'never generate certificates; fail when absent')
@@ -56,8 +65,8 @@ export function serveCommand(
     .action(async (opts: ServeOpts) => {
       const config = await configFor({
         'webhook.host': opts.host,
-        'webhook.port': int(opts.port),
-        'webhook.metricsPort': int(opts.metricsPort),
+        'webhook.port': opts.port,
+        'webhook.metricsPort': opts.metricsPort,
         'webhook.metricsEnabled': opts.metrics === false ? false : undefined,
         'webhook.certDir': opts.certDir,
         'webhook.generateCerts': opts.generateCerts === false ? false : undefined,

@@ -133,8 +133,32 @@ describe('start-up failures', () => {
       ERDMA_SMCR_CERT_DIR: join(dir, 'certs-c'),
     });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/cannot listen on 192\.0\.2\.1:0: this host has no such address/);
+    // The setting to change is the host's, not the port's (#70).
+    expect(r.stderr).toMatch(
+      /cannot listen on 192\.0\.2\.1:0: this host has no such address; change --host \(webhook\.host, ERDMA_SMCR_HOST\)/,
+    );
     oneLine(r.stderr);
+  }, 30_000);
+
+  it('serve with a name that does not resolve names --host; with --metrics-port equal to --port says so', async () => {
+    const host = await run(['serve', '--host', '999.1.1.1', '--port', '0', '--no-metrics'], {
+      ERDMA_SMCR_CERT_DIR: join(dir, 'certs-d'),
+    });
+    expect(host.code).toBe(1);
+    expect(host.stderr).toMatch(/999\.1\.1\.1:0: the host name does not resolve; change --host/);
+    oneLine(host.stderr);
+    const port = await holdPort();
+    held.pop()!.close();
+    await new Promise((r) => setTimeout(r, 50));
+    const same = await run(['serve', '--port', String(port), '--metrics-port', String(port)], {
+      ERDMA_SMCR_CERT_DIR: join(dir, 'certs-e'),
+    });
+    expect(same.code).toBe(1);
+    expect(same.stderr).toMatch(
+      new RegExp(`--metrics-port ${port} is the webhook's --port too: .*or pass --no-metrics`),
+    );
+    oneLine(same.stderr);
+    expect(await portFree(port)).toBe(true);
   }, 30_000);
 
   it('the agent without <host>/opt/cni/bin: one line naming the path, exit 1, no socket left behind', async () => {
