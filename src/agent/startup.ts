@@ -7,28 +7,36 @@ import { AppError, isAppError } from '../errors.js';
 
 export type Daemon = 'agent' | 'device plugin';
 
+/**
+ * The source of a copy is what this package ships (the native binary, the preload library): on a
+ * checkout, nothing has built it yet.
+ */
+function notBuilt(cannot: string, path: string): AppError {
+  return new AppError(
+    'START_FAILED',
+    `${cannot}: ${path} does not exist: it is built from native/ (make -C native, with Debian's build-essential, clang, llvm, bpftool, libbpf-dev, libelf-dev and zlib1g-dev; npm test builds it too), or run the image, which has it`,
+  );
+}
+
+/** A path that is not there: what this package ships and nothing built, or a host directory. */
+function missing(cannot: string, path: string, dest: string | undefined): AppError {
+  if (dest !== undefined && !existsSync(path)) return notBuilt(cannot, path);
+  // A copy names both ends (path, dest): the missing one is where it was going.
+  const gone = dest !== undefined ? dest : path;
+  // Name the directory that is missing, not the file we were about to write into it.
+  const where = existsSync(dirname(gone)) ? gone : dirname(gone);
+  return new AppError(
+    'START_FAILED',
+    `${cannot}: ${where} does not exist: mount the host directory there, or change agent.hostRoot or the agent.* path that names it`,
+  );
+}
+
 export function startFailure(daemon: Daemon, err: unknown): unknown {
   if (isAppError(err)) return err;
   const e = err as NodeJS.ErrnoException & { dest?: string };
   if (!e?.code || !e.path) return err;
   const cannot = `cannot start the ${daemon}`;
-  if (e.code === 'ENOENT' && e.dest !== undefined && !existsSync(e.path))
-    // The source of a copy is what this package ships (the native binary, the preload library):
-    // on a checkout, nothing has built it yet.
-    return new AppError(
-      'START_FAILED',
-      `${cannot}: ${e.path} does not exist: it is built from native/ (make -C native, with Debian's build-essential, clang, llvm, bpftool, libbpf-dev, libelf-dev and zlib1g-dev; npm test builds it too), or run the image, which has it`,
-    );
-  if (e.code === 'ENOENT') {
-    // A copy names both ends (path, dest): the missing one is where it was going.
-    const path = e.dest !== undefined && existsSync(e.path) ? e.dest : e.path;
-    // Name the directory that is missing, not the file we were about to write into it.
-    const missing = existsSync(dirname(path)) ? path : dirname(path);
-    return new AppError(
-      'START_FAILED',
-      `${cannot}: ${missing} does not exist: mount the host directory there, or change agent.hostRoot or the agent.* path that names it`,
-    );
-  }
+  if (e.code === 'ENOENT') return missing(cannot, e.path, e.dest);
   if (e.code === 'EACCES' || e.code === 'EROFS' || e.code === 'EPERM')
     return new AppError(
       'START_FAILED',

@@ -84,6 +84,37 @@ export function scopeProfiles(
 /** Files that may be manifests, by name (as a directory is read). */
 const MANIFEST_FILE = /\.(ya?ml|json)$/;
 
+/** The directories from `path`'s parent up to the repository's top; none outside a repository. */
+function dirsUpToRepo(path: string): string[] {
+  const above: string[] = [];
+  for (let dir = dirname(resolve(path)); ; dir = dirname(dir)) {
+    above.push(dir);
+    if (existsSync(join(dir, '.git'))) return above;
+    if (dirname(dir) === dir) return [];
+  }
+}
+
+/** The manifest files directly in `dir` (not below it). */
+function manifestsIn(dir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names
+    .sort()
+    .filter((n) => MANIFEST_FILE.test(n))
+    .map((n) => join(dir, n))
+    .filter((f) => {
+      try {
+        return statSync(f).isFile();
+      } catch {
+        return false; // gone meanwhile
+      }
+    });
+}
+
 /**
  * The manifest files directly in each directory above the given paths, up to the repository's top
  * (the nearest directory holding .git), where a ClusterProfile judging them may sit: `check
@@ -91,40 +122,14 @@ const MANIFEST_FILE = /\.(ya?ml|json)$/;
  * repository nothing above the paths is read. Each directory once, the paths' own never.
  */
 export function profileCandidatesAbove(paths: readonly string[]): string[] {
-  const out: string[] = [];
   const seen = new Set<string>();
+  const out: string[] = [];
   for (const p of paths) {
     if (p === STDIN || !existsSync(p)) continue;
-    const start = resolve(p);
-    const above: string[] = [];
-    let top: string | undefined;
-    for (let dir = dirname(start); ; dir = dirname(dir)) {
-      above.push(dir);
-      if (existsSync(join(dir, '.git'))) {
-        top = dir;
-        break;
-      }
-      if (dirname(dir) === dir) break;
-    }
-    if (!top) continue;
-    for (const dir of above) {
+    for (const dir of dirsUpToRepo(p)) {
       if (seen.has(dir)) continue;
       seen.add(dir);
-      let names: string[];
-      try {
-        names = readdirSync(dir);
-      } catch {
-        continue;
-      }
-      for (const n of names.sort())
-        if (MANIFEST_FILE.test(n)) {
-          const f = join(dir, n);
-          try {
-            if (statSync(f).isFile()) out.push(f);
-          } catch {
-            // gone meanwhile
-          }
-        }
+      out.push(...manifestsIn(dir));
     }
   }
   return out;
