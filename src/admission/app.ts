@@ -253,6 +253,9 @@ export function registerWebhook(app: FastifyInstance, deps: AppDeps): void {
   });
   const badRequestLog = new LineBudget(BAD_REQUEST_LINES_PER_SECOND);
   app.setErrorHandler((err, request, reply) => {
+    // fastify asks to close the connection after a body it could not parse; HTTP/2 has no such
+    // header (RFC 9113 8.2.2) and Node warns on stderr, in the middle of the JSON log (#70).
+    if (request.raw.httpVersionMajor === 2) reply.removeHeader('connection');
     const appErr = toAppError(err);
     deps.metrics.badRequests.inc({ code: appErr.code });
     if (appErr.status >= 500) request.log.error({ err }, 'request failed');
