@@ -19,6 +19,13 @@ import {
   type ControlPlane,
 } from '../../harness/k8s/control-plane.js';
 import { startNode, type KubeNode } from '../../harness/k8s/node.js';
+import { evaluate } from '../../../src/policy/evaluate.js';
+import {
+  config as policyConfig,
+  node as policyNode,
+  pod as policyPod,
+  view as policyView,
+} from '../../helpers/policy.js';
 import { hwCounters, writeFakeProc, writeHostTree } from '../../harness/k8s/host-tree.js';
 import { cleanupNetns, createNetns } from '../../helpers/netns.js';
 import { smcrDeployment } from '../../helpers/deployments.js';
@@ -67,6 +74,17 @@ type Obj = {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   [k: string]: any;
 };
+
+/** Our image as test/harness/image/build.sh tags it and the 1.20 overlay names it. */
+const CLUSTER_IMAGE = 'localhost/erdma-smcr:test';
+
+/** Run in each container of the preload pod: whether this process mapped the library, and from where. */
+const PRELOAD_CHECK = [
+  "const maps = require('fs').readFileSync('/proc/self/maps', 'utf8');",
+  "const lib = maps.split('\\n').find((l) => l.endsWith('/libsmc-preload.so'));",
+  "if (!lib) { console.log('not loaded; LD_PRELOAD=' + process.env.LD_PRELOAD); process.exit(3); }",
+  "console.log('libsmc-preload.so loaded from ' + lib.slice(lib.indexOf('/'), lib.lastIndexOf('/')));",
+].join(' ');
 
 function buildImage(): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -305,6 +323,73 @@ describe.skipIf(why !== '')(
       );
       expect(logs).toMatch(/"verdict":"allowed".*"msg":"admission decision"/);
     }, 300_000);
+
+    it('runs what the webhook gives a pod of preload nodes: our init container fills the emptyDir from our image, every container loads the library', async () => {
+      // The policy, as the webhook runs it, for a pod that can only land on preload nodes, written
+      // for a namespace enforcing Pod Security `restricted`. What the run needs of it is the preload
+      // part: the SMC-R annotation and device, and the affinity to preload nodes (this node's
+      // mechanism is tcp2smc), are taken off and the pod is pinned to the node.
+      const app = {
+        name: 'app',
+        image: CLUSTER_IMAGE,
+        command: ['node', '-e', PRELOAD_CHECK],
+        securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+      };
+      const preloadOnly = policyView([
+        policyNode(
+          'p1',
+          '6.1.0-56-amd64',
+          { 'smcr.erdma.io/capable': 'true', 'smcr.erdma.io/mechanism': 'preload' },
+          'Debian 12',
+        ),
+      ]);
+      const r = evaluate(
+        policyPod({
+          name: 'preloaded',
+          spec: {
+            restartPolicy: 'Never',
+            securityContext: {
+              runAsNonRoot: true,
+              runAsUser: 1000,
+              seccompProfile: { type: 'RuntimeDefault' },
+            },
+            initContainers: [{ ...app, name: 'setup' }],
+            containers: [app],
+          },
+        }),
+        preloadOnly,
+        // The image as this cluster has it (test/integration/manifests/k8s-1.20): a mirror's name.
+        { ...policyConfig, preloadImage: CLUSTER_IMAGE },
+      );
+      const pod = r.mutated as Obj;
+      pod.metadata.namespace = 'apps';
+      expect(pod.spec.initContainers.map((c: { name: string }) => c.name)).toEqual([
+        'erdma-smcr-preload',
+        'setup',
+      ]);
+      delete pod.metadata.annotations!['network.alibabacloud.com/erdma-smcr'];
+      delete pod.spec.affinity;
+      for (const c of pod.spec.containers) delete c.resources;
+      pod.spec.nodeName = NODE;
+      const created = await cp.kubectl(['create', '-f', '-'], JSON.stringify(pod));
+      expect(created.status, created.stderr).toBe(0);
+      const done = await until(
+        'the preloaded pod to finish',
+        async () => {
+          const p = await getJson('pod', '-n', 'apps', 'preloaded');
+          return ['Succeeded', 'Failed'].includes(p.status.phase) ? p : undefined;
+        },
+        120_000,
+      );
+      const logs = await kubectl('logs', '-n', 'apps', 'preloaded', '--all-containers');
+      expect(done.status.phase, logs).toBe('Succeeded');
+      // The user's init container and the app: each loaded the library from the emptyDir.
+      expect(
+        logs.match(/libsmc-preload\.so loaded from \/run\/erdma-smcr-preload/g),
+        logs,
+      ).toHaveLength(2);
+      await kubectl('delete', 'pod', '-n', 'apps', 'preloaded', '--wait=false');
+    }, 180_000);
 
     it('shows our denial to kubectl apply --dry-run=server', async () => {
       const ds = {
