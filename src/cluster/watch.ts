@@ -243,9 +243,12 @@ export class WatchedSet<T extends KubeObject, S = T> {
     if (this.closed) return;
     this.broke = true;
     this.opts.onStale?.(true);
+    // Before a first list there is no good state to serve: say what is (#70).
     this.opts.logger.warn(
       { path: this.opts.path, reason: apiReason(err), retryInMs: this.delay },
-      'watch broken; serving the last good state',
+      this.listed
+        ? 'watch broken; serving the last good state'
+        : 'cannot list yet; nothing known of it until the API server answers',
     );
     this.current?.abort();
     clearTimeout(this.timer);
