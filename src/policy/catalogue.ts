@@ -74,7 +74,7 @@ export const RULE_CATALOGUE: readonly RuleEntry[] = [
   {
     id: 'object-size',
     scope: 'smcr',
-    when: 'the pod is larger than the webhook judges (see below)',
+    when: 'the pod is larger than the webhook judges: more than 100 required node selector terms, 1,000 node requirements or 10,000 values in them, more than 2,000,000 label comparisons against the nodes, or annotations over 256 KiB',
     fix: 'simplify the node affinity; keep annotations under 256 KiB',
   },
   {

@@ -1,7 +1,21 @@
 // `erdma-smcr rules [ID]`: the admission rules, when each denies and how to fix it (docs/policy.md).
 import { Option, type Command } from 'commander';
+import { existsSync } from 'node:fs';
+import { relative } from 'node:path';
 import { AppError } from '../../errors.js';
+import { packagePath } from '../../util/package.js';
 import type { CliIO } from '../../util/io.js';
+
+/**
+ * An example manifest where this install has it: the repository's path in a checkout, or where the
+ * package holds it; the image ships no examples, so there the path is the source repository's.
+ */
+function exampleAt(example: string): string {
+  const at = packagePath(example);
+  if (!existsSync(at)) return `${example} (in the erdma-smcr source repository)`;
+  const here = relative(process.cwd(), at);
+  return here.startsWith('..') ? at : here;
+}
 
 export function rulesCommand(program: Command, io: CliIO, setCode: (c: number) => void): void {
   program
@@ -33,7 +47,7 @@ export function rulesCommand(program: Command, io: CliIO, setCode: (c: number) =
           `${r.id}${r.scope === 'rdma' ? '  (pods that get an RDMA device without SMC-R)' : ''}`,
           `  denies when: ${plain(r.when)}`,
           `  fix:         ${plain(r.fix)}`,
-          ...(r.example ? [`  example:     ${r.example}`] : []),
+          ...(r.example ? [`  example:     ${exampleAt(r.example)}`] : []),
         ].join('\n'),
       );
       io.out(`${blocks.join('\n\n')}\n`);

@@ -60,3 +60,21 @@ describe('erdma-smcr rules', () => {
     expect(r.stderr).toMatch(/no rule "hostnetwork"; the rules are annotation-value, host-network/);
   });
 });
+
+describe('object-size', () => {
+  it('names the bounds it denies past, as the code holds them', async () => {
+    const { PLACEMENT_LIMITS } = await import('../../../src/policy/scheduling.js');
+    const { MAX_ANNOTATION_BYTES } = await import('../../../src/policy/evaluate.js');
+    const when = RULE_CATALOGUE.find((r) => r.id === 'object-size')!.when;
+    const n = (v: number): string => v.toLocaleString('en-US');
+    expect(when).not.toMatch(/see below/);
+    for (const v of [
+      PLACEMENT_LIMITS.terms,
+      PLACEMENT_LIMITS.requirements,
+      PLACEMENT_LIMITS.values,
+      PLACEMENT_LIMITS.checks,
+    ])
+      expect(when).toContain(n(v));
+    expect(when).toContain(`${MAX_ANNOTATION_BYTES / 1024} KiB`);
+  });
+});
