@@ -3,6 +3,8 @@
 // policy's rule ids. https://docs.oasis-open.org/sarif/sarif/v2.1.0/sarif-v2.1.0.html
 // Written as results arrive: the run's `results` come first and its `tool` (whose rule list is
 // known only at the end) after them; SARIF, being JSON, gives property order no meaning.
+import { isAbsolute } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { plain, RULE_CATALOGUE } from '../../policy/catalogue.js';
 import type { InputError } from '../../check/inputs.js';
 import { headed, nested, title, type ReportWriter } from './common.js';
@@ -21,8 +23,12 @@ interface Location {
 function location(source: string): Location {
   const m = /^(.*?):(\d+)(?:#.*)?$/.exec(source);
   const file = m ? (m[1] ?? source) : source;
-  // A relative URI reference: path separators stay, anything else unsafe is percent-encoded.
-  const uri = file.split('/').map(encodeURIComponent).join('/');
+  // An absolute path is a file:// URI (SARIF 2.1.0 3.10.2: an absolute URI, or one relative to a
+  // base); a relative one a relative URI reference: separators stay, anything else unsafe is
+  // percent-encoded.
+  const uri = isAbsolute(file)
+    ? pathToFileURL(file).href
+    : file.split('/').map(encodeURIComponent).join('/');
   return {
     physicalLocation: {
       artifactLocation: { uri },

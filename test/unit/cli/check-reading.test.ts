@@ -2,6 +2,7 @@
 // typed Lists, kinds we do not know that carry a pod template, and a bad file among good ones in
 // every output format; each case must be denied. That kubectl reads the same objects is
 // test/integration/cli/check-reading-kubectl.test.ts.
+import { pathToFileURL } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -178,7 +179,12 @@ describe('SARIF output', () => {
       byRule('host-network')
         .map((x) => x.locations[0]!.physicalLocation.artifactLocation.uri)
         .sort(),
-    ).toEqual([join(hostile, 'a/ds.yaml'), join(hostile, 'c/rollout.yaml')].sort());
+      // Absolute inputs are file:// URIs (#70).
+    ).toEqual(
+      [join(hostile, 'a/ds.yaml'), join(hostile, 'c/rollout.yaml')]
+        .map((f) => pathToFileURL(f).href)
+        .sort(),
+    );
     expect(
       byRule('host-network').every(
         (x) =>
