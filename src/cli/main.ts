@@ -17,11 +17,20 @@ import { processIO, type CliIO } from '../util/io.js';
 export function buildProgram(io: CliIO, setCode: (c: number) => void): Command {
   const program = new Command('erdma-smcr')
     .description('Transparent SMC-R for Kubernetes pods on Alibaba Cloud eRDMA nodes')
-    .version(packageVersion())
+    .version(packageVersion(), '-v, --version', 'print the version')
     .option('-c, --config <file>', 'configuration file (YAML)')
     .addOption(new Option('--log-level <level>', 'log level').choices(LOG_LEVELS))
     .exitOverride()
+    // Each command's --help shows -c and --log-level too (kubectl lists its global flags).
+    .configureHelp({ showGlobalOptions: true })
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) });
+  program
+    .command('version')
+    .description('print the version')
+    .action(() => {
+      io.out(`${packageVersion()}\n`);
+      setCode(0);
+    });
   checkCommand(program, io, setCode);
   rulesCommand(program, io, setCode);
   const configFor: ConfigFor = (flags) => configFrom(program.opts<GlobalOpts>(), io, flags);

@@ -5,9 +5,9 @@ import { AppError } from '../../errors.js';
 import type { CliIO } from '../../util/io.js';
 
 interface GenerateOpts {
-  service: string;
-  namespace: string;
-  out: string;
+  service?: string;
+  namespace?: string;
+  out?: string;
   name?: string[];
   days?: string;
 }
@@ -21,15 +21,28 @@ export function certsCommand(program: Command, io: CliIO, setCode: (c: number) =
     .description(
       'write ca.crt, ca.key, tls.crt, tls.key for the webhook Service into a directory (keys 0600)',
     )
-    .requiredOption('--service <name>', 'webhook Service name')
-    .requiredOption('--namespace <ns>', 'namespace of the Service')
-    .requiredOption(
+    .option('--service <name>', 'webhook Service name (required)')
+    .option('--namespace <ns>', 'namespace of the Service (required)')
+    .option(
       '--out <dir>',
-      'output directory: a complete set there is kept, a CA pair is used, anything partial is refused (never overwritten)',
+      'output directory (required): a complete set there is kept, a CA pair is used, anything partial is refused (never overwritten)',
     )
     .option('--name <dns...>', 'extra DNS names or IPs')
     .option('--days <n>', 'serving certificate validity in days (CA: three times that)', '365')
-    .action(async (opts: GenerateOpts) => {
+    .addHelpText(
+      'after',
+      '\nExample:\n  erdma-smcr certs generate --service erdma-smcr-webhook --namespace erdma-smcr --out ./certs\n',
+    )
+    .action(async (given: GenerateOpts) => {
+      // Every missing option at once, not one per run.
+      const missing = (['service', 'namespace', 'out'] as const).filter((k) => !given[k]);
+      if (missing.length > 0)
+        throw new AppError(
+          'USAGE',
+          `certs generate needs ${missing.map((k) => `--${k}`).join(', ')} (see --help)`,
+        );
+      const opts = given as Required<Pick<GenerateOpts, 'service' | 'namespace' | 'out'>> &
+        GenerateOpts;
       const [{ ensureLocalCerts }, { serviceNames }] = await Promise.all([
         import('../../certs/local.js'),
         import('../../certs/x509.js'),

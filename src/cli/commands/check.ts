@@ -71,6 +71,18 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
     .option('--no-color', 'never colour the text output')
     .option('-q, --quiet', 'text output: only denials and warnings, then the summary')
     .option('--fail-on-warn', 'exit 3 when objects are allowed but some have warnings (conftest)')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  erdma-smcr check manifests/                      a tree, judged by the ClusterProfile found in it or above it',
+        '  kubectl kustomize overlays/prod | erdma-smcr check -   what a kustomization renders',
+        '  erdma-smcr check -o sarif --profile prod.yaml k8s/ > smcr.sarif',
+        '  erdma-smcr check --show-mutated pod.yaml          each pod as the webhook admits it',
+        '',
+      ].join('\n'),
+    )
     .action(async (positional: string[], opts: CheckOpts) => {
       const given = [...positional, ...(opts.filename ?? [])];
       const [{ checkPaths }, { visible }, { reportWriter }] = await Promise.all([
@@ -119,10 +131,21 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
     });
 }
 
+/**
+ * Colour on a terminal; never with --no-color or NO_COLOR; with FORCE_COLOR (not "0" or "false")
+ * also when piped, as CI logs that render colour ask for it (the convention of chalk and Node).
+ */
+function colour(flag: boolean | undefined, io: CliIO): boolean {
+  if (flag === false || io.env.NO_COLOR !== undefined) return false;
+  const force = io.env.FORCE_COLOR;
+  if (force !== undefined) return force !== '0' && force !== 'false';
+  return io.stdoutIsTTY;
+}
+
 /** The text output's options, and what each result keeps for the chosen output. */
 function shown(opts: CheckOpts, io: CliIO): { text: TextOptions; keep: Keep } {
   const text = {
-    color: opts.color !== false && io.stdoutIsTTY && io.env.NO_COLOR === undefined,
+    color: colour(opts.color, io),
     showPatch: opts.showPatch === true,
     showMutated: opts.showMutated === true,
     quiet: opts.quiet === true,

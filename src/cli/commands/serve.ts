@@ -62,6 +62,17 @@ export function serveCommand(
       ).choices(['offline', 'live']),
     )
     .option('--kubeconfig <file>', 'kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  erdma-smcr serve                                  on 127.0.0.1:8443, development certificates in webhook-certs/',
+        '  erdma-smcr serve --profile examples/cluster-profile.yaml --port 9443',
+        '  erdma-smcr serve --cluster live --cert-source secret   as the Deployment runs it',
+        '',
+      ].join('\n'),
+    )
     .action(async (opts: ServeOpts) => {
       const config = await configFor({
         'webhook.host': opts.host,

@@ -156,5 +156,14 @@ describe('erdma-smcr certs generate', () => {
     const missing = await runCli(['certs', 'generate', '--service', 's', '--out', out]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/--namespace/);
+    // Every missing option in one run, and --help says which are required, with an example (#70).
+    const none = await runCli(['certs', 'generate']);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toBe(
+      'erdma-smcr: certs generate needs --service, --namespace, --out (see --help)\n',
+    );
+    const help = await runCli(['certs', 'generate', '--help']);
+    expect(help.stdout).toMatch(/--service <name> +webhook Service name \(required\)/);
+    expect(help.stdout).toMatch(/Example:\n {2}erdma-smcr certs generate --service/);
   });
 });

@@ -1,5 +1,6 @@
 // Flags a person mistypes get one line naming the flag and what it takes, exit 2: not the
 // configuration schema's words over three lines (#70).
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../helpers/cli.js';
 
@@ -24,6 +25,35 @@ describe('flags', () => {
     expect(r.stderr).toMatch(line);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).not.toMatch(/Invalid input|→ at/);
+  });
+
+  it('prints the version with -v, --version and version', async () => {
+    const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string })
+      .version;
+    for (const args of [['-v'], ['--version'], ['version']]) {
+      const r = await runCli(args);
+      expect(r).toMatchObject({ code: 0, stdout: `${version}\n` });
+    }
+  });
+
+  it("shows the global options in each command's --help", async () => {
+    const r = await runCli(['check', '--help']);
+    expect(r.stdout).toMatch(/Global Options:[\s\S]*-c, --config <file>[\s\S]*--log-level <level>/);
+  });
+
+  it('colours check when FORCE_COLOR asks, even piped; never with NO_COLOR', async () => {
+    const forced = await runCli(['check', 'examples/valid/pod-basic.yaml'], {
+      env: { FORCE_COLOR: '1' },
+    });
+    expect(forced.stdout).toMatch(/\u001b\[32mPASS/);
+    const off = await runCli(['check', 'examples/valid/pod-basic.yaml'], {
+      env: { FORCE_COLOR: '1', NO_COLOR: '' },
+    });
+    expect(off.stdout).not.toMatch(/\u001b\[/);
+    expect(
+      (await runCli(['check', 'examples/valid/pod-basic.yaml'], { env: { FORCE_COLOR: '0' } }))
+        .stdout,
+    ).not.toMatch(/\u001b\[/);
   });
 
   it('lists the choices and defaults in --help', async () => {
