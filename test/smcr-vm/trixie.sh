@@ -9,25 +9,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${ERDMA_SMCR_CACHE:-/var/cache/erdma-smcr}/smcr-vm/trixie
-mirror=${ERDMA_SMCR_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 log() { echo "smcr-vm(trixie): $*" >&2; }
 mkdir -p "$cache"
 
-for p in mmdebstrap; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-    apt-get install -y -o DPkg::Lock::Timeout=300 --no-install-recommends "$p" >/dev/null
-done
-
-# The chroot: trixie's gcc, make and the headers of trixie's current kernel (linux-headers-amd64).
-chroot_dir=$cache/chroot
-if [ ! -f "$chroot_dir/.complete" ]; then
-  log "building the trixie chroot (once)"
-  rm -rf "$chroot_dir"
-  mmdebstrap --variant=apt --mode=root \
-    --include=gcc,make,linux-headers-amd64,xz-utils,ca-certificates \
-    trixie "$chroot_dir" "deb $mirror trixie main" >&2
-  touch "$chroot_dir/.complete"
-fi
+chroot_dir=$("$here/trixie-chroot.sh")
 in_chroot() { chroot "$chroot_dir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
 
 abi=$(in_chroot dpkg-query -W -f='${Depends}' linux-headers-amd64 | sed -n 's/.*linux-headers-\([0-9][^ ,]*\).*/\1/p')
