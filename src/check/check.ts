@@ -256,9 +256,13 @@ export function checkPaths(
   keep: Keep,
   /** Given: each result goes here as soon as it is known and is not kept (the report's results stay empty). */
   onResult?: (r: CheckResult) => void,
+  /** Files whose path (as found under the paths given) matches one of these are not read (--exclude). */
+  exclude: readonly RegExp[] = [],
 ): CheckReport {
   const errors: InputError[] = [];
-  const files = expandPaths(paths, errors);
+  const files = expandPaths(paths, errors).filter(
+    (f) => f === '-' || !exclude.some((re) => re.test(f)),
+  );
   let stdinText: string | undefined;
   const readStdin = (): string => (stdinText ??= stdin());
   const profiles: FoundProfile[] = [];

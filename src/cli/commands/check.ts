@@ -17,6 +17,7 @@ interface CheckOpts {
   failOnWarn?: boolean;
   filename?: string[];
   quiet?: boolean;
+  exclude?: string[];
 }
 
 /** Many small writes gathered into a few large ones (each `process.stdout.write` is a system call). */
@@ -71,6 +72,12 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
     .option('--no-color', 'never colour the text output')
     .option('-q, --quiet', 'text output: only denials and warnings, then the summary')
     .option('--fail-on-warn', 'exit 3 when objects are allowed but some have warnings (conftest)')
+    .option(
+      '--exclude <regex>',
+      "skip files whose path matches (repeatable, as conftest's --ignore), e.g. --exclude '/charts/'",
+      (v: string, all: string[]) => [...all, v],
+      [] as string[],
+    )
     .addHelpText(
       'after',
       [
@@ -117,6 +124,7 @@ export function checkCommand(program: Command, io: CliIO, setCode: (c: number) =
           config.policy,
           keep,
           (r) => writer.result(r),
+          excludes(opts.exclude),
         );
         writer.end(report);
       } finally {
@@ -140,6 +148,20 @@ function colour(flag: boolean | undefined, io: CliIO): boolean {
   const force = io.env.FORCE_COLOR;
   if (force !== undefined) return force !== '0' && force !== 'false';
   return io.stdoutIsTTY;
+}
+
+/** --exclude's patterns; one that is not a regular expression is a usage error naming it. */
+function excludes(patterns: readonly string[] = []): RegExp[] {
+  return patterns.map((p) => {
+    try {
+      return new RegExp(p);
+    } catch (err) {
+      throw new AppError(
+        'USAGE',
+        `--exclude ${p}: not a regular expression (${(err as Error).message})`,
+      );
+    }
+  });
 }
 
 /** The text output's options, and what each result keeps for the chosen output. */

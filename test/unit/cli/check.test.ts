@@ -58,6 +58,18 @@ describe('erdma-smcr check', () => {
     expect(inside.stdout).not.toMatch(/node list unknown/);
   });
 
+  it('--exclude skips the files whose path matches, repeatable; a bad pattern is a usage error', async () => {
+    const r = await runCli(['check', '--exclude', 'invalid/', '--exclude', 'compat', 'examples/']);
+    expect(r.code, r.stdout).toBe(0);
+    expect(r.stdout).not.toMatch(/examples\/(invalid|compat-cluster)\//);
+    expect(r.stdout).toMatch(/PASS .*examples\/valid\/pod-basic\.yaml/);
+    const bad = await runCli(['check', '--exclude', '(', 'examples/']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--exclude \(: not a regular expression/);
+    // Everything excluded: nothing to check, exit 2.
+    expect((await runCli(['check', '--exclude', '.', 'examples/'])).code).toBe(2);
+  });
+
   it('says when --profile leaves a ClusterProfile of the tree unused', async () => {
     const r = await runCli(['check', '--profile', 'examples/cluster-profile.yaml', 'examples/']);
     expect(r.stderr).toBe(
