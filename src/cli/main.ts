@@ -5,6 +5,7 @@ import { AppError, isAppError } from '../errors.js';
 import { agentCommand } from './commands/agent.js';
 import { certsCommand } from './commands/certs.js';
 import { checkCommand } from './commands/check.js';
+import { completionCommand } from './commands/completion.js';
 import { devicesCommand } from './commands/devices.js';
 import { reviewCommand } from './commands/review.js';
 import { rulesCommand } from './commands/rules.js';
@@ -40,6 +41,7 @@ export function buildProgram(io: CliIO, setCode: (c: number) => void): Command {
   devicesCommand(program, io, configFor, setCode);
   agentCommand(program, io, configFor, setCode);
   statusCommand(program, io, configFor, setCode);
+  completionCommand(program, io, setCode);
   return program;
 }
 
