@@ -288,7 +288,9 @@ describe('allocation policy', () => {
     fc.assert(
       fc.property(id, id, id, (a, b, c) => {
         expect(Math.sign(compareIds(a, b))).toBe(Math.sign(collator.compare(a, b)));
-        expect(Math.sign(compareIds(a, b))).toBe(-Math.sign(compareIds(b, a)));
+        // `|| 0`: for a === b (fast-check draws equal IDs now and then) -Math.sign(0) is -0,
+        // which toBe (Object.is) tells from 0: the test failed about once in a few hundred runs.
+        expect(Math.sign(compareIds(a, b))).toBe(-Math.sign(compareIds(b, a)) || 0);
         if (compareIds(a, b) <= 0 && compareIds(b, c) <= 0)
           expect(compareIds(a, c)).toBeLessThanOrEqual(0);
       }),
