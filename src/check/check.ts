@@ -38,6 +38,11 @@ export interface CheckResult {
   readonly patch: readonly PatchOperation[];
   /** The pod as the webhook admits it, kept only for `--show-mutated` / `--show-patch`. */
   readonly preview?: PodPreview;
+  /**
+   * Allowed: the object as the API server would store it (a Pod as the webhook mutates it, any
+   * other object as written), kept only for `-o yaml`.
+   */
+  readonly admitted?: JsonObject;
 }
 
 /**
@@ -57,6 +62,8 @@ export interface Keep {
   readonly patch: boolean;
   /** The admitted pod and its patch, templates included (--show-mutated, --show-patch). */
   readonly preview?: boolean;
+  /** Each allowed object as the API server would store it (-o yaml). */
+  readonly admitted?: boolean;
 }
 
 export interface CheckReport {
@@ -201,9 +208,11 @@ function checkOne(
         `namespace ${d.namespace} is left out of the webhook (its namespaceSelector): this pod is admitted as written, without SMC-R`,
       ],
       patch: [],
+      ...(keep.admitted ? { admitted: object } : {}),
     };
   const warnings = [...note, ...r.warnings, ...strayWarning(object)];
   const preview = keep.preview ? previewOf(object, r, view, config) : undefined;
+  const admitted = keep.admitted && r.allowed ? (r.mutated ?? object) : undefined;
   return {
     source,
     ...d,
@@ -214,6 +223,7 @@ function checkOne(
     warnings,
     patch: keep.patch ? r.patch : [],
     ...(preview ? { preview } : {}),
+    ...(admitted ? { admitted } : {}),
   };
 }
 

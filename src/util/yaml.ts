@@ -14,6 +14,7 @@ const boolType = new jsyaml.Type('tag:yaml.org,2002:bool', {
   resolve: (data: string) => TRUE_WORDS.has(data) || FALSE_WORDS.has(data),
   construct: (data: string) => TRUE_WORDS.has(data),
   predicate: (v: unknown) => typeof v === 'boolean',
+  represent: (v: object) => String(v),
 });
 
 /** go-yaml v2 tries a number only when a scalar starts with a digit or a sign (or a dot, for floats). */
@@ -43,6 +44,7 @@ const intType = new jsyaml.Type('tag:yaml.org,2002:int', {
   resolve: (data: string) => numberLike(data) && INT.test(data.replace(/_/g, '')),
   construct: goInt,
   predicate: (v: unknown) => typeof v === 'number' && Number.isInteger(v),
+  represent: (v: object) => String(v),
 });
 
 /** go-yaml v2's float forms: its YAML-style decimal (underscores dropped), a leading dot, ±.inf, .nan. */
@@ -72,6 +74,13 @@ const floatType = new jsyaml.Type('tag:yaml.org,2002:float', {
     SPECIAL_FLOATS.has(data) || Number.isFinite(Number(floatText(data) ?? 'NaN')),
   construct: (data: string) => SPECIAL_FLOATS.get(data) ?? Number(floatText(data)),
   predicate: (v: unknown) => typeof v === 'number' && !Number.isInteger(v),
+  // As go-yaml writes them; a number the reader made is finite or one of these.
+  represent: (v: object) => {
+    const n = Number(v);
+    if (Number.isNaN(n)) return '.nan';
+    if (!Number.isFinite(n)) return n > 0 ? '.inf' : '-.inf';
+    return String(n);
+  },
 });
 
 /** Timestamps stay strings: go-yaml v2 keeps them so when the target is untyped, as kubectl's is. */

@@ -184,6 +184,7 @@ function shown(opts: CheckOpts, io: CliIO): { text: TextOptions; keep: Keep } {
   const keep = {
     patch: opts.output === 'json' || text.showPatch,
     preview: text.showPatch || text.showMutated,
+    admitted: opts.output === 'yaml',
   };
   return { text, keep };
 }

@@ -7,6 +7,7 @@ import { junitWriter } from './junit.js';
 import { policyReportWriter } from './policyreport.js';
 import { sarifWriter } from './sarif.js';
 import { textWriter, type TextOptions } from './text.js';
+import { yamlWriter } from './yaml.js';
 
 export type { ReportTail, ReportWriter } from './common.js';
 
@@ -31,6 +32,8 @@ export function reportWriter(
       return textWriter(out, opts.text);
     case 'json':
       return jsonWriter(out);
+    case 'yaml':
+      return yamlWriter(out);
     case 'junit':
       return junitWriter(out);
     case 'sarif':

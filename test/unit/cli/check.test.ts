@@ -58,6 +58,33 @@ describe('erdma-smcr check', () => {
     expect(inside.stdout).not.toMatch(/node list unknown/);
   });
 
+  it('-o yaml writes the admitted objects for kubectl apply -f -, and leaves the denied out', async () => {
+    const r = await runCli([
+      'check',
+      '-o',
+      'yaml',
+      'examples/valid/',
+      'examples/invalid/host-network.yaml',
+    ]);
+    expect(r.code).toBe(1);
+    const docs = jsyaml.loadAll(r.stdout).filter(Boolean) as {
+      kind: string;
+      metadata: { name: string; annotations?: Record<string, string> };
+      spec?: { containers?: { resources?: { limits?: Record<string, string> } }[] };
+    }[];
+    // The pod as the webhook admits it; the Deployment as written (its pods are mutated one by one).
+    const redis = docs.find((d) => d.kind === 'Pod' && d.metadata.name === 'redis')!;
+    expect(redis.metadata.annotations).toHaveProperty('smcr.erdma.io/settings');
+    expect(redis.spec!.containers![0]!.resources!.limits).toMatchObject({ 'aliyun/erdma': '1' });
+    const deployment = docs.find((d) => d.kind === 'Deployment')!;
+    expect(deployment.metadata.annotations?.['smcr.erdma.io/settings']).toBeUndefined();
+    expect(docs.some((d) => d.kind === 'DaemonSet')).toBe(false);
+    expect(r.stdout).toMatch(
+      /^# denied, left out: DaemonSet monitoring\/node-exporter .*\[host-network\]/m,
+    );
+    expect(r.stdout).toMatch(/^# \d+ object\(s\) checked: \d+ written, 1 denied and left out$/m);
+  });
+
   it('--exclude skips the files whose path matches, repeatable; a bad pattern is a usage error', async () => {
     const r = await runCli(['check', '--exclude', 'invalid/', '--exclude', 'compat', 'examples/']);
     expect(r.code, r.stdout).toBe(0);
