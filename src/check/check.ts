@@ -279,24 +279,14 @@ export function checkPaths(
   const collect = (objs: SourcedObject[], file: string): void => {
     for (const o of objs) if (o.object.kind === PROFILE_KIND) profiles.push({ file, profile: o });
   };
-  const seen: InputError[] = []; // the inputs' errors are reported by the main pass below
-  // With --profile, stdin is read by the main pass only, as its results stream out.
-  const scanned = choice.profileFile ? files.filter((f) => f !== '-') : files;
-  visitInputs(scanned, readStdin, collect, seen, MAY_HOLD_PROFILE);
+  // Without --profile the inputs' profiles are found first, in the files that mention one (each
+  // such file is read twice); with it, the main pass notes them as it goes, for the notice.
+  if (!choice.profileFile) visitInputs(files, readStdin, collect, [], MAY_HOLD_PROFILE);
   // A ClusterProfile above the paths, in the same repository, judges them too (#70); one that
   // cannot be read there is none of this run's business.
   const inputs = new Set(files.map((f) => resolve(f)));
   const above = profileCandidatesAbove(paths).filter((f) => !inputs.has(f));
   visitInputs(above, () => '', collect, [], MAY_HOLD_PROFILE);
-  const unused = choice.profileFile
-    ? profiles.filter((p) => resolve(p.file) !== resolve(choice.profileFile!))
-    : [];
-  const notices =
-    unused.length > 0
-      ? [
-          `--profile ${choice.profileFile} judges every manifest; the ClusterProfile in ${unused.map((p) => p.profile.source).join(', ')} is not used`,
-        ]
-      : [];
   const viewFor = scopeProfiles(choice, choice.profileFile ? [] : profiles, files);
   const results: CheckResult[] = [];
   let objects = 0;
@@ -310,7 +300,10 @@ export function checkPaths(
       if (objs.length === 0) return;
       const view = viewFor(file);
       for (const o of objs) {
-        if (o.object.kind === PROFILE_KIND) continue;
+        if (o.object.kind === PROFILE_KIND) {
+          if (choice.profileFile) profiles.push({ file, profile: o });
+          continue;
+        }
         const r = checkOne(o, view, config, keep);
         objects += 1;
         warnings += r.warnings.length;
@@ -322,6 +315,15 @@ export function checkPaths(
     },
     errors,
   );
+  const unused = choice.profileFile
+    ? profiles.filter((p) => resolve(p.file) !== resolve(choice.profileFile!))
+    : [];
+  const notices =
+    unused.length > 0
+      ? [
+          `--profile ${choice.profileFile} judges every manifest; the ClusterProfile in ${unused.map((p) => p.profile.source).join(', ')} is not used`,
+        ]
+      : [];
   // A gate that checked nothing must not pass, in any format: an empty or mistyped tree, an
   // empty stdin is an input error of its own (#70).
   if (objects === 0 && errors.length === 0)
