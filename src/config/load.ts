@@ -85,6 +85,70 @@ function fromEnv(env: Readonly<Record<string, string | undefined>>): Tree {
   return tree;
 }
 
+/** The line of the key at `path` in a YAML file's text: each key searched for below its parent's. */
+function lineOf(text: string, path: readonly PropertyKey[]): number | undefined {
+  const lines = text.split('\n');
+  let from = 0;
+  let found: number | undefined;
+  for (const key of path) {
+    if (typeof key !== 'string') break;
+    const re = new RegExp(`^\\s*["']?${key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}["']?\\s*:`);
+    const i = lines.findIndex((l, n) => n >= from && re.test(l));
+    if (i < 0) break;
+    found = i + 1;
+    from = i + 1;
+  }
+  return found;
+}
+
+/** Edit distance, for "did you mean" (keys are short). */
+function distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++)
+      cur[j] = Math.min(
+        prev[j]! + 1,
+        cur[j - 1]! + 1,
+        prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    prev = cur;
+  }
+  return prev[b.length]!;
+}
+
+/** The known key nearest to `key` at `path` (by the defaults), if one is near enough to be meant. */
+function meant(key: string, path: readonly PropertyKey[]): string | undefined {
+  let node: unknown = configSchema.parse({});
+  for (const k of path) node = (node as Record<PropertyKey, unknown> | undefined)?.[k];
+  if (node === null || typeof node !== 'object') return undefined;
+  const best = Object.keys(node)
+    .map((k) => ({ k, d: distance(key.toLowerCase(), k.toLowerCase()) }))
+    .sort((x, y) => x.d - y.d)[0];
+  // Two edits (a swapped pair of letters is two) for keys of four letters or more, one below.
+  return best && best.d <= (key.length >= 4 ? 2 : 1) ? best.k : undefined;
+}
+
+/**
+ * One line per problem, each naming the setting and, when the config file sets it, the file and
+ * line; an unknown key with the key it most likely meant (#70).
+ */
+function problems(error: z.core.$ZodError, file?: { name: string; text: string }): string[] {
+  const where = (path: readonly PropertyKey[]): string => {
+    const line = file ? lineOf(file.text, path) : undefined;
+    return line ? `${file!.name}:${line}: ` : '';
+  };
+  return error.issues.flatMap((issue) => {
+    if (issue.code === 'unrecognized_keys')
+      return issue.keys.map((key) => {
+        const full = [...issue.path, key];
+        const guess = meant(key, issue.path);
+        return `${where(full)}${full.join('.')}: unknown setting${guess ? `; did you mean ${[...issue.path, guess].join('.')}?` : ''}`;
+      });
+    return [`${where(issue.path)}${issue.path.join('.')}: ${issue.message}`];
+  });
+}
+
 function fromFile(file: string): Tree {
   let text: string;
   try {
@@ -114,7 +178,11 @@ export interface ConfigSources {
 /** Loads, validates and freezes the configuration. Throws AppError(CONFIG_INVALID) with every problem. */
 export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
   let tree: Tree = {};
-  if (sources.file) tree = deepMerge(tree, fromFile(sources.file));
+  let file: { name: string; text: string } | undefined;
+  if (sources.file) {
+    tree = deepMerge(tree, fromFile(sources.file));
+    file = { name: sources.file, text: readFileSync(sources.file, 'utf8') };
+  }
   if (sources.env) tree = deepMerge(tree, fromEnv(sources.env));
   const flagTree: Tree = {};
   for (const [path, value] of Object.entries(sources.flags ?? {})) {
@@ -123,9 +191,12 @@ export function loadConfig(sources: ConfigSources = {}): Readonly<Config> {
   tree = deepMerge(tree, flagTree);
   const parsed = configSchema.safeParse(tree);
   if (!parsed.success) {
+    const lines = problems(parsed.error, file);
     throw new AppError(
       'CONFIG_INVALID',
-      `invalid configuration:\n${z.prettifyError(parsed.error)}`,
+      lines.length === 1
+        ? `invalid configuration: ${lines[0]}`
+        : `invalid configuration:\n${lines.map((l) => `  ${l}`).join('\n')}`,
     );
   }
   return deepFreeze(parsed.data);

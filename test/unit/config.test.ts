@@ -50,6 +50,30 @@ describe('configuration', () => {
     expect(() => loadConfig(sources)).toThrow(message);
   });
 
+  it('names the file and line of each bad setting, and the key a misspelt one meant', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'config-lines-'));
+    try {
+      const file = join(dir, 'c.yaml');
+      writeFileSync(file, 'webhook:\n  prot: 9443\n  port: abc\nagnet: {}\npolicy:\n  xyzzy: 1\n');
+      let message = '';
+      try {
+        loadConfig({ file });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message.split('\n').slice(1).sort()).toEqual(
+        [
+          `  ${file}:2: webhook.prot: unknown setting; did you mean webhook.port?`,
+          `  ${file}:3: webhook.port: Invalid input: expected number, received string`,
+          `  ${file}:4: agnet: unknown setting; did you mean agent?`,
+          `  ${file}:6: policy.xyzzy: unknown setting`,
+        ].sort(),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('rejects a config file that is not a mapping', () => {
     const file = join(dir, 'list.yaml');
     writeFileSync(file, '- a\n- b\n');
