@@ -16,9 +16,12 @@ interface AgentOpts {
 /** The flags both daemons take: where the host's tree and the kubelet are, and the slots. */
 function hostOptions(command: Command): Command {
   return command
-    .option('--host-root <dir>', 'root of the host filesystem')
-    .option('--kubelet-dir <dir>', 'kubelet directory (device-plugins/ below it)')
-    .option('--slots <n>', 'pods that may share one device');
+    .option('--host-root <dir>', 'root of the host filesystem (default: /)')
+    .option(
+      '--kubelet-dir <dir>',
+      'kubelet directory, device-plugins/ below it (default: /var/lib/kubelet)',
+    )
+    .option('--slots <n>', 'pods that may share one device (default: 64)');
 }
 
 /** Those flags as configuration keys (unset where not given). */
@@ -46,6 +49,17 @@ export function agentCommand(
     .option('--node-name <name>', 'this node (default: $ERDMA_SMCR_NODE_NAME)')
     .option('--kubeconfig <file>', 'kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)')
     .option('--uninstall', 'remove our CNI plugin entry and binary from the host, then exit')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  erdma-smcr agent                                  as the DaemonSet runs it (ERDMA_SMCR_HOST_ROOT=/host)',
+        '  erdma-smcr agent --host-root /host --node-name n1 --kubeconfig ~/.kube/config',
+        "  erdma-smcr agent --uninstall --host-root /host    what the README's uninstall runs",
+        '',
+      ].join('\n'),
+    )
     .action(async (opts: AgentOpts) => {
       const config = await configFor({
         ...hostFlags(opts),

@@ -15,7 +15,7 @@ export function devicesCommand(
   program
     .command('devices')
     .description('list the eRDMA devices of this node (from sysfs)')
-    .option('--host-root <dir>', 'root of the host filesystem', undefined)
+    .option('--host-root <dir>', 'root of the host filesystem (default: /)', undefined)
     .addOption(
       new Option('-o, --output <format>', 'output format (as status and check)')
         .choices(['text', 'json'])
@@ -28,6 +28,17 @@ export function devicesCommand(
     )
     .option('--interval <ms>', 'with --watch: sampling interval', '1000')
     .option('--count <n>', 'with --watch: stop after this many samples')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples:',
+        '  erdma-smcr devices                       the eRDMA devices, like a short ibv_devinfo',
+        '  erdma-smcr devices --watch --count 10    traffic per second, like eadm stat -l',
+        '  erdma-smcr devices -o json',
+        '',
+      ].join('\n'),
+    )
     .action(
       async (opts: {
         hostRoot?: string;

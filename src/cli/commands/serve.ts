@@ -36,7 +36,7 @@ export function serveCommand(
     .description(
       'run the admission webhook (defaults: 127.0.0.1:8443, certificates generated into webhook-certs/)',
     )
-    .option('--host <addr>', 'address to listen on')
+    .option('--host <addr>', 'address to listen on (default: 127.0.0.1)')
     .addOption(new Option('--port <port>', 'HTTPS port (default: 8443)').argParser(port))
     .addOption(
       new Option(
@@ -45,20 +45,23 @@ export function serveCommand(
       ).argParser(port),
     )
     .option('--no-metrics', 'serve no metrics/probe port')
-    .option('--cert-dir <dir>', 'directory holding tls.crt, tls.key (and ca.crt)')
+    .option(
+      '--cert-dir <dir>',
+      'directory holding tls.crt, tls.key (and ca.crt) (default: webhook-certs)',
+    )
     .option('--no-generate-certs', 'never generate certificates; fail when absent')
     .option('--profile <file>', 'offline cluster profile')
     .option('--nodes <file>', 'NodeList for the offline view')
     .addOption(
       new Option(
         '--cert-source <source>',
-        'files (certDir) or secret (kept in a Secret with the caBundle)',
+        'files (certDir) or secret (kept in a Secret with the caBundle) (default: files)',
       ).choices(['files', 'secret']),
     )
     .addOption(
       new Option(
         '--cluster <source>',
-        'offline (profile files) or live (watch nodes and the profile ConfigMap)',
+        'offline (profile files) or live (watch nodes and the profile ConfigMap) (default: offline)',
       ).choices(['offline', 'live']),
     )
     .option('--kubeconfig <file>', 'kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)')

@@ -24,12 +24,23 @@ export function statusCommand(
     .description(
       "what this node's SMC-R pods' connections run on (SMC-R or TCP, why they fell back, which device), read from the kernel",
     )
-    .option('--host-root <dir>', 'root of the host filesystem')
+    .option('--host-root <dir>', 'root of the host filesystem (default: /)')
     .option('--pod <namespace/name>', 'one pod, with its connections listed (like smcss)')
     .addOption(
       new Option('-o, --output <format>', 'output format')
         .choices(['text', 'json'])
         .default('text'),
+    )
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Examples (in the agent pod: kubectl -n erdma-smcr exec <agent pod> -- node /app/bin/erdma-smcr.js ...):',
+        '  erdma-smcr status                       every SMC-R pod of this node',
+        '  erdma-smcr status --pod default/my-pod  its connections, like smcss',
+        '  erdma-smcr status -o json',
+        '',
+      ].join('\n'),
     )
     .action(async (opts: StatusOpts) => {
       if (opts.output !== 'text' && opts.output !== 'json')

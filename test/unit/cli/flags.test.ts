@@ -2,6 +2,8 @@
 // configuration schema's words over three lines (#70).
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { defaultConfig } from '../../../src/config/load.js';
+import type { Config } from '../../../src/config/schema.js';
 import { runCli } from '../../helpers/cli.js';
 
 /** The escape that starts an ANSI colour sequence. */
@@ -58,6 +60,36 @@ describe('flags', () => {
         .stdout,
     ).not.toContain(ESC);
   });
+
+  // The defaults --help states are written out (help must not load the config schema); this holds
+  // them to the configuration's own.
+  it.each([
+    ['serve', '--host <addr>', (c: Config) => c.webhook.host],
+    ['serve', '--port <port>', (c: Config) => String(c.webhook.port)],
+    ['serve', '--metrics-port <port>', (c: Config) => String(c.webhook.metricsPort)],
+    ['serve', '--cert-dir <dir>', (c: Config) => c.webhook.certDir],
+    ['serve', '--cert-source <source>', (c: Config) => c.webhook.certSource],
+    ['serve', '--cluster <source>', (c: Config) => c.cluster.source],
+    ['agent', '--host-root <dir>', (c: Config) => c.agent.hostRoot],
+    ['agent', '--kubelet-dir <dir>', (c: Config) => c.agent.kubeletDir],
+    ['agent', '--slots <n>', (c: Config) => String(c.agent.slotsPerDevice)],
+    ['status', '--host-root <dir>', (c: Config) => c.agent.hostRoot],
+    ['devices', '--host-root <dir>', (c: Config) => c.agent.hostRoot],
+  ])('%s --help gives %s its configured default', async (command, flag, value) => {
+    const help = (await runCli([command, '--help'])).stdout.replace(/\s+/g, ' ');
+    const at = help.indexOf(flag);
+    expect(at, help).toBeGreaterThanOrEqual(0);
+    const said = /\(default: ([^)]+)\)/.exec(help.slice(at))?.[1];
+    expect(said).toBe(value(defaultConfig()));
+  });
+
+  it.each(['check', 'serve', 'agent', 'status', 'devices', 'certs generate'])(
+    '%s --help shows examples',
+    async (command) => {
+      const r = await runCli([...command.split(' '), '--help']);
+      expect(r.stdout).toMatch(/\nExamples?[^\n]*:\n {2}(erdma-smcr|kubectl)/);
+    },
+  );
 
   it('lists the choices and defaults in --help', async () => {
     const serve = await runCli(['serve', '--help']);
