@@ -287,6 +287,9 @@ describe.skipIf(skip).each(KERNELS)(
     if (mechanism === 'bpf') {
       it("after a reboot (bpffs empty, no agent yet), the first SMC-R pod's ADD loads and pins the program itself", () => {
         expect(vm.json('bpf_before_add')).toEqual({ loaded: false, netns: [] });
+        // Nor was smc loaded: the plugin's first IPPROTO_SMC socket made the kernel load it.
+        expect(vm.find((x) => 'smc_before_add' in x).smc_before_add).toBe('absent');
+        expect(vm.find((x) => 'smc_after_add' in x).smc_after_add).toBe('loaded');
         expect(vm.json('state_a')).toMatchObject({ mechanism: 'bpf', outcome: 'applied' });
         const pinned = vm.json('upgrade_before') as BpfStatus;
         expect(pinned).toMatchObject({ loaded: true, progId: expect.any(Number) });
