@@ -39,6 +39,8 @@ pod_add a "$ON"
 if [ "$mech" = bpf ]; then
   say "smc_after_add=$([ -d /sys/module/smc ] && echo loaded || echo absent)"
   insmod /lib/modules/smc_diag.ko || fail "insmod smc_diag"
+  # The host side went with the module (as at boot): the agent sets it again on its first pass.
+  erdma-smcr ueid add "$UEID" || fail "ueid add after the reload"
 fi
 pod_add b "$ON"
 pod_add c '{}'
