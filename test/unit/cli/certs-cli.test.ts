@@ -15,6 +15,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { certInfo } from '../../../src/certs/x509.js';
 import { runCli } from '../../helpers/cli.js';
 
+/** `certs generate` for the Service s.n into `out`, with any further flags. */
+const generate = (out: string, ...more: string[]): ReturnType<typeof runCli> =>
+  runCli(['certs', 'generate', '--service', 's', '--namespace', 'n', '--out', out, ...more]);
+
 describe('erdma-smcr certs generate', () => {
   const dirs: string[] = [];
   const tmp = (): string => {
@@ -113,23 +117,11 @@ describe('erdma-smcr certs generate', () => {
 
   it('makes the serving pair from a CA pair it finds, leaving the CA as it was', async () => {
     const first = join(tmp(), 'ca');
-    expect(
-      (await runCli(['certs', 'generate', '--service', 's', '--namespace', 'n', '--out', first]))
-        .code,
-    ).toBe(0);
+    expect((await generate(first)).code).toBe(0);
     const out = join(tmp(), 'certs');
     mkdirSync(out);
     for (const f of ['ca.crt', 'ca.key']) writeFileSync(join(out, f), readFileSync(join(first, f)));
-    const r = await runCli([
-      'certs',
-      'generate',
-      '--service',
-      's',
-      '--namespace',
-      'n',
-      '--out',
-      out,
-    ]);
+    const r = await generate(out);
     expect(r.code, r.stderr).toBe(0);
     for (const f of ['ca.crt', 'ca.key'])
       expect(readFileSync(join(out, f), 'utf8')).toBe(readFileSync(join(first, f), 'utf8'));
