@@ -7,6 +7,7 @@ import { SUPPORTED_KINDS } from '../policy/locate.js';
 import type { ClusterView, Denial, JsonObject, PolicyResult } from '../policy/types.js';
 import type { AdmissionRequest, AdmissionResponse } from './review.js';
 import { encodePatch } from '../policy/patch.js';
+import { kindMismatch } from '../policy/rules/object-kind.js';
 import { updateVerdict } from '../policy/update.js';
 import { clip } from '../util/text.js';
 
@@ -102,14 +103,9 @@ function respond(uid: string, result: PolicyResult): Decision {
   return { response, verdict, rules, patchBytes, smcr: result.smcr };
 }
 
-function kindMismatch(obj: JsonObject, kind: string): PolicyResult | undefined {
-  if (obj.kind === undefined || obj.kind === kind) return undefined;
-  const got = typeof obj.kind === 'string' ? clip(obj.kind, 63) : typeof obj.kind;
-  const denial: Denial = {
-    rule: 'object-kind',
-    path: 'request.object.kind',
-    message: `the object is a ${got} but the review says ${clip(kind, 63)}; an API server never sends this, so it is refused.`,
-  };
+function refusedKind(obj: JsonObject, kind: string): PolicyResult | undefined {
+  const denial = kindMismatch(obj, kind);
+  if (!denial) return undefined;
   return {
     allowed: false,
     denials: [denial],
@@ -146,8 +142,7 @@ export function admit(
   // The API server sends the object in the kind it names; anything else did not come from it, and
   // reviewing it as request.kind would judge (and patch) one object as another: refuse it.
   const mismatch =
-    kindMismatch(req.object, kind) ??
-    (req.oldObject ? kindMismatch(req.oldObject, kind) : undefined);
+    refusedKind(req.object, kind) ?? (req.oldObject ? refusedKind(req.oldObject, kind) : undefined);
   if (mismatch) return respond(req.uid, mismatch);
   const object = ensureKind(req.object, kind);
   if (req.operation === 'UPDATE') {

@@ -3,22 +3,22 @@
 // Shared by webhook, CLI and tests.
 import {
   MECHANISM_ANNOTATION,
-  OWN_PREFIX,
   SETTINGS_ANNOTATION,
   SMCR_ANNOTATION,
   TUNING_ANNOTATIONS,
 } from '../constants.js';
 import type { PolicyConfig } from '../config/schema.js';
 import { annotationHints } from './hints.js';
-import { keyPath, locatePod } from './locate.js';
+import { locatePod } from './locate.js';
 import { isObject, stringMap } from '../util/json.js';
 import { injectPreload, mechanismExpression, preloadPlan } from './mechanism.js';
 import { child, injectNodeAffinity, injectResource, setSettings, stripSettings } from './mutate.js';
 import { isCanonicalBool, parseGoBool } from './parse-bool.js';
 import { patchOfCopy } from './patch.js';
-import { clip } from '../util/text.js';
 import { mayUseRdma, rdmaRules, type RdmaOutcome } from './rdma.js';
-import { RULES, type RuleContext } from './rules.js';
+import { nonStringAnnotations, notABoolean } from './rules/annotation-value.js';
+import { POD_RULES, type RuleContext } from './rules/index.js';
+import { annotationsTooLarge } from './rules/object-size.js';
 import { resolveTuning, settingsAnnotation } from './settings.js';
 import type { ClusterView, Denial, JsonObject, PodLocation, PolicyResult } from './types.js';
 
@@ -64,65 +64,6 @@ function ownString(map: unknown, key: string): string | undefined {
   if (!isObject(map) || !Object.hasOwn(map, key)) return undefined;
   const v = map[key];
   return typeof v === 'string' ? v : undefined;
-}
-
-/**
- * The API server refuses an object whose annotations take more than 256 KiB, keys and values
- * together (apimachinery's TotalAnnotationSizeLimitB), but only after the mutating webhooks have
- * run: such a pod is refused here, before its annotations are copied.
- */
-export const MAX_ANNOTATION_BYTES = 256 * 1024;
-
-function annotationsTooLarge(loc: PodLocation): Denial | undefined {
-  const raw = loc.metadata.annotations;
-  if (!isObject(raw)) return undefined;
-  let chars = 0;
-  for (const k in raw) {
-    const v = raw[k];
-    chars += k.length + (typeof v === 'string' ? v.length : 0);
-  }
-  // A UTF-16 unit is 1 to 3 bytes of UTF-8: count bytes only when it could matter.
-  if (chars * 3 <= MAX_ANNOTATION_BYTES) return undefined;
-  let bytes = 0;
-  for (const k in raw) {
-    const v = raw[k];
-    bytes += Buffer.byteLength(k) + (typeof v === 'string' ? Buffer.byteLength(v) : 0);
-  }
-  if (bytes <= MAX_ANNOTATION_BYTES) return undefined;
-  return {
-    rule: 'object-size',
-    path: `${loc.prefix}metadata.annotations`,
-    message: `the annotations take ${bytes} bytes, and the API server allows at most ${MAX_ANNOTATION_BYTES}: it would refuse this object. Remove annotations.`,
-  };
-}
-
-function yamlType(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'a list';
-  return typeof v === 'object' ? 'a map' : `a YAML ${typeof v}`;
-}
-
-/**
- * Our annotations with a value that is not a string: an unquoted `true` or `262144` in YAML. Only
- * `check` can see them: kubectl cannot decode such a manifest, and the API server answers a raw
- * request with 400 ("cannot be handled as a Pod: ... Annotations: ReadString: expects \" or n")
- * before any webhook is called.
- */
-function nonStringAnnotations(loc: PodLocation): Denial[] {
-  const raw = loc.metadata.annotations;
-  if (!isObject(raw) || Object.values(raw).every((v) => typeof v === 'string')) return [];
-  return Object.entries(raw)
-    .filter(
-      ([k, v]) => typeof v !== 'string' && (k === SMCR_ANNOTATION || k.startsWith(OWN_PREFIX)),
-    )
-    .map(([k, v]) => ({
-      rule: 'annotation-value',
-      path: keyPath(`${loc.prefix}metadata.annotations`, k),
-      message:
-        `${k} is ${yamlType(v)}, but annotation values must be strings: quote it` +
-        (v === null || typeof v === 'object' ? '' : ` (${JSON.stringify(String(v))})`) +
-        '; the API server refuses the object as it is.',
-    }));
 }
 
 function evaluateOff(
@@ -213,19 +154,8 @@ export function evaluate(
 
   const mutate = options.mutate !== false && loc.isPod;
   const on = parseGoBool(raw);
-  const path = keyPath(`${loc.prefix}metadata.annotations`, SMCR_ANNOTATION);
   if (on === undefined) {
-    return verdictOf(
-      [
-        {
-          rule: 'annotation-value',
-          path,
-          message: `${SMCR_ANNOTATION} must be "true" or "false" (1, t, T, TRUE, True and 0, f, F, FALSE, False are read too, with a warning), got "${clip(raw, 64)}".`,
-        },
-      ],
-      misplaced,
-      false,
-    );
+    return verdictOf([notABoolean(loc.prefix, raw)], misplaced, false);
   }
   const warnings = [...misplaced];
   if (!isCanonicalBool(raw))
@@ -240,8 +170,8 @@ export function evaluate(
     tuning: resolveTuning(annotations, config),
   };
   const denials: Denial[] = [];
-  for (const rule of RULES) {
-    const out = rule(ctx);
+  for (const check of POD_RULES) {
+    const out = check(ctx);
     denials.push(...out.denials);
     warnings.push(...out.warnings);
   }

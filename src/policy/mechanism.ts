@@ -6,7 +6,7 @@ import { MECHANISM_ANNOTATION, NODE_LABELS, PRELOAD } from '../constants.js';
 import { arrayOf, isObject } from '../util/json.js';
 import { nodeStatus } from './eligibility.js';
 import { child } from './mutate.js';
-import type { RuleContext } from './rules.js';
+import type { RuleContext } from './rules/rule.js';
 import { Budget, placement, placementTooLarge } from './scheduling.js';
 import type { JsonObject, NodeFacts } from './types.js';
 

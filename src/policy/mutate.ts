@@ -8,7 +8,7 @@ import { CONTAINER_ANNOTATION, NODE_LABELS, SETTINGS_ANNOTATION } from '../const
 import type { PolicyConfig } from '../config/schema.js';
 import { arrayOf, isObject } from '../util/json.js';
 import { sharedConstant } from './patch.js';
-import { deviceCount, resourceUses } from './rules.js';
+import { deviceCount, resourceUses } from './devices.js';
 import type { JsonObject, PodLocation } from './types.js';
 
 /** Returns a fresh copy of parent[key] (created when absent) stored back into the fresh parent. */

@@ -4,7 +4,8 @@
 // device is used by the kernel, which needs no memory lock and no hostNetwork).
 import type { PolicyConfig } from '../config/schema.js';
 import { arrayOf, isObject } from '../util/json.js';
-import { deviceCount } from './rules.js';
+import { deviceCount } from './devices.js';
+import { hcaWithoutHostNetwork } from './rules/rdma-host-network.js';
 import type { ClusterView, Denial, PodLocation } from './types.js';
 
 export interface RdmaOutcome {
@@ -107,14 +108,14 @@ export function rdmaRules(loc: PodLocation, view: ClusterView, config: PolicyCon
     );
   }
   const hca = users.find((u) => u.resource === config.hcaResource);
-  if (hca && loc.spec.hostNetwork !== true && view.rdmaNonHostNetwork === false) {
-    out.denials.push({
-      rule: 'rdma-host-network',
-      path: `${loc.prefix}spec.${hca.field}[${hca.index}].resources.limits`,
-      message:
-        `${config.hcaResource} needs hostNetwork: true in this cluster, which does not enable RDMA for non-hostNetwork pods. ` +
-        'Set hostNetwork: true, or enable the cluster option "RDMA for non-hostNetwork pods" (it needs an IPv6 cluster) and set rdmaNonHostNetwork: true in the cluster profile.',
-    });
-  }
+  const denial =
+    hca &&
+    hcaWithoutHostNetwork(
+      loc,
+      view,
+      config,
+      `${loc.prefix}spec.${hca.field}[${hca.index}].resources.limits`,
+    );
+  if (denial) out.denials.push(denial);
   return out;
 }

@@ -6,11 +6,12 @@ import { SETTINGS_ANNOTATION, SMCR_ANNOTATION, TUNING_ANNOTATIONS } from '../con
 import type { PolicyConfig } from '../config/schema.js';
 import { evaluate } from './evaluate.js';
 import { child } from './mutate.js';
-import { keyPath, locatePod } from './locate.js';
+import { locatePod } from './locate.js';
 import { stringMap } from '../util/json.js';
 import { parseGoBool } from './parse-bool.js';
 import { patchOfCopy } from './patch.js';
-import { clip } from '../util/text.js';
+import { notABoolean } from './rules/annotation-value.js';
+import { tuningDenial } from './rules/tuning.js';
 import { resolveTuning } from './settings.js';
 import type { ClusterView, Denial, JsonObject, PatchOperation, PolicyResult } from './types.js';
 
@@ -50,11 +51,7 @@ function podUpdate(
   const raw = now[SMCR_ANNOTATION];
   if (raw !== before[SMCR_ANNOTATION]) {
     if (raw !== undefined && parseGoBool(raw) === undefined) {
-      denials.push({
-        rule: 'annotation-value',
-        path: keyPath('metadata.annotations', SMCR_ANNOTATION),
-        message: `${SMCR_ANNOTATION} must be "true" or "false", got "${clip(raw, 64)}".`,
-      });
+      denials.push(notABoolean('', raw, true));
     } else
       warnings.push(
         'SMC-R is set up when a pod starts: this annotation change applies only once the pod is recreated',
@@ -67,13 +64,7 @@ function podUpdate(
     const problems = resolveTuning(now, config).problems.filter((p) =>
       changedTuning.includes(p.annotation),
     );
-    for (const p of problems) {
-      denials.push({
-        rule: 'tuning',
-        path: keyPath('metadata.annotations', p.annotation),
-        message: `${p.annotation} ${p.message}.`,
-      });
-    }
+    for (const p of problems) denials.push(tuningDenial('', p));
     if (problems.length === 0)
       warnings.push(
         'SMC-R tuning is applied when a pod starts: the change applies once the pod is recreated',

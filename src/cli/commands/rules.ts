@@ -17,6 +17,13 @@ function exampleAt(example: string): string {
   return here.startsWith('..') ? at : here;
 }
 
+/** What the text output says after a rule's id of the pods it judges (nothing for SMC-R pods). */
+const SCOPE_NOTE = {
+  smcr: '',
+  rdma: '  (pods that get an RDMA device without SMC-R)',
+  review: '  (the AdmissionReview itself, in the webhook)',
+} as const;
+
 export function rulesCommand(program: Command, io: CliIO, setCode: (c: number) => void): void {
   program
     .command('rules')
@@ -44,7 +51,7 @@ export function rulesCommand(program: Command, io: CliIO, setCode: (c: number) =
       }
       const blocks = rules.map((r) =>
         [
-          `${r.id}${r.scope === 'rdma' ? '  (pods that get an RDMA device without SMC-R)' : ''}`,
+          `${r.id}${SCOPE_NOTE[r.scope]}`,
           `  denies when: ${plain(r.when)}`,
           `  fix:         ${plain(r.fix)}`,
           ...(r.example ? [`  example:     ${exampleAt(r.example)}`] : []),

@@ -1,9 +1,30 @@
 // The rule catalogue `erdma-smcr rules` prints: the same rows as docs/policy.md, each example
 // denied by its rule, and the command's answers.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { plain, RULE_CATALOGUE } from '../../../src/policy/catalogue.js';
+import { POD_RULES, RULES } from '../../../src/policy/rules/index.js';
 import { runCli } from '../../helpers/cli.js';
+
+describe('one file per rule', () => {
+  const files = readdirSync('src/policy/rules')
+    .filter((f) => f !== 'index.ts' && f !== 'rule.ts')
+    .map((f) => f.replace(/\.ts$/, ''))
+    .sort();
+
+  it('every file of src/policy/rules/ is a rule named as its file, listed once', () => {
+    expect(RULES.map((r) => r.id).sort()).toEqual(files);
+    expect(new Set(RULES.map((r) => r.id)).size).toBe(RULES.length);
+  });
+
+  it('every rule has its test beside the others, and every pod check belongs to a rule', () => {
+    for (const id of files)
+      expect(existsSync(`test/unit/policy/rules/${id}.test.ts`), id).toBe(true);
+    const checks = RULES.flatMap((r) => (r.check ? [r.check] : []));
+    expect(POD_RULES.every((c) => checks.includes(c))).toBe(true);
+    expect(POD_RULES.length).toBe(checks.length);
+  });
+});
 
 describe('the rule catalogue', () => {
   it('is docs/policy.md, row for row', () => {
@@ -64,7 +85,7 @@ describe('erdma-smcr rules', () => {
 describe('object-size', () => {
   it('names the bounds it denies past, as the code holds them', async () => {
     const { PLACEMENT_LIMITS } = await import('../../../src/policy/scheduling.js');
-    const { MAX_ANNOTATION_BYTES } = await import('../../../src/policy/evaluate.js');
+    const { MAX_ANNOTATION_BYTES } = await import('../../../src/policy/rules/object-size.js');
     const when = RULE_CATALOGUE.find((r) => r.id === 'object-size')!.when;
     const n = (v: number): string => v.toLocaleString('en-US');
     expect(when).not.toMatch(/see below/);

@@ -6,10 +6,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { evaluate } from '../../../src/policy/evaluate.js';
-import type { JsonObject } from '../../../src/policy/types.js';
-import { runCli } from '../../helpers/cli.js';
-import { config, pod, view, workload } from '../../helpers/policy.js';
+import { evaluate } from '../../../../src/policy/evaluate.js';
+import type { JsonObject } from '../../../../src/policy/types.js';
+import { runCli } from '../../../helpers/cli.js';
+import { config, pod, view, workload } from '../../../helpers/policy.js';
 
 const SMCR = 'network.alibabacloud.com/erdma-smcr';
 

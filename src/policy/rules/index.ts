@@ -1,0 +1,43 @@
+// Every admission rule, one file each. A new rule is a new file here, its line in RULES (and in
+// POD_RULES when it checks SMC-R pods), and its test in test/unit/policy/rules/.
+import { annotationValue } from './annotation-value.js';
+import { container } from './container.js';
+import { driverMode } from './driver-mode.js';
+import { erdmaResource } from './erdma-resource.js';
+import { hostNetwork } from './host-network.js';
+import { ipFamily } from './ip-family.js';
+import { nodeEligibility } from './node-eligibility.js';
+import { objectKind } from './object-kind.js';
+import { objectSize } from './object-size.js';
+import { rdmaHostNetwork } from './rdma-host-network.js';
+import type { PodCheck, Rule } from './rule.js';
+import { tuning } from './tuning.js';
+
+export type { PodCheck, Rule, RuleContext, RuleOutcome, RuleScope } from './rule.js';
+
+/** Every rule, in the order `erdma-smcr rules` and docs/policy.md list them. */
+export const RULES: readonly Rule[] = [
+  annotationValue,
+  hostNetwork,
+  driverMode,
+  nodeEligibility,
+  ipFamily,
+  erdmaResource,
+  tuning,
+  container,
+  objectSize,
+  rdmaHostNetwork,
+  objectKind,
+];
+
+/** The checks run for a pod that asks for SMC-R, in the order their verdicts are reported. */
+export const POD_RULES: readonly PodCheck[] = [
+  objectSize,
+  hostNetwork,
+  driverMode,
+  nodeEligibility,
+  ipFamily,
+  erdmaResource,
+  tuning,
+  container,
+].map((r) => r.check!);
