@@ -1,7 +1,7 @@
 // A floor for the webhook benchmark: fastify with our transport options (HTTP/2 with HTTP/1.1
 // fallback over TLS), its default JSON body parser, and a fixed response. What any fastify-based
 // webhook costs before doing any work. Its TLS is ours too (TLS_POLICY: TLS 1.2+, AEAD suites,
-// server cipher order), as #25's target asks, and so is TCP_NODELAY (src/admission/server.ts).
+// server cipher order), as #25's target asks, and so is TCP_NODELAY (src/admission/https-server.ts).
 // Prints its port on stdout.
 import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
@@ -18,7 +18,7 @@ const app = Fastify({
     ...TLS_POLICY,
     noDelay: true,
   },
-  // The timeouts src/admission/server.ts sets.
+  // The timeouts src/admission/https-server.ts sets.
   http2SessionTimeout: 120_000,
   keepAliveTimeout: 65_000,
   requestTimeout: 30_000,

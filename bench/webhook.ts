@@ -379,7 +379,7 @@ async function inProcessRows(smcr: string, plain: string): Promise<BenchRow[]> {
   const { parseJsonBody } =
     await built<typeof import('../src/admission/app.js')>('admission/app.js');
   const { admit } =
-    await built<typeof import('../src/admission/handler.js')>('admission/handler.js');
+    await built<typeof import('../src/admission/decision.js')>('admission/decision.js');
   const { decodeReview, encodeReviewJson } =
     await built<typeof import('../src/admission/review.js')>('admission/review.js');
   const { offlineView } =

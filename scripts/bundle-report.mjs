@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * Bytes per package (or directory of ours) in what loading `source` (a source file such as
- * src/agent/process.ts, or an output path) loads statically, with the entry that runs first.
+ * src/roles/agent.ts, or an output path) loads statically, with the entry that runs first.
  */
 export function loadedBy(metafile, source) {
   const { outputs } = metafile;

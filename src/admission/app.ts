@@ -1,5 +1,5 @@
 // The webhook as a fastify application that never listens: routes, error mapping, logging and
-// metrics. src/admission/server.ts owns TLS, ports, reloads and signals; tests use app.inject().
+// metrics. src/admission/https-server.ts owns TLS, ports, reloads and signals; tests use app.inject().
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -16,7 +16,7 @@ import { AppError, isAppError, type ErrorCode } from '../errors.js';
 import { isObject } from '../util/json.js';
 import { ReplyBatch, type Answer } from './batch.js';
 import { BODY_TOO_LARGE_MESSAGE, BodyBudget, readBody } from './body.js';
-import { admit, kindLabel, type Decision, type Endpoint } from './handler.js';
+import { admit, kindLabel, type Decision, type Endpoint } from './decision.js';
 import type { WebhookMetrics } from './metrics.js';
 import { decodeReview, encodeReviewJson, type AdmissionRequest } from './review.js';
 import { clip } from '../util/text.js';

@@ -3,7 +3,8 @@
 import { AppError } from '../errors.js';
 import { isObject } from '../util/json.js';
 import { quoted } from '../util/text.js';
-import type { JsonObject } from '../policy/types.js';
+import { patchJson } from '../policy/patch.js';
+import type { JsonObject, PatchOperation } from '../policy/types.js';
 
 export const REVIEW_API_VERSION = 'admission.k8s.io/v1';
 export const REVIEW_KIND = 'AdmissionReview';
@@ -130,4 +131,21 @@ export function encodeReviewJson(r: AdmissionResponse): string {
   if (r.auditAnnotations !== undefined)
     out += `,"auditAnnotations":${JSON.stringify(r.auditAnnotations)}`;
   return `${out}}}`;
+}
+
+/**
+ * The patch as an AdmissionResponse carries it: the UTF-8 bytes of its JSON in base64, and how
+ * many bytes that is. All-ASCII JSON (one byte per character, the usual case) is encoded by btoa,
+ * which needs no Buffer; anything else goes through a UTF-8 Buffer (btoa would take it as Latin-1).
+ */
+export function encodePatch(ops: readonly PatchOperation[]): {
+  readonly base64: string;
+  readonly bytes: number;
+} {
+  const json = patchJson(ops);
+  const bytes = Buffer.byteLength(json);
+  return {
+    base64: bytes === json.length ? btoa(json) : Buffer.from(json).toString('base64'),
+    bytes,
+  };
 }

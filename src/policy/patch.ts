@@ -8,7 +8,8 @@
 // keys gone), then, when keys were removed or added, an "add" per new key in insertion order.
 // Unlike compare(), values are not deep-cloned through a JSON round trip: they are the copy's
 // own, fresh from the mutation (or constants shared frozen), and the caller serialises the patch
-// without changing either. patchJson/encodePatch serialise it, byte for byte as JSON.stringify.
+// without changing either. patchJson serialises it, byte for byte as JSON.stringify; the
+// admission response's base64 of it is src/admission/review.ts's encodePatch.
 import { deepFreeze } from '../util/freeze.js';
 import type { PatchOperation } from './types.js';
 
@@ -142,21 +143,4 @@ export function patchJson(ops: readonly PatchOperation[]): string {
     json += '}';
   }
   return `${json}]`;
-}
-
-/**
- * The patch as an AdmissionResponse carries it: the UTF-8 bytes of its JSON in base64, and how
- * many bytes that is. All-ASCII JSON (one byte per character, the usual case) is encoded by btoa,
- * which needs no Buffer; anything else goes through a UTF-8 Buffer (btoa would take it as Latin-1).
- */
-export function encodePatch(ops: readonly PatchOperation[]): {
-  readonly base64: string;
-  readonly bytes: number;
-} {
-  const json = patchJson(ops);
-  const bytes = Buffer.byteLength(json);
-  return {
-    base64: bytes === json.length ? btoa(json) : Buffer.from(json).toString('base64'),
-    bytes,
-  };
 }

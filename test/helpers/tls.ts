@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { startServer, type RunningServer } from '../../src/admission/server.js';
+import { startServer, type RunningServer } from '../../src/admission/https-server.js';
 import { ensureLocalCerts, type CertPaths } from '../../src/certs/local.js';
 import { FileCertificates } from '../../src/certs/source.js';
 import { StaticViewSource } from '../../src/cluster/view.js';

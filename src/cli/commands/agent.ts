@@ -1,5 +1,5 @@
 // `erdma-smcr agent` and `erdma-smcr device-plugin`: the node daemons. The commands read their
-// flags; each process loads when it runs (src/agent/process.ts, src/agent/deviceplugin/process.ts).
+// flags; each process loads when it runs (src/roles/agent.ts, src/roles/device-plugin.ts).
 import type { Command } from 'commander';
 import type { ConfigFor } from '../config.js';
 import type { CliIO } from '../../util/io.js';
@@ -66,7 +66,7 @@ export function agentCommand(
         'agent.nodeName': opts.nodeName,
         'cluster.kubeconfig': opts.kubeconfig,
       });
-      const { runAgent } = await import('../../agent/process.js');
+      const { runAgent } = await import('../../roles/agent.js');
       await runAgent(config, io, opts.uninstall === true);
       setCode(0);
     });
@@ -78,7 +78,7 @@ export function agentCommand(
       ),
   ).action(async (opts: AgentOpts) => {
     const config = await configFor(hostFlags(opts));
-    const { runDevicePlugin } = await import('../../agent/deviceplugin/process.js');
+    const { runDevicePlugin } = await import('../../roles/device-plugin.js');
     await runDevicePlugin(config, io);
     setCode(0);
   });

@@ -1,7 +1,7 @@
 // `erdma-smcr review`: one AdmissionReview (JSON) through the webhook's own code, offline; the
 // response printed as the webhook would send it.
 import { Option, type Command } from 'commander';
-import type { Endpoint } from '../../admission/handler.js';
+import type { Endpoint } from '../../admission/decision.js';
 import { AppError } from '../../errors.js';
 import type { ConfigFor } from '../config.js';
 import type { CliIO } from '../../util/io.js';
@@ -50,7 +50,7 @@ export function reviewCommand(
       const [config, { admit }, { decodeReview, encodeReview }, { offlineView }] =
         await Promise.all([
           configFor({ 'cluster.profile': opts.profile, 'cluster.nodes': opts.nodes }),
-          import('../../admission/handler.js'),
+          import('../../admission/decision.js'),
           import('../../admission/review.js'),
           import('../../cluster/offline.js'),
         ]);

@@ -1,5 +1,5 @@
 // `erdma-smcr serve`: the admission webhook. The command only reads its flags: the process and
-// its heavy modules (fastify, node-forge, prom-client) load when it runs (src/admission/process.ts).
+// its heavy modules (fastify, node-forge, prom-client) load when it runs (src/roles/serve.ts).
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { ConfigFor } from '../config.js';
 import type { CliIO } from '../../util/io.js';
@@ -90,7 +90,7 @@ export function serveCommand(
         'cluster.source': opts.cluster,
         'cluster.kubeconfig': opts.kubeconfig,
       });
-      const { runServe } = await import('../../admission/process.js');
+      const { runServe } = await import('../../roles/serve.js');
       await runServe(config, io);
       setCode(0);
     });

@@ -3,7 +3,7 @@ import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startFailure } from '../../../src/agent/startup.js';
+import { startFailure } from '../../../src/roles/startup.js';
 import { AppError, isAppError } from '../../../src/errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'startup-unit-'));

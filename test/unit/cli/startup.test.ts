@@ -97,7 +97,7 @@ describe('what each role loads, in the bundle that ships', () => {
   });
 
   it('serve loads its web framework, node-forge only to make certificates, client-node never at start', () => {
-    const serve = packages('src/admission/process.ts');
+    const serve = packages('src/roles/serve.ts');
     expect(serve).toEqual(expect.arrayContaining(['fastify', 'prom-client']));
     // Certificates are read with node:crypto (certs/x509.ts) on every check; node-forge (~5 MB
     // resident) is loaded when one is made: a rotation step, or local files that are missing.
@@ -110,10 +110,10 @@ describe('what each role loads, in the bundle that ships', () => {
     // cluster/kubeconfig.ts imports client-node only for a kubeconfig user with an exec plugin or
     // an auth provider.
     for (const source of [
-      'src/admission/process.ts',
+      'src/roles/serve.ts',
       'src/cluster/live.ts',
       'src/certs/bootstrap.ts',
-      'src/agent/process.ts',
+      'src/roles/agent.ts',
     ])
       expect(packages(source), source).not.toContain('@kubernetes/client-node');
     expect(readFileSync('src/cluster/kubeconfig.ts', 'utf8')).toContain(
@@ -122,7 +122,7 @@ describe('what each role loads, in the bundle that ships', () => {
   });
 
   it('the agent loads neither gRPC nor a web framework; the device plugin loads gRPC', () => {
-    const agent = packages('src/agent/process.ts');
+    const agent = packages('src/roles/agent.ts');
     expect(agent).toContain('prom-client');
     // Its two probes and /metrics are plain node:http (src/util/probes.ts).
     for (const p of ['fastify', '@grpc/grpc-js', '@grpc/proto-loader', 'protobufjs'])
@@ -144,10 +144,12 @@ describe('what each role loads, in the bundle that ships', () => {
     // duties, the network and observation code and the cluster client were loaded and evaluated
     // in every device plugin (0.5-0.7 MB resident, docs/benchmarks.md).
     // Sources are keyed by their first three path segments (scripts/bundle-report.mjs).
-    const sources = [...loads(meta, 'src/agent/deviceplugin/process.ts').keys()];
+    const sources = [...loads(meta, 'src/roles/device-plugin.ts').keys()];
     expect(sources).toEqual(expect.arrayContaining(['src/agent/node', 'src/agent/deviceplugin']));
     const agentOnly = sources.filter((s) =>
-      /^src\/(agent\/(agent|duty|events|process)\.ts|agent\/(network|observe)$|cluster\/)/.test(s),
+      /^src\/(agent\/(agent|duty|events)\.ts|agent\/(network|observe)$|roles\/(agent|serve)\.ts|cluster\/)/.test(
+        s,
+      ),
     );
     expect(agentOnly).toEqual([]);
   });

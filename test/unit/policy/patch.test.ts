@@ -4,7 +4,8 @@
 import fastJsonPatch from 'fast-json-patch';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodePatch, patchJson, patchOfCopy, sharedConstant } from '../../../src/policy/patch.js';
+import { encodePatch } from '../../../src/admission/review.js';
+import { patchJson, patchOfCopy, sharedConstant } from '../../../src/policy/patch.js';
 import type { PatchOperation } from '../../../src/policy/types.js';
 
 type Json = unknown;

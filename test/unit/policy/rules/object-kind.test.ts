@@ -1,7 +1,7 @@
 // The object-kind rule (src/policy/rules/object-kind.ts): a review whose object is not the kind
 // it names is refused, whichever of its objects differs, and an object of no kind is read as it.
 import { describe, expect, it } from 'vitest';
-import { admit } from '../../../../src/admission/handler.js';
+import { admit } from '../../../../src/admission/decision.js';
 import type { AdmissionOperation, AdmissionRequest } from '../../../../src/admission/review.js';
 import type { JsonObject } from '../../../../src/policy/types.js';
 import { config, pod, unknownView, workload } from '../../../helpers/policy.js';

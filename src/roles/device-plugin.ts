@@ -3,16 +3,16 @@
 // and none of the agent's duties (CNI chaining, pnet, observation, pod events, the API client):
 // those stay in ../process.ts, which the agent runs (#43: a device plugin holds only its code).
 import type { Logger } from 'pino';
-import type { CliIO } from '../../util/io.js';
-import { runUntilSignal } from '../../util/signals.js';
-import type { AgentConfig, Config } from '../../config/schema.js';
-import { createLogger } from '../../util/log.js';
-import type { ProbeServer } from '../../util/probes.js';
-import { servedResources } from './resources.js';
-import type { ErdmaDevicePlugin } from './server.js';
-import { DevicePluginMetrics, startDaemonProbes } from '../metrics.js';
-import { discover, DiscoveryCache, discoveryOptions } from '../node/discovery.js';
-import { startFailure } from '../startup.js';
+import type { CliIO } from '../util/io.js';
+import { runUntilSignal } from '../util/signals.js';
+import type { AgentConfig, Config } from '../config/schema.js';
+import { createLogger } from '../util/log.js';
+import type { ProbeServer } from '../util/probes.js';
+import { servedResources } from '../agent/deviceplugin/resources.js';
+import type { ErdmaDevicePlugin } from '../agent/deviceplugin/server.js';
+import { DevicePluginMetrics, startDaemonProbes } from '../agent/metrics.js';
+import { discover, DiscoveryCache, discoveryOptions } from '../agent/node/discovery.js';
+import { startFailure } from './startup.js';
 
 /**
  * One kubelet registration per resource; a configuration the node's devices contradict stops here.
@@ -24,7 +24,7 @@ export async function devicePlugins(
   discoverNow: () => ReturnType<typeof discover>,
   logger: Logger,
 ): Promise<ErdmaDevicePlugin[]> {
-  const { ErdmaDevicePlugin, grpcLogsTo } = await import('./server.js');
+  const { ErdmaDevicePlugin, grpcLogsTo } = await import('../agent/deviceplugin/server.js');
   grpcLogsTo(logger);
   return servedResources(a, discoverNow).map((r) => {
     const log = logger.child({ resource: r.name });

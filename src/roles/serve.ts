@@ -5,8 +5,8 @@
 import { isAbsolute, relative } from 'node:path';
 import type { KubeClient } from '../cluster/client.js';
 import type { Logger } from 'pino';
-import { WebhookMetrics } from './metrics.js';
-import { startServer } from './server.js';
+import { WebhookMetrics } from '../admission/metrics.js';
+import { startServer } from '../admission/https-server.js';
 import { certFilesPresent, certPaths, servingPairPresent } from '../certs/files.js';
 import { FileCertificates, type CertificateSource } from '../certs/source.js';
 import { serviceNames } from '../certs/x509.js';

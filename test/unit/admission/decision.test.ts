@@ -3,7 +3,11 @@
 // takes a shortcut; it must shape exactly as the general path does.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_WARNING_LENGTH, MAX_WARNINGS, shapeWarnings } from '../../../src/admission/handler.js';
+import {
+  MAX_WARNING_LENGTH,
+  MAX_WARNINGS,
+  shapeWarnings,
+} from '../../../src/admission/decision.js';
 
 const warning = fc.oneof(
   fc.string(),

@@ -1,7 +1,7 @@
 // The node agent process behind `erdma-smcr agent`, loaded only when it runs: it brings
 // prom-client (and @grpc/grpc-js when it serves the device plugins too), which `devices` and the
 // other subcommands never need. It owns the process: the duties (./agent.ts), the device plugins
-// if configured, the probe port, the signals. `device-plugin` runs ./deviceplugin/process.ts.
+// if configured, the probe port, the signals. `device-plugin` runs ./device-plugin.ts.
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { CliIO } from '../util/io.js';
@@ -10,10 +10,10 @@ import { loadKubeClient, type Env, type KubeClient } from '../cluster/kubeconfig
 import type { AgentConfig, Config } from '../config/schema.js';
 import { createLogger } from '../util/log.js';
 import type { ProbeServer } from '../util/probes.js';
-import { NodeAgent } from './agent.js';
-import { devicePlugins } from './deviceplugin/process.js';
-import { AgentMetrics, startDaemonProbes } from './metrics.js';
-import { discover, DiscoveryCache, discoveryOptions } from './node/discovery.js';
+import { NodeAgent } from '../agent/agent.js';
+import { devicePlugins } from './device-plugin.js';
+import { AgentMetrics, startDaemonProbes } from '../agent/metrics.js';
+import { discover, DiscoveryCache, discoveryOptions } from '../agent/node/discovery.js';
 import { startFailure } from './startup.js';
 
 async function kubeFor(
