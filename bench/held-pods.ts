@@ -2,7 +2,7 @@
 // prints the V8 heap bytes per pod that holding LIST's pods takes, whole and as the agent keeps them.
 import { readFileSync } from 'node:fs';
 import type { V1Pod } from '@kubernetes/client-node';
-import { keptPod } from '../src/agent/observe/pods.js';
+import { keptPod } from '../src/agent/pod.js';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with --expose-gc');

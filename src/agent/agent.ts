@@ -24,13 +24,14 @@ import { CapabilityDuty, DevicesDuty, DriverDuty, LabelsDuty } from './node/duti
 import { NodeLabeler } from './node/labels.js';
 import { Mechanisms } from './node/mechanisms.js';
 import { readDeviceCounters } from './observe/counters.js';
-import { PodsDuty, type PodSource } from './observe/pod-events.js';
+import { PodsDuty, type PodSource } from './pod-duty.js';
 import { SmcDuty } from './observe/smc-sampling.js';
-import { keptPod, type NodePod } from './observe/pods.js';
+import { keptPod, type NodePod } from './pod.js';
 import type { PodSmc } from './observe/smc.js';
+import { inHost } from './host.js';
 
 /** Host path as the agent sees it (below hostRoot). */
-export const hostPath = (a: AgentConfig, p: string): string => join(a.hostRoot, p);
+export const hostPath = (a: AgentConfig, p: string): string => inHost(a.hostRoot, p);
 
 const present = (duties: readonly (Duty | undefined)[]): Duty[] =>
   duties.filter((d): d is Duty => d !== undefined);

@@ -7,7 +7,7 @@ import type { KubeClient } from '../cluster/client.js';
 import { apiReason } from '../cluster/client.js';
 import type { Clock } from './duty.js';
 import type { AgentMetrics } from './metrics.js';
-import type { NodePod } from './observe/pods.js';
+import type { NodePod } from './pod.js';
 
 /** What an Event says. */
 export interface EventText {

@@ -1,7 +1,6 @@
 // The agent's Prometheus metrics: one registry, every gauge and counter its duties update. Label
 // sets are bounded (per pod only for SMC-R pods of this node; reasons from a fixed table).
 import { Counter, Gauge, Registry, collectDaemonDefaultMetrics } from '../util/prom.js';
-import type { PortCounters } from './observe/counters.js';
 import type { AgentConfig } from '../config/schema.js';
 import { listenFailure, startProbeServer, type ProbeServer, type Probes } from '../util/probes.js';
 
@@ -103,6 +102,20 @@ export class DevicePluginMetrics {
       },
     });
   }
+}
+
+/** One RDMA device port's traffic counters, as observe/counters.ts reads them from sysfs. */
+export interface PortCounters {
+  readonly device: string;
+  readonly port: number;
+  /** Which scheme the names followed. */
+  readonly scheme: 'erdma' | 'erdma-out-of-tree' | 'rxe' | 'unknown';
+  readonly txBytes?: number;
+  readonly rxBytes?: number;
+  readonly txPackets?: number;
+  readonly rxPackets?: number;
+  readonly txDrops?: number;
+  readonly rxDrops?: number;
 }
 
 /**

@@ -1,9 +1,8 @@
 // The cluster view without a cluster: the policy's view from a ClusterProfile (a file, or one
 // among the manifests `check` reads) and a node list, for `check`, `review` and `serve --cluster
 // offline`.
-import type { SourcedObject } from '../check/inputs.js';
 import type { Config } from '../config/schema.js';
-import type { ClusterView } from '../policy/types.js';
+import type { ClusterView, JsonObject } from '../policy/types.js';
 import {
   DEFAULT_PROFILE,
   loadNodesFile,
@@ -14,13 +13,19 @@ import {
 } from './profile.js';
 import { StaticViewSource } from './view.js';
 
+/** A ClusterProfile found among the manifests, with where it was read (`file:line`). */
+export interface InlineProfile {
+  readonly source: string;
+  readonly object: JsonObject;
+}
+
 export interface ProfileChoice {
   readonly profileFile?: string;
   readonly nodesFile?: string;
 }
 
 /** The view: --profile wins over a ClusterProfile among the inputs, which wins over the embedded default. */
-export function resolveView(choice: ProfileChoice, inline?: SourcedObject): ClusterView {
+export function resolveView(choice: ProfileChoice, inline?: InlineProfile): ClusterView {
   let profile: Profile = DEFAULT_PROFILE;
   if (choice.profileFile) profile = loadProfileFile(choice.profileFile);
   else if (inline) profile = parseProfile(inline.object, inline.source);

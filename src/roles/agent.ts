@@ -2,7 +2,6 @@
 // prom-client (and @grpc/grpc-js when it serves the device plugins too), which `devices` and the
 // other subcommands never need. It owns the process: the duties (./agent.ts), the device plugins
 // if configured, the probe port, the signals. `device-plugin` runs ./device-plugin.ts.
-import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { CliIO } from '../util/io.js';
 import { runUntilSignal } from '../util/signals.js';
@@ -15,6 +14,7 @@ import { devicePlugins } from './device-plugin.js';
 import { AgentMetrics, startDaemonProbes } from '../agent/metrics.js';
 import { discover, DiscoveryCache, discoveryOptions } from '../agent/node/discovery.js';
 import { startFailure } from './startup.js';
+import { inHost } from '../agent/host.js';
 
 async function kubeFor(
   a: AgentConfig,
@@ -48,8 +48,8 @@ export async function runAgent(
   if (uninstall) {
     await new NodeAgent({ config: a, logger, metrics, discover: discoverNow }).uninstallCni();
     io.out(
-      `removed erdma-smcr from the CNI configuration in ${join(a.hostRoot, a.cniConfDir)}, its binary, ` +
-        `the preload library in ${join(a.hostRoot, a.preloadDir)} and the IPPROTO_SMC program's pins\n`,
+      `removed erdma-smcr from the CNI configuration in ${inHost(a.hostRoot, a.cniConfDir)}, its binary, ` +
+        `the preload library in ${inHost(a.hostRoot, a.preloadDir)} and the IPPROTO_SMC program's pins\n`,
     );
     return;
   }

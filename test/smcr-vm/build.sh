@@ -149,8 +149,10 @@ done
 cp "$here/driver-pass.mjs" "$root/agent/driver-pass.mjs"
 cp "$here/counters.mjs" "$root/agent/counters-read.mjs"
 cp "$here/plain-tcp.mjs" "$root/agent/plain-tcp.mjs"
-# programs.js imports ../../constants.js: from /agent, that is /constants.js.
+# programs.js imports ../../constants.js: from /agent, that is /constants.js. Each imports
+# ../host.js (where the agent finds things on its node): from /agent, that is /host.js.
 cp "$repo/dist/constants.js" "$root/constants.js"
+cp "$repo/dist/agent/host.js" "$root/host.js"
 echo '{"type":"module"}' > "$root/package.json"
 for m in "${modules[@]}"; do cp "$kdir/modules/$m.ko" "$root/lib/modules/"; done
 # smc (and smc_diag) also where modprobe looks, with depmod's index.

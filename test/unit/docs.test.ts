@@ -22,7 +22,9 @@ describe('docs/troubleshooting.md', () => {
 
   it('explains every Event reason the agent posts', () => {
     const reasons = [
-      ...readFileSync('src/agent/observe/pods.ts', 'utf8').matchAll(/reason: '([A-Za-z]+)'/g),
+      ...readFileSync('src/agent/observe/pod-outcome.ts', 'utf8').matchAll(
+        /reason: '([A-Za-z]+)'/g,
+      ),
     ].map((m) => m[1]);
     expect(reasons.length).toBeGreaterThan(3);
     for (const r of reasons) expect(rowKeys, r).toContain(r);

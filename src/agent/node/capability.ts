@@ -6,6 +6,13 @@ import { NODE_LABELS } from '../../constants.js';
 import { kernelEligibility } from '../../policy/kernel.js';
 import type { Mechanism, MechanismProbe } from '../../native/contract.js';
 import type { RdmaDevice } from './discovery.js';
+import {
+  kernelModulesDir,
+  kernelReleaseFile,
+  osReleaseFile,
+  smcSysctl,
+  sysModule,
+} from '../host.js';
 
 export interface HostFacts {
   /** `uname -r`, from /proc/sys/kernel/osrelease. */
@@ -49,13 +56,13 @@ function read(path: string): string {
 
 /** Reads the facts from a proc root (the agent's own /proc: it shares the host kernel and, with hostNetwork, its netns) and a host root. */
 export function hostFacts(procRoot: string, hostRoot: string): HostFacts {
-  const osRelease = read(join(hostRoot, 'etc', 'os-release'));
+  const osRelease = read(osReleaseFile(hostRoot));
   const pretty = /^PRETTY_NAME=("?)(.*)\1$/m.exec(osRelease)?.[2] ?? '';
-  const kernelRelease = read(join(procRoot, 'sys', 'kernel', 'osrelease')).trim();
+  const kernelRelease = read(kernelReleaseFile(procRoot)).trim();
   return {
     kernelRelease,
     osImage: pretty,
-    smcModule: existsSync(join(procRoot, 'sys', 'net', 'smc', 'tcp2smc')),
+    smcModule: existsSync(smcSysctl(procRoot, 'tcp2smc')),
     smcBuilt: smcBuilt(hostRoot, kernelRelease),
   };
 }
@@ -66,9 +73,9 @@ export function hostFacts(procRoot: string, hostRoot: string): HostFacts {
  * e.g. where the lists are not installed).
  */
 export function smcBuilt(hostRoot: string, release: string): NonNullable<HostFacts['smcBuilt']> {
-  if (existsSync(join(hostRoot, 'sys', 'module', 'smc'))) return 'module';
+  if (existsSync(sysModule(hostRoot, 'smc'))) return 'module';
   if (release === '') return 'unknown';
-  const dir = join(hostRoot, 'lib', 'modules', release);
+  const dir = kernelModulesDir(hostRoot, release);
   const dep = read(join(dir, 'modules.dep'));
   const builtin = read(join(dir, 'modules.builtin'));
   if (dep === '' && builtin === '') return 'unknown';

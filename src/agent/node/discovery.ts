@@ -2,8 +2,9 @@
 // driver is `erdma` or its PCI vendor is 0x1ded, whatever its name (erdma_N, or rocepXsY in compat
 // mode). Nothing here writes; every path hangs off hostRoot so tests use fake trees.
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename } from 'node:path';
 import type { DriverMode } from '../../policy/types.js';
+import { sysClass } from '../host.js';
 
 export const ERDMA_DRIVER = 'erdma';
 export const ERDMA_VENDOR = '0x1ded';
@@ -102,7 +103,7 @@ export class DiscoveryCache {
 }
 
 function uverbsOf(root: string, name: string, cache: DiscoveryCache | undefined): string {
-  const dir = join(root, 'sys', 'class', 'infiniband_verbs');
+  const dir = sysClass(root, 'infiniband_verbs');
   const known = cache?.uverbs.get(name);
   if (known !== undefined && read(`${dir}/${known}/ibdev`) === name)
     return `/dev/infiniband/${known}`;
@@ -135,7 +136,7 @@ export function pnetIdOf(mac: string): string {
 }
 
 function netdevByMac(root: string, mac: string, cache: DiscoveryCache | undefined): string {
-  const dir = join(root, 'sys', 'class', 'net');
+  const dir = sysClass(root, 'net');
   if (!mac) return '';
   const known = cache?.netdevs.get(mac);
   if (known !== undefined && read(`${dir}/${known}/address`).toLowerCase() === mac) return known;
@@ -199,7 +200,7 @@ function deviceAt(
  * discovers again and again passes the same `cache` to each call.
  */
 export function discover(opts: DiscoveryOptions, cache?: DiscoveryCache): RdmaDevice[] {
-  const dir = join(opts.hostRoot, 'sys', 'class', 'infiniband');
+  const dir = sysClass(opts.hostRoot, 'infiniband');
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
     .sort()

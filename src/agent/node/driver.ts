@@ -19,6 +19,7 @@ import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import type { DriverMode } from '../../policy/types.js';
 import { read } from './discovery.js';
+import { pciDevices, procOf, smcSysctl, sysModule } from '../host.js';
 
 const run = promisify(execFile);
 
@@ -53,7 +54,7 @@ export interface DriverDecision {
 }
 
 function countGpus(hostRoot: string): number {
-  const dir = join(hostRoot, 'sys', 'bus', 'pci', 'devices');
+  const dir = pciDevices(hostRoot);
   if (!existsSync(dir)) return 0;
   return readdirSync(dir).filter(
     (d) =>
@@ -66,15 +67,13 @@ function countGpus(hostRoot: string): number {
 
 /** What the node has now, from sysfs under hostRoot and the agent's /proc. */
 export function driverFacts(hostRoot: string, procRoot: string): DriverFacts {
-  const mod = (name: string): boolean => existsSync(join(hostRoot, 'sys', 'module', name));
+  const mod = (name: string): boolean => existsSync(sysModule(hostRoot, name));
   const erdmaLoaded = mod('erdma');
   let mode: DriverMode | undefined;
   if (erdmaLoaded) {
     if (mod('mlx_compat')) mode = 'ofed';
     else
-      mode = /^(y|1)$/i.test(
-        read(join(hostRoot, 'sys', 'module', 'erdma', 'parameters', 'compat_mode')),
-      )
+      mode = /^(y|1)$/i.test(read(sysModule(hostRoot, 'erdma', 'parameters', 'compat_mode')))
         ? 'compat'
         : 'default';
   }
@@ -82,7 +81,7 @@ export function driverFacts(hostRoot: string, procRoot: string): DriverFacts {
     erdmaLoaded,
     ...(mode ? { mode } : {}),
     gpus: countGpus(hostRoot),
-    smcLoaded: mod('smc') || existsSync(join(procRoot, 'sys', 'net', 'smc')),
+    smcLoaded: mod('smc') || existsSync(smcSysctl(procRoot)),
     peermemLoaded: mod('nvidia_peermem'),
   };
 }
@@ -102,21 +101,21 @@ export function deviceHolders(procRoot: string, limit = 5): string[] {
   for (const pid of pids) {
     let fds: string[];
     try {
-      fds = readdirSync(join(procRoot, pid, 'fd'));
+      fds = readdirSync(procOf(procRoot, pid, 'fd'));
     } catch {
       continue; // gone, or not ours to read
     }
     const dev = fds
       .map((fd) => {
         try {
-          return readlinkSync(join(procRoot, pid, 'fd', fd));
+          return readlinkSync(procOf(procRoot, pid, 'fd', fd));
         } catch {
           return '';
         }
       })
       .find((t) => t.startsWith('/dev/infiniband/uverbs'));
     if (dev) {
-      out.push(`pid ${pid} (${read(join(procRoot, pid, 'comm')) || '?'}) holds ${dev}`);
+      out.push(`pid ${pid} (${read(procOf(procRoot, pid, 'comm')) || '?'}) holds ${dev}`);
       if (out.length >= limit) break;
     }
   }

@@ -8,19 +8,8 @@
 // - Soft-RoCE (rdma_rxe, the test stand-in): sent_pkts and rcvd_pkts, no byte counters.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-
-export interface PortCounters {
-  readonly device: string;
-  readonly port: number;
-  /** Which scheme the names followed. */
-  readonly scheme: 'erdma' | 'erdma-out-of-tree' | 'rxe' | 'unknown';
-  readonly txBytes?: number;
-  readonly rxBytes?: number;
-  readonly txPackets?: number;
-  readonly rxPackets?: number;
-  readonly txDrops?: number;
-  readonly rxDrops?: number;
-}
+import type { PortCounters } from '../metrics.js';
+import { sysClass } from '../host.js';
 
 function readCounters(dir: string): Map<string, number> {
   const out = new Map<string, number>();
@@ -83,7 +72,7 @@ function num(key: string, v: number | undefined): Record<string, number> {
 
 /** Each port's counters of one device (port directories first, the device-wide set as port 0 when there are none). */
 export function readDeviceCounters(hostRoot: string, device: string): PortCounters[] {
-  const base = join(hostRoot, 'sys', 'class', 'infiniband', device);
+  const base = sysClass(hostRoot, 'infiniband', device);
   const ports = existsSync(join(base, 'ports'))
     ? readdirSync(join(base, 'ports')).filter((p) => /^\d+$/.test(p))
     : [];

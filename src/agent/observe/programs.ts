@@ -8,6 +8,7 @@
 import { readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { PRELOAD } from '../../constants.js';
+import { procOf } from '../host.js';
 
 /**
  * static: no dynamic loader in the process, so LD_PRELOAD is never read; cleared: a dynamically
@@ -50,7 +51,7 @@ function connectedInodes(table: string): Set<string> {
 }
 
 function socketInodes(procRoot: string, pid: string): string[] {
-  const dir = join(procRoot, pid, 'fd');
+  const dir = procOf(procRoot, pid, 'fd');
   const out: string[] = [];
   let fds: string[];
   try {
@@ -93,21 +94,24 @@ export function plainTcpPrograms(procRoot: string, netnsPath: string): PlainTcpP
   const out: PlainTcpProgram[] = [];
   for (const pid of readdirSync(procRoot).filter((p) => /^\d+$/.test(p))) {
     try {
-      if (readlinkSync(join(procRoot, pid, 'ns', 'net')) !== want) continue;
+      if (readlinkSync(procOf(procRoot, pid, 'ns', 'net')) !== want) continue;
     } catch {
       continue;
     }
     tcp ??= new Set([
-      ...connectedInodes(read(join(procRoot, pid, 'net', 'tcp'))),
-      ...connectedInodes(read(join(procRoot, pid, 'net', 'tcp6'))),
+      ...connectedInodes(read(procOf(procRoot, pid, 'net', 'tcp'))),
+      ...connectedInodes(read(procOf(procRoot, pid, 'net', 'tcp6'))),
     ]);
     const connections = socketInodes(procRoot, pid).filter((i) => tcp!.has(i)).length;
     if (connections === 0) continue;
     out.push({
       pid: Number(pid),
-      comm: read(join(procRoot, pid, 'comm')).trim(),
+      comm: read(procOf(procRoot, pid, 'comm')).trim(),
       connections,
-      cause: preloadCause(read(join(procRoot, pid, 'maps')), read(join(procRoot, pid, 'environ'))),
+      cause: preloadCause(
+        read(procOf(procRoot, pid, 'maps')),
+        read(procOf(procRoot, pid, 'environ')),
+      ),
     });
   }
   return out;

@@ -7,7 +7,8 @@ import { recordedPods } from '../../native/contract.js';
 import type { Clock, Duty } from '../duty.js';
 import { Told, type EventSink } from '../events.js';
 import type { AgentMetrics } from '../metrics.js';
-import { findPodNetns, type NodePod } from './pods.js';
+import { findPodNetns } from '../host.js';
+import { type NodePod } from '../pod.js';
 import { describePlainTcp } from './programs.js';
 import { collectPodSmc, describeReason, reasonLabel, type PodSmc } from './smc.js';
 

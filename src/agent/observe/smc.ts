@@ -3,9 +3,9 @@
 // fallback reason codes decoded, and the per-pod view the agent samples and `status` prints.
 import { describePlainTcp, plainTcpPrograms, type PlainTcpProgram } from './programs.js';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { NativeBinary } from '../../native/binary.js';
 import type { SmcSocket, SmcSummary } from '../../native/contract.js';
+import { inHost } from '../host.js';
 
 export type { SmcSocket, SmcSummary } from '../../native/contract.js';
 
@@ -91,7 +91,7 @@ export function reasonLabel(code: string): string {
 
 /** A netns path as the agent reaches it: /proc/... as is (hostPID), anything else below the host root. */
 export function agentNetnsPath(hostRoot: string, netns: string): string {
-  return netns.startsWith('/proc/') || hostRoot === '/' ? netns : join(hostRoot, netns);
+  return netns.startsWith('/proc/') || hostRoot === '/' ? netns : inHost(hostRoot, netns);
 }
 
 /**

@@ -2,10 +2,10 @@
 // through the native binary, from the same records and with the same reading as the agent.
 import { Option, type Command } from 'commander';
 import { requireHostRoot } from './devices.js';
-import { join } from 'node:path';
 import { AppError } from '../../errors.js';
 import type { ConfigFor } from '../config.js';
 import type { CliIO } from '../../util/io.js';
+import { inHost } from '../../agent/host.js';
 
 interface StatusOpts {
   hostRoot?: string;
@@ -49,11 +49,11 @@ export function statusCommand(
         throw new AppError('USAGE', `--pod must be namespace/name, got "${opts.pod}"`);
       const { agent: a } = await configFor({ 'agent.hostRoot': opts.hostRoot });
       requireHostRoot(a.hostRoot);
-      const { findPodNetns } = await import('../../agent/observe/pods.js');
+      const { findPodNetns } = await import('../../agent/host.js');
       const { collectPodSmc, formatStatus } = await import('../../agent/observe/smc.js');
       const { NativeBinary } = await import('../../native/binary.js');
       const { recordedPods } = await import('../../native/contract.js');
-      const records = recordedPods(join(a.hostRoot, a.cniStateDir))
+      const records = recordedPods(inHost(a.hostRoot, a.cniStateDir))
         .filter((r) => opts.pod === undefined || `${r.namespace}/${r.name}` === opts.pod)
         .sort((x, y) => byCodeUnit(x.namespace, y.namespace) || byCodeUnit(x.name, y.name));
       if (opts.pod !== undefined && records.length === 0)

@@ -13,7 +13,7 @@ import { NodeAgent } from '../../../src/agent/agent.js';
 import { Schedule, type Clock } from '../../../src/agent/duty.js';
 import { Told, type EventSink, type EventText } from '../../../src/agent/events.js';
 import { AgentMetrics } from '../../../src/agent/metrics.js';
-import type { PodSource } from '../../../src/agent/observe/pod-events.js';
+import type { PodSource } from '../../../src/agent/pod-duty.js';
 import { discover } from '../../../src/agent/node/discovery.js';
 import { SmcDuty } from '../../../src/agent/observe/smc-sampling.js';
 import type { NativeBinary } from '../../../src/native/binary.js';

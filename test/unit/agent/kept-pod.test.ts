@@ -1,4 +1,4 @@
-// What the agent keeps of each pod of its node (keptPod in src/agent/observe/pods.ts, #43). The agent
+// What the agent keeps of each pod of its node (keptPod in src/agent/pod.ts, #43). The agent
 // watches every pod of its node, and the in-cluster suite read its working set at 37 MB after a
 // burst of pods, twice its 19 MB at rest: a pod is kept as the few fields the agent's duties read.
 // A verdict on the kept form must be the verdict on the whole pod, whatever the pod.
@@ -7,7 +7,8 @@ import type { V1Pod } from '@kubernetes/client-node';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { runningStatus } from '../../../bench/node-pods.js';
-import { judge, keptPod } from '../../../src/agent/observe/pods.js';
+import { judge } from '../../../src/agent/observe/pod-outcome.js';
+import { keptPod } from '../../../src/agent/pod.js';
 import { OWN_PREFIX, SETTINGS_ANNOTATION, SMCR_ANNOTATION } from '../../../src/constants.js';
 import type { PluginRecord } from '../../../src/native/contract.js';
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { heldPerPod, nodePod } from '../../../bench/node-pods.js';
-import { wantsSmcr } from '../../../src/agent/observe/pods.js';
+import { wantsSmcr } from '../../../src/agent/pod.js';
 
 describe('a busy node’s pods', () => {
   it('are named apart, bound to the node, and ask for SMC-R when told to', () => {

@@ -4,21 +4,15 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { readRecords } from '../../native/contract.js';
-import { writeAtomic } from '../../util/fs.js';
-import type { Clock, Duty, Problem } from '../duty.js';
-import { Told, type EventSink } from '../events.js';
-import type { AgentMetrics } from '../metrics.js';
-import {
-  findPodNetns,
-  judge,
-  lateApply,
-  type NodePod,
-  removeLateRecords,
-  type LateApplyOptions,
-  type OutcomeKind,
-  type PodOutcome,
-} from './pods.js';
+import { readRecords } from '../native/contract.js';
+import { writeAtomic } from '../util/fs.js';
+import type { Clock, Duty, Problem } from './duty.js';
+import { Told, type EventSink } from './events.js';
+import type { AgentMetrics } from './metrics.js';
+import { findPodNetns } from './host.js';
+import { lateApply, removeLateRecords, type LateApplyOptions } from './network/late-apply.js';
+import { judge, type OutcomeKind, type PodOutcome } from './observe/pod-outcome.js';
+import { type NodePod } from './pod.js';
 
 /** The pods of this node: a watch in the agent, a fixed list in tests. */
 export interface PodSource {
