@@ -9,7 +9,7 @@ import type { AgentConfig, Config } from '../config/schema.js';
 import { createLogger } from '../util/log.js';
 import type { ProbeServer } from '../util/probes.js';
 import { servedResources } from '../agent/deviceplugin/resources.js';
-import type { ErdmaDevicePlugin } from '../agent/deviceplugin/server.js';
+import type { ErdmaDevicePlugin } from '../agent/deviceplugin/plugin.js';
 import { DevicePluginMetrics, startDaemonProbes } from '../agent/metrics.js';
 import { discover, DiscoveryCache, discoveryOptions } from '../agent/node/discovery.js';
 import { startFailure } from './startup.js';
@@ -24,7 +24,10 @@ export async function devicePlugins(
   discoverNow: () => ReturnType<typeof discover>,
   logger: Logger,
 ): Promise<ErdmaDevicePlugin[]> {
-  const { ErdmaDevicePlugin, grpcLogsTo } = await import('../agent/deviceplugin/server.js');
+  const [{ ErdmaDevicePlugin }, { grpcLogsTo }] = await Promise.all([
+    import('../agent/deviceplugin/plugin.js'),
+    import('../agent/deviceplugin/grpc-service.js'),
+  ]);
   grpcLogsTo(logger);
   return servedResources(a, discoverNow).map((r) => {
     const log = logger.child({ resource: r.name });

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { discover } from '../../../src/agent/node/discovery.js';
-import { ErdmaDevicePlugin } from '../../../src/agent/deviceplugin/server.js';
+import { ErdmaDevicePlugin } from '../../../src/agent/deviceplugin/plugin.js';
 import { FakeKubelet, type DeviceMsg } from '../../helpers/fake-kubelet.js';
 import { until } from '../../helpers/wait.js';
 import { addDevice, removeDevice, setPortState } from '../../helpers/sysfs.js';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { discover } from '../../../src/agent/node/discovery.js';
-import { ErdmaDevicePlugin } from '../../../src/agent/deviceplugin/server.js';
+import { ErdmaDevicePlugin } from '../../../src/agent/deviceplugin/plugin.js';
 import { matches, servedResources } from '../../../src/agent/deviceplugin/resources.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { FakeKubelet, type DeviceMsg } from '../../helpers/fake-kubelet.js';

@@ -129,7 +129,7 @@ describe('what each role loads, in the bundle that ships', () => {
       expect(agent, p).not.toContain(p);
     // The device plugin reads its API from a JSON descriptor with protobufjs's light build: no
     // .proto parser, no proto-loader (src/agent/deviceplugin/api.ts).
-    const plugin = packages('src/agent/deviceplugin/server.ts');
+    const plugin = packages('src/agent/deviceplugin/plugin.ts');
     expect(plugin).toEqual(expect.arrayContaining(['@grpc/grpc-js', 'protobufjs']));
     expect(plugin).not.toContain('@grpc/proto-loader');
     const bundled = Object.values(meta.outputs).flatMap((o) =>
