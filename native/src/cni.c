@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include "conf.h"
 #include "netns.h"
-#include "nl.h"
+#include "smc_genl.h"
 #include "settings.h"
 #include "smcbpf.h"
 #include "state.h"
@@ -23,12 +23,12 @@ struct applied {
 	char before[MAX_SYSCTLS][SYSCTL_VALUE_MAX + 16];
 	int n;
 	int pnet_added;
-	int ipv6_only; /* IPv6 kept on: the pod has no IPv4 address */
-	const char *mechanism; /* how the pod's TCP becomes SMC: tcp2smc, bpf, preload or none */
+	int ipv6_only;		 /* IPv6 kept on: the pod has no IPv4 address */
+	const char *mechanism;	 /* how the pod's TCP becomes SMC: tcp2smc, bpf, preload or none */
 	char mechanism_why[400]; /* none: why no mechanism was active at ADD */
-	uint64_t cookie;       /* bpf: the pod netns's cookie, listed in the program's map */
+	uint64_t cookie;	 /* bpf: the pod netns's cookie, listed in the program's map */
 	int bpf_enabled;
-	cJSON *missing;  /* array of missing knobs */
+	cJSON *missing;	 /* array of missing knobs */
 	cJSON *warnings; /* array of strings */
 };
 

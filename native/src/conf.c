@@ -5,7 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include "nl.h"
+#include "smc_genl.h"
 
 const char *const SUPPORTED_VERSIONS[] = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0", NULL};
 

@@ -13,16 +13,16 @@ struct netconf {
 	cJSON *root; /* owns everything below */
 	const char *cni_version;
 	const char *name;
-	cJSON *prev_result;        /* may be NULL */
-	const cJSON *annotations;  /* runtimeConfig[io.kubernetes.cri.pod-annotations], may be NULL */
-	const cJSON *attachments;  /* cni.dev/valid-attachments (GC), may be NULL */
-	char pnet_id[17];          /* from config or pnetIdFile; "" when none */
+	cJSON *prev_result;	  /* may be NULL */
+	const cJSON *annotations; /* runtimeConfig[io.kubernetes.cri.pod-annotations], may be NULL */
+	const cJSON *attachments; /* cni.dev/valid-attachments (GC), may be NULL */
+	char pnet_id[17];	  /* from config or pnetIdFile; "" when none */
 	const char *pnet_id_file;
 	const char *state_dir;
-	const char *log_file;      /* may be NULL */
-	const char *bpf_dir;       /* bpfDir: where the agent pins the IPPROTO_SMC program */
-	int fail_on_missing;       /* failOnMissingKnob */
-	int disable_ipv6;          /* disableIPv6 default for pods without settings */
+	const char *log_file; /* may be NULL */
+	const char *bpf_dir;  /* bpfDir: where the agent pins the IPPROTO_SMC program */
+	int fail_on_missing;  /* failOnMissingKnob */
+	int disable_ipv6;     /* disableIPv6 default for pods without settings */
 };
 
 extern const char *const SUPPORTED_VERSIONS[];

@@ -239,13 +239,15 @@ static int dump_reply(const struct nlmsghdr *h, void *arg)
 static int dump(uint16_t type, int family, struct dump_ctx *d)
 {
 	struct nl_msg m;
-	int kind = d->link ? 0 : d->addr ? 1 : 2;
+	int kind = d->link ? 0 : d->addr ? 1
+					 : 2;
 	union {
 		struct ifinfomsg link;
 		struct ifaddrmsg addr;
 		struct rtmsg route;
 	} hdr;
-	size_t len = kind == 0 ? sizeof(hdr.link) : kind == 1 ? sizeof(hdr.addr) : sizeof(hdr.route);
+	size_t len = kind == 0 ? sizeof(hdr.link) : kind == 1 ? sizeof(hdr.addr)
+							      : sizeof(hdr.route);
 	memset(&hdr, 0, sizeof(hdr));
 	if (kind == 0)
 		hdr.link.ifi_family = (unsigned char)family;

@@ -7,7 +7,7 @@
 
 #include <net/if.h>
 #include <stdint.h>
-#include "nl.h"
+#include "smc_genl.h"
 
 struct rt_link {
 	int index;

@@ -1,8 +1,7 @@
-/* `erdma-smcr smc sockets|summary|stats`: what SMC connections in a network namespace really run
- * on, from the kernel. Sockets come from smc_diag (NETLINK_SOCK_DIAG, family AF_SMC,
- * <linux/smc_diag.h>) with the connection, link group and fallback extensions; the per-netns
- * counters from the SMC generic netlink family (SMC_NETLINK_GET_STATS / _GET_FBACK_STATS,
- * <linux/smc.h>, kernels 5.14+). Sockets are printed as they arrive and never kept: a netns with
+/* `erdma-smcr smc sockets|summary`: what SMC connections in a network namespace really run on,
+ * from the kernel. Sockets come from smc_diag (NETLINK_SOCK_DIAG, family AF_SMC,
+ * <linux/smc_diag.h>) with the connection, link group and fallback extensions (the per-netns
+ * counters of `smc stats` are smc_stats.c's). Sockets are printed as they arrive and never kept: a netns with
  * 100,000 of them costs no memory; `summary` keeps only bounded counters. Only where a socket's
  * addresses are all zero (smc_diag leaves out an IPPROTO_SMC socket's) does `sockets` read the
  * netns's TCP sockets, once, 40 bytes each. */
@@ -21,7 +20,8 @@
 #include <linux/smc.h>
 #include <linux/smc_diag.h>
 #include <linux/sock_diag.h>
-#include "nl.h"
+#include "smc_genl.h"
+#include "tcp_table.h"
 
 #ifndef AF_SMC
 #define AF_SMC 43
@@ -50,7 +50,9 @@ static const char *state_name(unsigned s)
 
 static const char *mode_name(unsigned m)
 {
-	return m == SMC_DIAG_MODE_SMCR ? "SMCR" : m == SMC_DIAG_MODE_FALLBACK_TCP ? "TCP" : m == SMC_DIAG_MODE_SMCD ? "SMCD" : "UNKNOWN";
+	return m == SMC_DIAG_MODE_SMCR ? "SMCR" : m == SMC_DIAG_MODE_FALLBACK_TCP ? "TCP"
+		: m == SMC_DIAG_MODE_SMCD					  ? "SMCD"
+										  : "UNKNOWN";
 }
 
 /* The parsed reply of one socket. */
@@ -104,97 +106,6 @@ static int parse_sock(const struct nlmsghdr *h, struct smc_sock *s)
 static uint64_t cursor_bytes(const struct smc_diag_cursor *c, uint32_t size)
 {
 	return (uint64_t)c->wrap * size + c->count;
-}
-
-static int tcp_cmp(const void *a, const void *b)
-{
-	const struct tcp_sock *x = a, *y = b;
-	if (x->lport != y->lport)
-		return x->lport < y->lport ? -1 : 1;
-	return x->rport < y->rport ? -1 : x->rport > y->rport;
-}
-
-/* An address as /proc/net/tcp{,6} print it: each 32-bit word of the network-order address printed
- * as a number (8 hex digits for IPv4, 32 for IPv6). 1 for IPv4, 4 for IPv6, 0 if neither. */
-static int proc_addr(const char *hex, uint32_t *a)
-{
-	size_t n = strlen(hex), i;
-	if (n != 8 && n != 32)
-		return 0;
-	memset(a, 0, 16);
-	for (i = 0; i < n / 8; i++) {
-		char w[9];
-		memcpy(w, hex + i * 8, 8);
-		w[8] = '\0';
-		a[i] = (uint32_t)strtoul(w, NULL, 16);
-	}
-	return (int)(n / 8);
-}
-
-int tcp_table_add(FILE *f, struct tcp_table *t)
-{
-	char line[512], lh[33], rh[33], end;
-	unsigned lp, rp;
-	while (fgets(line, sizeof(line), f)) {
-		struct tcp_sock e;
-		int lw, rw;
-		/* "  sl  local_address rem_address   st ...": the header does not match. */
-		if (sscanf(line, " %*u: %32[0-9A-Fa-f]:%4x %32[0-9A-Fa-f]:%4x%c", lh, &lp, rh, &rp, &end) != 5 ||
-		    (end != ' ' && end != '\n'))
-			continue;
-		lw = proc_addr(lh, e.laddr);
-		rw = proc_addr(rh, e.raddr);
-		if (!lw || lw != rw)
-			continue;
-		e.lport = (uint16_t)lp;
-		e.rport = (uint16_t)rp;
-		e.v6 = lw == 4;
-		if (t->n == t->cap) {
-			size_t next = t->cap ? t->cap * 2 : 64;
-			struct tcp_sock *v = realloc(t->v, next * sizeof(*v));
-			if (!v) {
-				tcp_table_free(t);
-				return -1;
-			}
-			t->v = v;
-			t->cap = next;
-		}
-		t->v[t->n++] = e;
-	}
-	return 0;
-}
-
-void tcp_table_sort(struct tcp_table *t)
-{
-	if (t->n)
-		qsort(t->v, t->n, sizeof(*t->v), tcp_cmp);
-}
-
-const struct tcp_sock *tcp_table_find(const struct tcp_table *t, uint16_t lport, uint16_t rport)
-{
-	struct tcp_sock key;
-	size_t lo = 0, hi = t->n;
-	key.lport = lport;
-	key.rport = rport;
-	while (lo < hi) { /* the first entry not below the key */
-		size_t mid = lo + (hi - lo) / 2;
-		if (tcp_cmp(&t->v[mid], &key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == t->n || tcp_cmp(&t->v[lo], &key) != 0)
-		return NULL;
-	if (lo + 1 < t->n && tcp_cmp(&t->v[lo + 1], &key) == 0)
-		return NULL; /* two sockets with these ports (another address, or TIME_WAIT): not known */
-	return &t->v[lo];
-}
-
-void tcp_table_free(struct tcp_table *t)
-{
-	free(t->v);
-	t->v = NULL;
-	t->n = t->cap = 0;
 }
 
 static void addr(int v6, const uint32_t *a, uint16_t port_be, char *out, size_t size)
@@ -420,178 +331,4 @@ void smc_summary_print(FILE *out, const struct smc_summary *s)
 	for (i = 0; i < s->n_devices; i++)
 		fprintf(out, "%s{\"dev\":\"%s\",\"port\":%u,\"connections\":%" PRIu64 "}", i ? "," : "", s->devices[i].dev, s->devices[i].port, s->devices[i].count);
 	fputs("]}", out);
-}
-
-/* ---- SMC_NETLINK_GET_STATS / GET_FBACK_STATS ---- */
-
-struct stats_ctx {
-	FILE *out;
-	int first;
-	int got;
-};
-
-static int nla_u64(const struct nlattr *a, uint64_t *v)
-{
-	if (a->nla_len < NLA_HDRLEN + sizeof(*v))
-		return -1;
-	memcpy(v, (const unsigned char *)a + NLA_HDRLEN, sizeof(*v));
-	return 0;
-}
-
-/* Walks the attributes in [p, p+len); calls fn for each. */
-static int walk(const unsigned char *p, size_t len, int (*fn)(const struct nlattr *a, void *ctx), void *ctx)
-{
-	size_t off = 0;
-	while (off + NLA_HDRLEN <= len) {
-		const struct nlattr *a = (const struct nlattr *)(p + off);
-		if (a->nla_len < NLA_HDRLEN || off + a->nla_len > len)
-			return -1;
-		if (fn(a, ctx))
-			return -1;
-		off += ALIGN4(a->nla_len);
-	}
-	return 0;
-}
-
-struct tech {
-	uint64_t v[SMC_NLA_STATS_T_MAX + 1];
-};
-
-static int tech_attr(const struct nlattr *a, void *ctx)
-{
-	struct tech *t = ctx;
-	unsigned type = a->nla_type & NLA_TYPE_MASK;
-	if (type <= SMC_NLA_STATS_T_MAX && !(a->nla_type & NLA_F_NESTED))
-		nla_u64(a, &t->v[type]);
-	return 0;
-}
-
-static int stats_attr(const struct nlattr *a, void *ctx)
-{
-	struct stats_ctx *c = ctx;
-	unsigned type = a->nla_type & NLA_TYPE_MASK;
-	uint64_t v;
-	if (type == SMC_NLA_STATS_SMCR_TECH || type == SMC_NLA_STATS_SMCD_TECH) {
-		struct tech t;
-		memset(&t, 0, sizeof(t));
-		if (walk((const unsigned char *)a + NLA_HDRLEN, a->nla_len - NLA_HDRLEN, tech_attr, &t))
-			return -1;
-		fprintf(c->out, "%s\"%s\":{\"clientSuccessV1\":%" PRIu64 ",\"clientSuccessV2\":%" PRIu64 ",\"serverSuccessV1\":%" PRIu64
-				",\"serverSuccessV2\":%" PRIu64 ",\"txBytes\":%" PRIu64 ",\"rxBytes\":%" PRIu64 ",\"txCalls\":%" PRIu64 ",\"rxCalls\":%" PRIu64 "}",
-			c->first ? "" : ",", type == SMC_NLA_STATS_SMCR_TECH ? "smcr" : "smcd", t.v[SMC_NLA_STATS_T_CLNT_V1_SUCC], t.v[SMC_NLA_STATS_T_CLNT_V2_SUCC],
-			t.v[SMC_NLA_STATS_T_SRV_V1_SUCC], t.v[SMC_NLA_STATS_T_SRV_V2_SUCC], t.v[SMC_NLA_STATS_T_TX_BYTES], t.v[SMC_NLA_STATS_T_RX_BYTES],
-			t.v[SMC_NLA_STATS_T_TX_CNT], t.v[SMC_NLA_STATS_T_RX_CNT]);
-		c->first = 0;
-	} else if ((type == SMC_NLA_STATS_CLNT_HS_ERR_CNT || type == SMC_NLA_STATS_SRV_HS_ERR_CNT) && nla_u64(a, &v) == 0) {
-		fprintf(c->out, "%s\"%s\":%" PRIu64, c->first ? "" : ",", type == SMC_NLA_STATS_CLNT_HS_ERR_CNT ? "clientHandshakeErrors" : "serverHandshakeErrors", v);
-		c->first = 0;
-	}
-	return 0;
-}
-
-static int top_stats(const struct nlattr *a, void *ctx)
-{
-	struct stats_ctx *c = ctx;
-	if ((a->nla_type & NLA_TYPE_MASK) != SMC_GEN_STATS)
-		return 0;
-	c->got = 1;
-	return walk((const unsigned char *)a + NLA_HDRLEN, a->nla_len - NLA_HDRLEN, stats_attr, c);
-}
-
-static int on_stats(const struct nlmsghdr *h, void *ctx)
-{
-	if (h->nlmsg_len < NLMSG_HDRLEN + GENL_HDRLEN)
-		return -1;
-	return walk((const unsigned char *)h + NLMSG_HDRLEN + GENL_HDRLEN, h->nlmsg_len - NLMSG_HDRLEN - GENL_HDRLEN, top_stats, ctx);
-}
-
-struct fback {
-	int have_type, server;
-	uint32_t code;
-	uint64_t count;
-	int have_code;
-};
-
-static int fback_attr(const struct nlattr *a, void *ctx)
-{
-	struct fback *f = ctx;
-	unsigned type = a->nla_type & NLA_TYPE_MASK;
-	const unsigned char *d = (const unsigned char *)a + NLA_HDRLEN;
-	size_t n = a->nla_len - NLA_HDRLEN;
-	if (type == SMC_NLA_FBACK_STATS_TYPE && n >= 1) {
-		f->server = d[0] != 0;
-		f->have_type = 1;
-	} else if (type == SMC_NLA_FBACK_STATS_RSN_CODE && n >= 4) {
-		memcpy(&f->code, d, 4);
-		f->have_code = 1;
-	} else if (type == SMC_NLA_FBACK_STATS_RSN_CNT && n >= 2) {
-		uint16_t c16;
-		memcpy(&c16, d, 2);
-		f->count = c16;
-	}
-	return 0;
-}
-
-static int top_fback(const struct nlattr *a, void *ctx)
-{
-	struct stats_ctx *c = ctx;
-	struct fback f;
-	if ((a->nla_type & NLA_TYPE_MASK) != SMC_GEN_FBACK_STATS)
-		return 0;
-	c->got = 1;
-	memset(&f, 0, sizeof(f));
-	if (walk((const unsigned char *)a + NLA_HDRLEN, a->nla_len - NLA_HDRLEN, fback_attr, &f))
-		return -1;
-	if (!f.have_code || f.code == 0)
-		return 0;
-	fprintf(c->out, "%s{\"side\":\"%s\",\"reason\":\"0x%08x\",\"count\":%" PRIu64 "}", c->first ? "" : ",", f.server ? "server" : "client", f.code, f.count);
-	c->first = 0;
-	return 0;
-}
-
-static int on_fback(const struct nlmsghdr *h, void *ctx)
-{
-	if (h->nlmsg_len < NLMSG_HDRLEN + GENL_HDRLEN)
-		return -1;
-	return walk((const unsigned char *)h + NLMSG_HDRLEN + GENL_HDRLEN, h->nlmsg_len - NLMSG_HDRLEN - GENL_HDRLEN, top_fback, ctx);
-}
-
-static const char *why_unavailable(int rc)
-{
-	if (rc == -ENOENT)
-		return "no SMC generic netlink family here (smc module not loaded)";
-	if (rc == -EOPNOTSUPP || rc == -EINVAL)
-		return "this kernel does not report it (SMC statistics came with Linux 5.14)";
-	return strerror(-rc);
-}
-
-/* One dump into a memory buffer, so a failure prints {"available":false,...} instead of half an object. */
-static void section(FILE *out, const char *name, uint8_t cmd, nl_reply_fn fn, const char *open, const char *close)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *mem = open_memstream(&buf, &len);
-	struct stats_ctx c = {mem, 1, 0};
-	int rc;
-	if (!mem) {
-		fprintf(out, "\"%s\":{\"available\":false,\"reason\":\"out of memory\"}", name);
-		return;
-	}
-	rc = genl_dump(SMC_GENL_FAMILY_NAME, cmd, SMC_GENL_FAMILY_VERSION, fn, &c);
-	fclose(mem);
-	if (rc)
-		fprintf(out, "\"%s\":{\"available\":false,\"reason\":\"%s\"}", name, why_unavailable(rc));
-	else
-		fprintf(out, "\"%s\":{\"available\":true,%s%s%s}", name, open, buf ? buf : "", close);
-	free(buf);
-}
-
-int smc_stats(FILE *out)
-{
-	fputc('{', out);
-	section(out, "stats", SMC_NETLINK_GET_STATS, on_stats, "\"counters\":{", "}");
-	fputc(',', out);
-	section(out, "fallbacks", SMC_NETLINK_GET_FBACK_STATS, on_fback, "\"reasons\":[", "]");
-	fputs("}\n", out);
-	return 0;
 }

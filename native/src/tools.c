@@ -14,11 +14,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <linux/smc.h>
-#include "net.h"
+#include "eni.h"
 #include "netns.h"
-#include "nl.h"
+#include "smc_genl.h"
 #include "settings.h"
 #include "smcbpf.h"
+#include "smc_stats.h"
 #include "smcdiag.h"
 #include "util.h"
 
@@ -56,9 +57,12 @@ struct opts {
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-		{"id", required_argument, 0, 'i'}, {"ib", required_argument, 0, 'b'},
-		{"eth", required_argument, 0, 'e'}, {"port", required_argument, 0, 'p'},
-		{"netns", required_argument, 0, 'n'}, {"json", no_argument, 0, 'j'},
+		{"id", required_argument, 0, 'i'},
+		{"ib", required_argument, 0, 'b'},
+		{"eth", required_argument, 0, 'e'},
+		{"port", required_argument, 0, 'p'},
+		{"netns", required_argument, 0, 'n'},
+		{"json", no_argument, 0, 'j'},
 		{0, 0, 0, 0},
 	};
 	int ch;
@@ -299,7 +303,7 @@ static int smc_here(void *p)
 	return rc;
 }
 
-/* `smc sockets|summary|stats` (smc_diag and SMC generic netlink; see smcdiag.h). */
+/* `smc sockets|summary|stats` (smc_diag, smcdiag.h; SMC generic netlink, smc_stats.h). */
 static int smc_cmd(int argc, char **argv)
 {
 	static const struct option longopts[] = {{"netns", required_argument, 0, 'n'}, {0, 0, 0, 0}};
@@ -363,10 +367,14 @@ static int net_here(void *p)
 static int net_cmd(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"dev", required_argument, 0, 'd'}, {"addr", required_argument, 0, 'a'},
-		{"cidr", required_argument, 0, 'c'}, {"gateway", required_argument, 0, 'g'},
-		{"metric-subnet", required_argument, 0, 's'}, {"metric-default", required_argument, 0, 'f'},
-		{"mtu", required_argument, 0, 'm'}, {"netns", required_argument, 0, 'n'},
+		{"dev", required_argument, 0, 'd'},
+		{"addr", required_argument, 0, 'a'},
+		{"cidr", required_argument, 0, 'c'},
+		{"gateway", required_argument, 0, 'g'},
+		{"metric-subnet", required_argument, 0, 's'},
+		{"metric-default", required_argument, 0, 'f'},
+		{"mtu", required_argument, 0, 'm'},
+		{"netns", required_argument, 0, 'n'},
 		{0, 0, 0, 0},
 	};
 	struct net_ctx x;
@@ -377,12 +385,30 @@ static int net_cmd(int argc, char **argv)
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 'd': c->dev = optarg; have |= NET_HAVE_DEV; break;
-		case 'a': bad |= parse_ipv4(optarg, &c->addr, &c->prefix, 1); have |= NET_HAVE_ADDR; break;
-		case 'c': bad |= parse_ipv4(optarg, &c->cidr, &c->cidr_len, 1); have |= NET_HAVE_CIDR; break;
-		case 'g': bad |= parse_ipv4(optarg, &c->gateway, NULL, 0); have |= NET_HAVE_GATEWAY; break;
-		case 's': bad |= parse_u32(optarg, &c->metric_subnet); have |= NET_HAVE_METRIC_SUBNET; break;
-		case 'f': bad |= parse_u32(optarg, &c->metric_default); have |= NET_HAVE_METRIC_DEFAULT; break;
+		case 'd':
+			c->dev = optarg;
+			have |= NET_HAVE_DEV;
+			break;
+		case 'a':
+			bad |= parse_ipv4(optarg, &c->addr, &c->prefix, 1);
+			have |= NET_HAVE_ADDR;
+			break;
+		case 'c':
+			bad |= parse_ipv4(optarg, &c->cidr, &c->cidr_len, 1);
+			have |= NET_HAVE_CIDR;
+			break;
+		case 'g':
+			bad |= parse_ipv4(optarg, &c->gateway, NULL, 0);
+			have |= NET_HAVE_GATEWAY;
+			break;
+		case 's':
+			bad |= parse_u32(optarg, &c->metric_subnet);
+			have |= NET_HAVE_METRIC_SUBNET;
+			break;
+		case 'f':
+			bad |= parse_u32(optarg, &c->metric_default);
+			have |= NET_HAVE_METRIC_DEFAULT;
+			break;
 		case 'm': bad |= parse_u32(optarg, &c->mtu) || c->mtu < MIN_IPV4_MTU; break;
 		case 'n': netns = optarg; break;
 		default: return usage();

@@ -19,7 +19,7 @@ enum cni_code {
 	CNI_ERR_TRY_AGAIN = 11,
 	CNI_ERR_NOT_AVAILABLE = 50,
 	CNI_ERR_SMC_UNAVAILABLE = 100, /* a knob or the SMC netlink family is missing (failOnMissingKnob) */
-	CNI_ERR_DRIFT = 101,           /* CHECK: the netns no longer has what ADD applied */
+	CNI_ERR_DRIFT = 101,	       /* CHECK: the netns no longer has what ADD applied */
 };
 
 /* An error being reported: code, message and optional details. */

@@ -8,21 +8,22 @@
 #include <arpa/inet.h>
 #include <linux/if_addr.h>
 #include <linux/rtnetlink.h>
-#include "net.h"
-#include "nl.h"
+#include "eni.h"
+#include "smc_genl.h"
 #include "rtnl.h"
 #include "settings.h"
 #include "smcdiag.h"
+#include "tcp_table.h"
 
 static int failures, checks;
 
-#define EXPECT(cond)                                                                         \
-	do {                                                                                 \
-		checks++;                                                                    \
-		if (!(cond)) {                                                               \
-			failures++;                                                          \
+#define EXPECT(cond)                                                                        \
+	do {                                                                                \
+		checks++;                                                                   \
+		if (!(cond)) {                                                              \
+			failures++;                                                         \
 			fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
-		}                                                                            \
+		}                                                                           \
 	} while (0)
 
 static const struct nlattr *attr_at(const struct nl_msg *m, size_t off)

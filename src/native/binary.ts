@@ -23,7 +23,7 @@ export const DEFAULT_NATIVE_BINARY = packagePath('native', 'build', 'erdma-smcr'
 const TIMEOUT_MS = 10_000;
 /** Output read from one call at most: a netns with 100,000 sockets lists about 30 MB. */
 const MAX_OUTPUT = 256 << 20;
-/** `net configure`'s exit code when the link was configured meanwhile (NET_EXIT_CONFIGURED, native/src/net.h). */
+/** `net configure`'s exit code when the link was configured meanwhile (NET_EXIT_CONFIGURED, native/src/eni.h). */
 const NET_ALREADY_CONFIGURED = 3;
 /** Network namespaces read per `smc summary` call: one process, one setns and one dump each. */
 const SUMMARY_BATCH = 512;

@@ -36,3 +36,11 @@ export const cniPlugins: Check = () =>
     ? ''
     : "Debian's CNI plugins missing (apt-get install containernetworking-plugins)";
 export const iptables: Check = () => (existsSync('/usr/sbin/iptables') ? '' : 'iptables missing');
+
+/** A program on PATH (a Debian package the suite names). */
+export const onPath =
+  (program: string, debianPackage: string): Check =>
+  () =>
+    (process.env.PATH ?? '').split(':').some((dir) => dir !== '' && existsSync(`${dir}/${program}`))
+      ? ''
+      : `${program} missing (apt-get install ${debianPackage})`;

@@ -1,7 +1,7 @@
 /* `erdma-smcr net show|configure`: the node's IPv4 links, addresses and main-table routes as JSON,
  * and the all-or-nothing set-up of one secondary eRDMA ENI (the agent decides what; this does it). */
-#ifndef ERDMA_SMCR_NET_H
-#define ERDMA_SMCR_NET_H
+#ifndef ERDMA_SMCR_ENI_H
+#define ERDMA_SMCR_ENI_H
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* Generic netlink for the kernel's SMC families: SMC_PNETID (the pnet table) and SMC_GEN_NETLINK
  * (user EIDs). Message encoding and decoding are separate from the socket so tests can check the
  * bytes. Constants come from <linux/smc.h> (include/uapi/linux/smc.h). */
-#ifndef ERDMA_SMCR_NL_H
-#define ERDMA_SMCR_NL_H
+#ifndef ERDMA_SMCR_SMC_GENL_H
+#define ERDMA_SMCR_SMC_GENL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -10,7 +10,7 @@
 
 #define NL_BUF_SIZE 8192
 #define PNETID_MAX_LEN 16 /* SMC_MAX_PNETID_LEN */
-#define EID_LEN 32        /* SMC_MAX_EID_LEN */
+#define EID_LEN 32	  /* SMC_MAX_EID_LEN */
 
 struct nl_msg {
 	unsigned char buf[NL_BUF_SIZE] __attribute__((aligned(4)));

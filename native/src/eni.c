@@ -1,6 +1,6 @@
 /* `erdma-smcr net show|configure` over rtnetlink. configure applies its steps in order and, when
  * one fails, undoes the ones before it in reverse: a failed pass leaves the link as it found it. */
-#include "net.h"
+#include "eni.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* Generic netlink messages for SMC_PNETID and SMC_GEN_NETLINK, and a minimal request/ack loop. */
-#include "nl.h"
+#include "smc_genl.h"
 
 #include <ctype.h>
 #include <errno.h>
