@@ -1,4 +1,4 @@
-// A floor for a node daemon's memory (bench/memory.ts): `node` with the daemon's flags, loading
+// A floor for a node daemon's memory (bench/memory/daemons.ts): `node` with the daemon's flags, loading
 // the public built-in modules the daemon has loaded once idle and listening as it listens (an
 // HTTP server for the kubelet's probes on ERDMA_SMCR_AGENT_METRICS_PORT; with a socket path
 // argument, an HTTP/2 server on that unix socket, as the device plugin serves the kubelet's

@@ -1,9 +1,9 @@
-// Which other Node.js lines `npm run bench memory` measures the daemons on (bench/memory.ts): a
+// Which other Node.js lines `npm run bench memory` measures the daemons on (bench/memory/instruments.ts): a
 // bad value stops the bench before it measures anything, saying which; the image's own line is
 // measured anyway and not twice.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { otherNodeLines } from '../../../bench/memory.js';
+import { otherNodeLines } from '../../../bench/memory/instruments.js';
 
 const shipped = /^ARG NODE_IMAGE=node:(\d+)-/m.exec(readFileSync('Dockerfile', 'utf8'))?.[1] ?? '';
 

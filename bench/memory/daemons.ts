@@ -29,46 +29,51 @@
 // A node daemon's idle figure is the median of three starts (IDLE_STARTS).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import jsyaml from 'js-yaml';
+import { imageLayout, moduleListPreload, podEnv, type Layout } from '../env.js';
+import { inCgroup, memoryCgroup, uncachedCopy, type CgroupMemory } from '../cgroup.js';
+import { residentTogether } from '../pages.js';
+import { skippedRow, type BenchRow } from '../report.js';
+import { ensureLocalCerts } from '../../src/certs/local.js';
+import { deploymentNodeFlags, deploymentNodeOptions } from '../scale.js';
+import { cpuMicros, load, review, startChild, stop, type Server } from '../webhook.js';
+import { freePort, startControlPlane } from '../../test/harness/k8s/control-plane.js';
+import { FakeKubelet } from '../../test/helpers/fake-kubelet.js';
+import { until } from '../../test/helpers/wait.js';
 import {
-  imageLayout,
-  moduleListPreload,
-  officialNode,
-  podEnv,
-  shippedMajor,
-  type Layout,
-} from './env.js';
-import { inCgroup, memoryCgroup, uncachedCopy, type CgroupMemory } from './cgroup.js';
-import { createNodePods, heldPerPod } from './node-pods.js';
-import { residentTogether } from './pages.js';
-import { skippedRow, type BenchRow } from './report.js';
-import { ensureLocalCerts } from '../src/certs/local.js';
-import { loadKubeClient } from '../src/cluster/kubeconfig.js';
-import type { KubeClient } from '../src/cluster/client.js';
-import {
-  commandNodeFlags,
-  deploymentNodeFlags,
-  deploymentNodeOptions,
-  type Container,
-} from './scale.js';
-import { cpuMicros, load, review, startChild, stop, type Server } from './webhook.js';
-import {
-  binariesPresent,
-  freePort,
-  startControlPlane,
-  type ControlPlane,
-} from '../test/harness/k8s/control-plane.js';
-import { FakeKubelet } from '../test/helpers/fake-kubelet.js';
-import { fixtureHost } from '../test/helpers/sysfs.js';
-import { until } from '../test/helpers/wait.js';
+  AGENT_YAML,
+  Api,
+  BUSY_NODE_PODS,
+  DaemonSite,
+  IDLE_SETTLE_MS,
+  MB,
+  Runtime,
+  TARGET,
+  apiFor,
+  busyHost,
+  daemonSetEnv,
+  daemonSetNodeFlags,
+  idle,
+  idleRow,
+  keepStderr,
+  noKubernetesBinaries,
+  officialRuntimes,
+  otherNodeLines,
+  probePorts,
+  row,
+  sleep,
+  spawnBare,
+  startAgent,
+  startDaemon,
+  status,
+} from './instruments.js';
 
-const IDLE_SETTLE_MS = 3000;
 const SETTLED_MS = 20_000;
+
 /** How long after its load `serve`'s resident set is read again. */
 const AFTER_LOAD_MS = 20_000;
+
 /**
  * When a daemon's idle CPU starts to be read: after V8's memory reducer has collected, once, what
  * start-up left (`--trace-gc`: about 12 s after start on Node 20, 30 s on Node 26). In a 30 s
@@ -76,92 +81,14 @@ const AFTER_LOAD_MS = 20_000;
  * its own and shown beside the row.
  */
 const CPU_FROM_MS = 40_000;
+
 /**
  * How long a daemon's idle CPU is read: two of the agent's longest periods (the 30 s refresh, with
  * its mechanism probe, and the SMC sample), 60 of the device plugin's 1 s device polls.
  */
 const CPU_WINDOW_MS = 60_000;
-const MB = 1e6;
-/** Pods (each with a veth on the host) on the node the daemons are measured on. */
-const BUSY_NODE_PODS = 110;
-const AGENT_YAML = 'manifests/base/agent.yaml';
+
 const DEVICE_PLUGIN_YAML = 'manifests/base/device-plugin.yaml';
-/** #43's targets: within about 2x of a Go peer, on every node. */
-const TARGET = {
-  serveIdle: 64 * MB,
-  servePeak: 96 * MB,
-  agentIdle: 50 * MB,
-  agentPeak: 64 * MB,
-  /** Idle CPU of a node daemon, in % of a core. */
-  agentCpu: 0.5,
-};
-
-/** A figure of /proc/<pid>/status of a child that must still run (a daemon that exited says why). */
-function status(child: ChildProcess, key: 'VmRSS' | 'VmHWM' | 'RssAnon'): number {
-  if (child.exitCode !== null || child.signalCode !== null)
-    throw new Error(
-      `${child.spawnargs.slice(1).join(' ')} exited (${child.exitCode ?? child.signalCode}) before it was measured: ${stderrTail.get(child)?.trim() || 'no stderr'}`,
-    );
-  const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(
-    readFileSync(`/proc/${child.pid}/status`, 'utf8'),
-  );
-  return Number(m?.[1] ?? 0) * 1024;
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** What a child wrote to stderr, its last 2 KB (why a daemon exited; not kept beyond that). */
-const stderrTail = new WeakMap<ChildProcess, string>();
-
-function keepStderr(child: ChildProcess): ChildProcess {
-  stderrTail.set(child, '');
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
-    stderrTail.set(child, ((stderrTail.get(child) ?? '') + d).slice(-2048));
-  });
-  return child;
-}
-
-/** The port of a process's probe server (a daemon's ERDMA_SMCR_AGENT_METRICS_PORT), which the kubelet probes. */
-const probePorts = new WeakMap<ChildProcess, number>();
-
-/** One HTTP GET as the kubelet's prober makes it (no keep-alive); its status, or undefined if refused. */
-function kubeProbe(port: number, path: string): Promise<number | undefined> {
-  return new Promise((resolve) => {
-    const req = httpGet(
-      { host: '127.0.0.1', port, path, agent: false, headers: { 'User-Agent': 'kube-probe/1.20' } },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode));
-      },
-    );
-    req.setTimeout(1000, () => req.destroy());
-    req.on('error', () => resolve(undefined));
-  });
-}
-
-/**
- * The kubelet probes a pod from its start (the manifests set no initial delay): its
- * readiness probe until the probe server answers, then its liveness probe. An answer costs the
- * process what any HTTP response does (a `Date` header, V8's time zone), so the idle figure is read
- * after them, as on a node.
- */
-async function probedAsKubelet(child: ChildProcess, port: number, withinMs: number): Promise<void> {
-  const end = Date.now() + withinMs;
-  while ((await kubeProbe(port, '/readyz')) === undefined) {
-    status(child, 'VmRSS'); // throws, saying why, if the daemon has exited
-    if (Date.now() > end) throw new Error(`nothing answered the readiness probe on port ${port}`);
-    await sleep(100);
-  }
-  await kubeProbe(port, '/healthz');
-}
-
-async function idle(child: ChildProcess): Promise<number> {
-  const t0 = Date.now();
-  const port = probePorts.get(child);
-  if (port !== undefined) await probedAsKubelet(child, port, IDLE_SETTLE_MS);
-  await sleep(IDLE_SETTLE_MS - (Date.now() - t0));
-  return status(child, 'VmRSS');
-}
 
 /**
  * Starts of a daemon whose idle figure is read: one reading 3 s after start moves by about ±1 MB
@@ -182,35 +109,6 @@ async function moreIdleReadings(start: () => Promise<ChildProcess>, n: number): 
     }
   }
   return out;
-}
-
-/** A daemon's idle row: the median of its starts' readings, against the 50 MB target. */
-function idleRow(name: string, readings: number[], base: number): BenchRow {
-  const sorted = [...readings].sort((a, b) => a - b);
-  const median = sorted[Math.floor(sorted.length / 2)] ?? 0;
-  const mb = (b: number): string => (b / MB).toFixed(2);
-  return row(
-    name,
-    median,
-    base,
-    TARGET.agentIdle,
-    `median of ${sorted.length} starts, ${mb(sorted[0] ?? 0)}–${mb(sorted.at(-1) ?? 0)} MB`,
-  );
-}
-
-function row(name: string, bytes: number, base: number, target?: number, extra?: string): BenchRow {
-  const met =
-    target === undefined
-      ? ''
-      : `target ≤ ${target / MB} MB: ${bytes <= target ? 'met' : 'not met'}`;
-  return {
-    bench: 'memory',
-    case: name,
-    value: bytes / MB,
-    unit: 'MB RSS',
-    ratio: bytes / base,
-    ...(met || extra ? { target: [met, extra].filter(Boolean).join('; ') } : {}),
-  };
 }
 
 interface CpuMark {
@@ -330,27 +228,6 @@ async function serveRows(
   }
 }
 
-function daemonSetContainer(file: string): Container {
-  const ds = jsyaml.load(readFileSync(file, 'utf8')) as {
-    spec: { template: { spec: { containers: Container[] } } };
-  };
-  const c = ds.spec.template.spec.containers[0];
-  if (!c) throw new Error(`${file} has no container`);
-  return c;
-}
-
-/** A variable a DaemonSet sets (the agent and the device plugin are measured as they ship). */
-function daemonSetEnv(name: string, file = AGENT_YAML): string {
-  const value = daemonSetContainer(file).env?.find((e) => e.name === name)?.value;
-  if (value === undefined) throw new Error(`${file} sets no ${name}`);
-  return value;
-}
-
-/** The Node flags of a DaemonSet's command (`node FLAGS... /app/bin/erdma-smcr.js`). */
-function daemonSetNodeFlags(file: string): string[] {
-  return commandNodeFlags(daemonSetContainer(file));
-}
-
 /** Calls the registered plugin as a kubelet placing pods would, 4 calls at a time, for `ms`; returns the pairs made. */
 async function allocateFor(kubelet: FakeKubelet, ms: number): Promise<number> {
   await until(
@@ -381,76 +258,6 @@ async function allocateFor(kubelet: FakeKubelet, ms: number): Promise<number> {
   };
   await Promise.all([worker(), worker(), worker(), worker()]);
   return pairs;
-}
-
-/**
- * The agent and the device plugin as their DaemonSets run them, on the `node` executable given,
- * each row against `base` (bare `node` of that executable in the same run). `before` adds the
- * agent with the device plugin in one process, as before the split.
- */
-/** Where and how a node daemon is started: the Node executable, the host tree it is given. */
-interface DaemonSite {
-  readonly node: string;
-  readonly host: string;
-  /** The command line that starts `node` with its arguments (by default, that one). */
-  readonly launch?: (file: string, args: string[]) => [string, string[]];
-}
-
-/**
- * A node daemon (`agent` or `device-plugin`) as its DaemonSet starts it: its manifest's Node flags
- * and NODE_OPTIONS, in a pod's environment, on the host tree; the agent with `kubeconfig` (by
- * default one that does not exist: no API server).
- */
-async function startDaemon(
-  site: DaemonSite,
-  command: string,
-  manifest: string,
-  env: Record<string, string> = {},
-  kubeconfig = join(site.host, 'none'),
-): Promise<ChildProcess> {
-  const port = await freePort();
-  const launch =
-    site.launch ?? ((file: string, args: string[]): [string, string[]] => [file, args]);
-  const child = keepStderr(
-    spawn(
-      ...launch(site.node, [
-        ...daemonSetNodeFlags(manifest),
-        'bin/erdma-smcr.js',
-        command,
-        '--host-root',
-        site.host,
-        '--kubelet-dir',
-        join(site.host, 'kubelet'),
-        ...(command === 'agent' ? ['--kubeconfig', kubeconfig] : []),
-      ]),
-      {
-        env: podEnv({
-          NODE_OPTIONS: daemonSetEnv('NODE_OPTIONS', manifest),
-          ERDMA_SMCR_AGENT_METRICS_PORT: String(port),
-          ERDMA_SMCR_LOG_LEVEL: 'warn',
-          ...env,
-        }),
-        stdio: ['ignore', 'ignore', 'pipe'],
-      },
-    ),
-  );
-  probePorts.set(child, port);
-  return child;
-}
-
-/** The agent as its DaemonSet runs it: the device plugin is the other DaemonSet's. */
-function startAgent(
-  site: DaemonSite,
-  env: Record<string, string> = {},
-  kubeconfig?: string,
-): Promise<ChildProcess> {
-  return startDaemon(
-    site,
-    'agent',
-    AGENT_YAML,
-    { ERDMA_SMCR_AGENT_DEVICE_PLUGIN: daemonSetEnv('ERDMA_SMCR_AGENT_DEVICE_PLUGIN'), ...env },
-    kubeconfig,
-  );
 }
 
 /**
@@ -597,6 +404,7 @@ async function daemonRows(
 }
 
 const isRoot = (): boolean => process.getuid?.() === 0;
+
 /** Why the rows that read other processes' page frames and make memory cgroups are skipped. */
 const NEEDS_ROOT =
   'needs root: page frame numbers (/proc/<pid>/pagemap) and memory cgroups; run the bench as root';
@@ -827,105 +635,6 @@ async function floorRow(
 }
 
 /**
- * Majors of Node.js to measure the daemons on besides the one the image ships, from
- * ERDMA_SMCR_BENCH_NODE_LINES (e.g. `22,24`; none by default): what another runtime line would
- * cost, for a before/after of the image's base (docs/benchmarks.md, "Every supported Node line").
- */
-export function otherNodeLines(value = process.env.ERDMA_SMCR_BENCH_NODE_LINES ?? ''): string[] {
-  const lines = value
-    .split(',')
-    .map((v) => v.trim())
-    .filter(Boolean);
-  for (const l of lines)
-    if (!/^\d+$/.test(l))
-      throw new Error(`ERDMA_SMCR_BENCH_NODE_LINES: "${l}" is not a Node.js major (e.g. 22,24)`);
-  return lines.filter((l) => l !== shippedMajor());
-}
-
-/** The executable `node` alone, idling in a pod's environment: a baseline. */
-function spawnBare(node: string): ChildProcess {
-  return spawn(node, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore', env: podEnv() });
-}
-
-/** The harness's real API server as the agent finds it on a node: a kubeconfig and its Node. */
-interface Api {
-  readonly cp: ControlPlane;
-  /** The API server's CA, as a file (the floor's watch trusts it as the agent does). */
-  readonly caFile: string;
-  readonly nodeName: string;
-}
-
-/** The API server ready for the agent: its CA in a file, and the Node the agent runs on. */
-async function apiFor(cp: ControlPlane, dir: string): Promise<Api> {
-  const caFile = join(dir, 'api-ca.crt');
-  writeFileSync(caFile, cp.caPem);
-  const nodeName = 'bench-node';
-  const node = { apiVersion: 'v1', kind: 'Node', metadata: { name: nodeName } };
-  const r = await cp.kubectl(['create', '-f', '-'], JSON.stringify(node));
-  if (r.status !== 0) throw new Error(`kubectl create node ${nodeName}: ${r.stderr.trim()}`);
-  return { cp, caFile, nodeName };
-}
-
-/** Why the rows that need the harness's API server cannot run here (undefined: they can). */
-function noKubernetesBinaries(): string | undefined {
-  const missing = binariesPresent();
-  return missing.length > 0
-    ? `no Kubernetes binaries (${missing.join(', ')}): see the control-plane harness`
-    : undefined;
-}
-
-/**
- * A busy node's host tree for the daemons: the fixture's eRDMA devices, a bridge CNI
- * configuration, the kubelet's device-plugin directory, and a veth per pod (kubelet's default
- * maxPods, 110), as a veth CNI leaves them. The daemons' discovery matches each eRDMA device to
- * its ENI by MAC, which a whole scan of /sys/class/net would read every second in the device
- * plugin (#43: idle CPU).
- */
-function busyHost(dir: string): string {
-  const host = fixtureHost(join(dir, 'host'));
-  mkdirSync(join(host, 'kubelet/device-plugins'), { recursive: true });
-  for (let i = 0; i < BUSY_NODE_PODS; i++) {
-    const veth = join(host, 'sys/class/net', `veth${(0x5eed0000 + i * 7919).toString(16)}`);
-    mkdirSync(veth, { recursive: true });
-    writeFileSync(
-      join(veth, 'address'),
-      `0a:58:0a:f4:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 0xff).toString(16).padStart(2, '0')}\n`,
-    );
-  }
-  return host;
-}
-
-/** A Node.js executable the bench measures on, with its bare baseline idling beside the bench. */
-interface Runtime {
-  readonly node: string;
-  /** Appended to its rows' names ('' for this machine's `node`). */
-  readonly on: string;
-  readonly bare: ChildProcess;
-  base: number;
-}
-
-/**
- * The official builds to measure on besides this machine's `node`: the image's Node.js major
- * and ERDMA_SMCR_BENCH_NODE_LINES', added to `runtimes` each with its bare baseline started; a
- * skipped row for each that cannot be had.
- */
-function officialRuntimes(runtimes: Runtime[], skipped: BenchRow[]): void {
-  for (const major of [undefined, ...otherNodeLines()]) {
-    const official = officialNode(major);
-    if ('error' in official) {
-      skipped.push(
-        skippedRow('memory', major ? `Node.js ${major}` : "the image's Node.js", official.error),
-      );
-      continue;
-    }
-    const on = major
-      ? ` on Node ${official.version} (ERDMA_SMCR_BENCH_NODE_LINES)`
-      : ` on Node ${official.version} (the image's runtime)`;
-    runtimes.push({ node: official.node, on, bare: spawnBare(official.node), base: 0 });
-  }
-}
-
-/**
  * With the harness's real API server (when its binaries are built): `serve`'s live view, and the
  * agent talking to it on each runtime. The control plane is stopped before the rows that load the
  * machine, so that its idle work takes nothing from them.
@@ -1002,186 +711,6 @@ export async function benchMemory(): Promise<BenchRow[]> {
     }
     return rows;
   } finally {
-    for (const rt of runtimes) rt.bare.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-/**
- * Pods on the agent's node in the `pods` bench: none; a busy node's, the kubelet's default
- * maxPods; and a node that runs Jobs, whose finished pods stay (and are watched) until the
- * cluster's pod GC threshold, 12,500 by default, is reached.
- */
-const NODE_POD_COUNTS = [0, BUSY_NODE_PODS, 1000] as const;
-
-/**
- * Each agent start of the `pods` bench is read twice: once the kubelet's probes are answered (3 s,
- * as every idle row), and once V8's memory reducer has given back what listing the pods took: at
- * 3 s the agent with 1,000 pods still holds the list's garbage, which it had given back between
- * 20 and 40 s after start in each start read.
- */
-const POD_SETTLED_MS = 40_000;
-const POD_STARTS = 2;
-
-async function agentWithPods(
-  start: () => Promise<ChildProcess>,
-): Promise<{ idle: number[]; settled: number[] }> {
-  const read = { idle: [] as number[], settled: [] as number[] };
-  for (let i = 0; i < POD_STARTS; i++) {
-    const t0 = Date.now();
-    const p = await start();
-    try {
-      read.idle.push(await idle(p));
-      await sleep(POD_SETTLED_MS - (Date.now() - t0));
-      read.settled.push(status(p, 'VmRSS'));
-    } finally {
-      await stop(p);
-    }
-  }
-  return read;
-}
-
-/** The SMC-R pods on the node for the restart rows. */
-const RESTART_SMCR_PODS = 250;
-
-/**
- * The agent started with SMC-R pods on its node, then started again as an update or a crash
- * starts it: how long until its readiness probe passes, and how many Events it posted. The pods
- * have no record of our plugin (none ran), so each is told SMCRNotApplied; a later start need not
- * tell it again, and the third start shows one without what the first kept on the host (every
- * start before stop 68).
- */
-async function agentRestartRows(
-  runtimes: readonly Runtime[],
-  host: string,
-  client: KubeClient,
-  nodeName: string,
-  kubeconfig: string,
-): Promise<BenchRow[]> {
-  const namespace = 'smcr-pods';
-  await client.request('POST', '/api/v1/namespaces', {
-    body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } },
-  });
-  await createNodePods(client, nodeName, 0, RESTART_SMCR_PODS, { namespace, smcr: true });
-  const events = async (): Promise<number> =>
-    (await client.request<{ items: unknown[] }>('GET', `/api/v1/namespaces/${namespace}/events`))
-      .items.length;
-  const told = join(host, 'run/erdma-smcr/pod-events.json');
-  const rows: BenchRow[] = [];
-  for (const rt of runtimes) {
-    rmSync(told, { force: true });
-    let first = 0;
-    for (const start of ['first start', 'restart', 'restart without what was told']) {
-      if (start === 'restart without what was told') rmSync(told, { force: true });
-      process.stderr.write(
-        `bench pods: the agent's ${start}, ${RESTART_SMCR_PODS} SMC-R pods${rt.on}\n`,
-      );
-      const before = await events();
-      const t0 = Date.now();
-      const p = await startAgent(
-        { node: rt.node, host },
-        { ERDMA_SMCR_NODE_NAME: nodeName },
-        kubeconfig,
-      );
-      try {
-        await probedAsKubelet(p, probePorts.get(p)!, 60_000);
-        const ms = Date.now() - t0;
-        first ||= ms;
-        rows.push({
-          bench: 'pods',
-          case: `agent's ${start} with ${RESTART_SMCR_PODS} SMC-R pods on its node${rt.on}: until Ready`,
-          value: ms,
-          unit: 'ms',
-          ratio: ms / first,
-          target: `${(await events()) - before} Events posted; ratio to the first start`,
-        });
-      } finally {
-        await stop(p);
-      }
-    }
-  }
-  return rows;
-}
-
-/**
- * `npm run bench pods`: the agent as shipped with the harness's real API server, idle and 40 s
- * after start, with 0, 110 and 1,000 running pods on its node (bench/node-pods.ts: a
- * ReplicaSet's pods with two containers, their status as a kubelet writes it), the ratio to the
- * agent with none; the agent's start, restart and restart without what it kept on the host,
- * with 250 SMC-R pods on its node (agentRestartRows); and the V8 heap each pod takes, held whole
- * and as the agent keeps it (keptPod), the ratio kept to whole.
- */
-export async function benchNodePods(): Promise<BenchRow[]> {
-  const missing = noKubernetesBinaries();
-  if (missing) return [skippedRow('pods', 'the agent with pods on its node', missing)];
-  const dir = mkdtempSync(join(tmpdir(), 'bench-pods-'));
-  const rows: BenchRow[] = [];
-  const runtimes: Runtime[] = [];
-  const cp = await startControlPlane();
-  try {
-    runtimes.push({ node: process.execPath, on: '', bare: spawnBare(process.execPath), base: 0 });
-    officialRuntimes(runtimes, rows);
-    for (const rt of runtimes) rt.base = await idle(rt.bare);
-    const api = await apiFor(cp, dir);
-    const host = busyHost(dir);
-    const client = await loadKubeClient(cp.kubeconfig, {});
-    // Each reading's baseline: the agent with no pods on the same runtime, read at the same time.
-    const none = new Map<string, number>();
-    let made = 0;
-    for (const n of NODE_POD_COUNTS) {
-      await createNodePods(client, api.nodeName, made, n);
-      made = n;
-      for (const rt of runtimes) {
-        process.stderr.write(`bench pods: the agent, ${n} pods on its node${rt.on}\n`);
-        const read = await agentWithPods(() =>
-          startAgent(
-            { node: rt.node, host },
-            { ERDMA_SMCR_NODE_NAME: api.nodeName },
-            cp.kubeconfig,
-          ),
-        );
-        for (const [when, readings] of [
-          ['idle', read.idle],
-          [`${POD_SETTLED_MS / 1000} s after start`, read.settled],
-        ] as const) {
-          const r = idleRow(
-            `agent as shipped with the API server, ${n} running pods on its node${rt.on}, ${when}`,
-            readings,
-            none.get(`${rt.on}${when}`) ?? rt.base,
-          );
-          if (n === 0) none.set(`${rt.on}${when}`, r.value * MB);
-          rows.push({
-            ...r,
-            bench: 'pods',
-            target: `${r.target ?? ''}; ratio to ${n === 0 ? 'bare `node`' : 'the agent with no pods'}`,
-          });
-        }
-      }
-    }
-    const list = join(dir, 'pods.json');
-    writeFileSync(
-      list,
-      JSON.stringify(
-        await client.request('GET', '/api/v1/pods', {
-          query: { fieldSelector: `spec.nodeName=${api.nodeName}` },
-        }),
-      ),
-    );
-    rows.push(...(await agentRestartRows(runtimes, host, client, api.nodeName, cp.kubeconfig)));
-    for (const rt of runtimes) {
-      const h = heldPerPod(rt.node, list);
-      rows.push({
-        bench: 'pods',
-        case: `V8 heap per pod held by the agent's pods' watch, ${h.pods} pods${rt.on}: whole ${(h.whole / 1024).toFixed(1)} KB`,
-        value: h.kept / 1024,
-        unit: 'KB per pod',
-        ratio: h.kept / h.whole,
-        target: `as the agent keeps it (keptPod); ratio to the pod held whole; ${(((h.whole - h.kept) * 1000) / MB).toFixed(1)} MB less per 1,000 pods`,
-      });
-    }
-    return rows;
-  } finally {
-    await cp.stop();
     for (const rt of runtimes) rt.bare.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   }
