@@ -17,7 +17,8 @@ import { join } from 'node:path';
 import jsyaml from 'js-yaml';
 import type { BenchRow } from './report.js';
 import { median } from './report.js';
-import { cpuMicros, startChild, stop, type Server } from './webhook.js';
+import { cpuMicros } from './webhook.js';
+import { startWebhookProc } from '../test/harness/webhook-proc.js';
 import { binariesPresent, startControlPlane } from '../test/harness/k8s/control-plane.js';
 import { Api, churn, createNodes } from '../test/harness/k8s/nodes.js';
 
@@ -169,33 +170,18 @@ async function measure(
   dir: string,
 ): Promise<Measured> {
   const started = Date.now();
-  const server: Server = await startChild(
-    [
-      ...deploymentNodeFlags(),
-      bin,
-      'serve',
-      '--port',
-      '0',
-      '--metrics-port',
-      '0',
-      '--cert-dir',
-      join(dir, `certs-${count}`),
-      '--log-level',
-      'warn',
-      '--cluster',
-      'live',
-      '--kubeconfig',
-      kubeconfig,
-    ],
-    /listening on https:\/\/127\.0\.0\.1:(\d+)/,
-    { NODE_OPTIONS: deploymentNodeOptions() },
-  );
+  const server = await startWebhookProc({
+    bin,
+    nodeFlags: deploymentNodeFlags(),
+    certDir: join(dir, `certs-${count}`),
+    args: ['--log-level', 'warn', '--cluster', 'live', '--kubeconfig', kubeconfig],
+    env: { NODE_OPTIONS: deploymentNodeOptions() },
+    startMs: 120_000,
+  });
   try {
     const pid = server.child.pid ?? 0;
-    const ca = readFileSync(join(dir, `certs-${count}`, 'ca.crt'), 'utf8');
-    const metricsPort = Number(
-      /metrics and probes on http:\/\/127\.0\.0\.1:(\d+)/.exec(server.out)?.[1],
-    );
+    const ca = server.caPem;
+    const { metricsPort } = server;
     while ((await get(metricsPort, '/readyz')) !== 200) {
       if (Date.now() - started > 120_000)
         throw new Error(`serve not ready after 120 s with ${count} nodes`);
@@ -230,7 +216,7 @@ async function measure(
       kinds: byKind.map((xs) => `${median(xs).toFixed(1)} / ${percentile(xs, 99).toFixed(1)}`),
     };
   } finally {
-    await stop(server.child);
+    await server.stop();
   }
 }
 

@@ -3,16 +3,17 @@
 // kill admits pods unreviewed) or past the API server's 5 s timeout, and the bound that holds it
 // now, measured from outside: RSS and its peak from /proc, connection and stream counts from the
 // metrics port, latencies of an ordinary client's reviews.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect as h2Connect, type ClientHttp2Session } from 'node:http2';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { deploymentNodeOptions } from '../../../bench/scale.js';
 import { smcrReview } from '../../helpers/reviews.js';
 import { postH1, SNI } from '../../helpers/tls.js';
+import { startWebhookProc } from '../../harness/webhook-proc.js';
 
 /** The manifests' memory limit is 256 Mi; every flood must leave room under it. */
 const PEAK_BOUND = 192 * 2 ** 20;
@@ -39,38 +40,14 @@ afterEach(() => {
 async function serve(extra: string[] = [], files: Record<string, string> = {}): Promise<Serve> {
   const dir = mkdtempSync(join(tmpdir(), 'flood-'));
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
-  const args = [
-    resolve('bin/erdma-smcr.js'),
-    'serve',
-    '--port',
-    '0',
-    '--metrics-port',
-    '0',
-    '--cert-dir',
-    join(dir, 'certs'),
-    '--log-level',
-    'warn',
-    ...extra,
-  ];
-  const child = spawn(process.execPath, args, {
-    stdio: ['ignore', 'pipe', 'ignore'],
+  const hook = await startWebhookProc({
+    certDir: join(dir, 'certs'),
     cwd: dir,
-    env: { ...process.env, NODE_OPTIONS: deploymentNodeOptions() },
+    args: ['--log-level', 'warn', ...extra],
+    env: { NODE_OPTIONS: deploymentNodeOptions() },
   });
-  let out = '';
-  const ports = await new Promise<[number, number]>((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`no banner: ${out}`)), 20_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on https:\/\/127\.0\.0\.1:(\d+)/.exec(out);
-      const mp = /metrics and probes on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
-      if (m && mp) {
-        clearTimeout(timer);
-        child.stdout!.resume();
-        ok([Number(m[1]), Number(mp[1])]);
-      }
-    });
-  });
+  const { child } = hook;
+  const ports = [hook.port, hook.metricsPort] as const;
   const s = {
     child,
     port: ports[0],

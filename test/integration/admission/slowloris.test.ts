@@ -2,15 +2,16 @@
 // connections that dribble headers or bodies, and 32 that park an almost-full 8 MiB body. The
 // process must stay under the manifests' 256 Mi memory limit (it would be OOM-killed, and the
 // webhook fails open), and reviews from a well-behaved client must keep their latency.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { connect as h2Connect, type ClientHttp2Session } from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { smcrReview } from '../../helpers/reviews.js';
 import { postH1, SNI } from '../../helpers/tls.js';
+import { startWebhookProc } from '../../harness/webhook-proc.js';
 
 const LIMIT_BYTES = 256 * 1024 * 1024;
 const review = JSON.stringify(smcrReview('pod-create'));
@@ -26,39 +27,12 @@ const timers: NodeJS.Timeout[] = [];
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'slowloris-'));
-  child = spawn(
-    process.execPath,
-    [
-      resolve('bin/erdma-smcr.js'),
-      'serve',
-      '--port',
-      '0',
-      '--metrics-port',
-      '0',
-      '--cert-dir',
-      join(dir, 'certs'),
-      '--log-level',
-      'warn',
-    ],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      cwd: dir,
-    },
-  );
-  let out = '';
-  port = await new Promise<number>((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`no banner: ${out}`)), 20_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /listening on https:\/\/127\.0\.0\.1:(\d+)/.exec(out);
-      const mp = /metrics and probes on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
-      if (m && mp) {
-        clearTimeout(timer);
-        metricsPort = Number(mp[1]);
-        ok(Number(m[1]));
-      }
-    });
+  const hook = await startWebhookProc({
+    certDir: join(dir, 'certs'),
+    cwd: dir,
+    args: ['--log-level', 'warn'],
   });
+  ({ child, port, metricsPort } = hook);
   ca = readFileSync(join(dir, 'certs', 'ca.crt'), 'utf8');
 }, 30_000);
 

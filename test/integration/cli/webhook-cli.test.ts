@@ -1,10 +1,11 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../helpers/cli.js';
 import { postH1 } from '../../helpers/tls.js';
+import { startWebhookProc } from '../../harness/webhook-proc.js';
 
 describe('erdma-smcr review', () => {
   it('prints the AdmissionReview response and exits 0 for an allowed pod', async () => {
@@ -64,38 +65,10 @@ describe('erdma-smcr serve', () => {
     const dir = mkdtempSync(join(tmpdir(), 'serve-'));
     const certDir = join(dir, 'certs');
     // Started from elsewhere than the checkout: the printed command must work from where the user is.
-    const child = spawn(
-      process.execPath,
-      [
-        resolve('bin/erdma-smcr.js'),
-        'serve',
-        '--port',
-        '0',
-        '--metrics-port',
-        '0',
-        '--cert-dir',
-        certDir,
-        '--log-level',
-        'warn',
-      ],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        cwd: dir,
-      },
-    );
+    const hook = await startWebhookProc({ certDir, cwd: dir, args: ['--log-level', 'warn'] });
+    const { child, port } = hook;
     try {
-      let out = '';
-      child.stdout.on('data', (d) => (out += d));
-      const port = await new Promise<number>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no banner: ${out}`)), 15_000);
-        child.stdout.on('data', () => {
-          const m = /listening on https:\/\/127\.0\.0\.1:(\d+)/.exec(out);
-          if (m) {
-            clearTimeout(timer);
-            resolve(Number(m[1]));
-          }
-        });
-      });
+      const out = hook.out();
       // The curl command the banner prints, run as printed (a real TLS call, SNI = the Service name).
       const curl = /^ {2}(curl .*\\\n.*)$/m.exec(out)?.[1];
       expect(curl, out).toBeDefined();

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deploymentNodeOptions } from '../../../bench/scale.js';
-import { startChild, stop } from '../../../bench/webhook.js';
+import { startWebhookProc } from '../../harness/webhook-proc.js';
 import { loadKubeClient } from '../../../src/cluster/kubeconfig.js';
 import { LiveViewSource } from '../../../src/cluster/live.js';
 import { DEFAULT_PROFILE } from '../../../src/cluster/profile.js';
@@ -108,30 +108,13 @@ describe.skipIf(why !== '')('the live view at 5,000 ACK-shaped nodes', () => {
 
   it('serve stays within 128 MB idle and 192 MB from the first list through kubelet status updates', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'live-scale-'));
-    const server = await startChild(
-      [
-        'bin/erdma-smcr.js',
-        'serve',
-        '--port',
-        '0',
-        '--metrics-port',
-        '0',
-        '--cert-dir',
-        dir,
-        '--log-level',
-        'warn',
-        '--cluster',
-        'live',
-        '--kubeconfig',
-        cp.kubeconfig,
-      ],
-      /listening on https:\/\/127\.0\.0\.1:(\d+)/,
-      { NODE_OPTIONS: deploymentNodeOptions() },
-    );
+    const server = await startWebhookProc({
+      certDir: dir,
+      args: ['--log-level', 'warn', '--cluster', 'live', '--kubeconfig', cp.kubeconfig],
+      env: { NODE_OPTIONS: deploymentNodeOptions() },
+    });
     try {
-      const metricsPort = Number(
-        /metrics and probes on http:\/\/127\.0\.0\.1:(\d+)/.exec(server.out)?.[1],
-      );
+      const { metricsPort } = server;
       await until(
         'serve ready',
         async () =>
@@ -160,7 +143,7 @@ describe.skipIf(why !== '')('the live view at 5,000 ACK-shaped nodes', () => {
       expect(idle).toBeLessThan(128 * MB);
       expect(peak).toBeLessThan(192 * MB);
     } finally {
-      await stop(server.child);
+      await server.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   }, 120_000);
