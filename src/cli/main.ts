@@ -11,7 +11,13 @@ import { reviewCommand } from './commands/review.js';
 import { rulesCommand } from './commands/rules.js';
 import { serveCommand } from './commands/serve.js';
 import { statusCommand } from './commands/status.js';
-import { configFrom, packageVersion, type ConfigFor, type GlobalOpts } from './config.js';
+import {
+  configFrom,
+  packageVersion,
+  type CommandContext,
+  type ConfigFor,
+  type GlobalOpts,
+} from './config.js';
 import { processIO, type CliIO } from '../util/io.js';
 
 /** Builds the program; `setCode` receives each command's exit code. */
@@ -32,16 +38,20 @@ export function buildProgram(io: CliIO, setCode: (c: number) => void): Command {
       io.out(`${packageVersion()}\n`);
       setCode(0);
     });
-  checkCommand(program, io, setCode);
-  rulesCommand(program, io, setCode);
   const configFor: ConfigFor = (flags) => configFrom(program.opts<GlobalOpts>(), io, flags);
-  serveCommand(program, io, configFor, setCode);
-  reviewCommand(program, io, configFor, setCode);
-  certsCommand(program, io, setCode);
-  devicesCommand(program, io, configFor, setCode);
-  agentCommand(program, io, configFor, setCode);
-  statusCommand(program, io, configFor, setCode);
-  completionCommand(program, io, setCode);
+  const context: CommandContext = { program, io, configFor, setCode };
+  for (const add of [
+    checkCommand,
+    rulesCommand,
+    serveCommand,
+    reviewCommand,
+    certsCommand,
+    devicesCommand,
+    agentCommand,
+    statusCommand,
+    completionCommand,
+  ])
+    add(context);
   return program;
 }
 

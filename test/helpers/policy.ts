@@ -22,6 +22,19 @@ export function pod(
   };
 }
 
+/** An SMC-R pod whose required node affinity is these terms. */
+export function affinityPod(terms: unknown[]): JsonObject {
+  return pod({
+    spec: {
+      affinity: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms },
+        },
+      },
+    },
+  });
+}
+
 export function workload(
   kind: string,
   podSpec: JsonObject,

@@ -1,8 +1,7 @@
 // `erdma-smcr agent` and `erdma-smcr device-plugin`: the node daemons. The commands read their
 // flags; each process loads when it runs (src/roles/agent.ts, src/roles/device-plugin.ts).
 import type { Command } from 'commander';
-import type { ConfigFor } from '../config.js';
-import type { CliIO } from '../../util/io.js';
+import type { CommandContext } from '../config.js';
 
 interface AgentOpts {
   hostRoot?: string;
@@ -33,12 +32,7 @@ function hostFlags(opts: AgentOpts): Record<string, string | number | undefined>
   };
 }
 
-export function agentCommand(
-  program: Command,
-  io: CliIO,
-  configFor: ConfigFor,
-  setCode: (c: number) => void,
-): void {
+export function agentCommand({ program, io, configFor, setCode }: CommandContext): void {
   hostOptions(
     program
       .command('agent')

@@ -1,8 +1,7 @@
 // `erdma-smcr certs generate`: a CA and serving certificate for people who manage them
 // themselves (node-forge loads when it runs).
-import type { Command } from 'commander';
 import { AppError } from '../../errors.js';
-import type { CliIO } from '../../util/io.js';
+import type { CommandContext } from '../config.js';
 
 interface GenerateOpts {
   service?: string;
@@ -12,7 +11,7 @@ interface GenerateOpts {
   days?: string;
 }
 
-export function certsCommand(program: Command, io: CliIO, setCode: (c: number) => void): void {
+export function certsCommand({ program, io, setCode }: CommandContext): void {
   const certs = program
     .command('certs')
     .description('certificates for people who manage them themselves');

@@ -1,6 +1,6 @@
 // `erdma-smcr check`: the admission policy over manifests, offline, for people and CI pipelines.
-import { Option, type Command } from 'commander';
-import { configFrom, packageVersion, type GlobalOpts } from '../config.js';
+import { Option } from 'commander';
+import { configFrom, packageVersion, type GlobalOpts, type CommandContext } from '../config.js';
 import { AppError } from '../../errors.js';
 import type { CliIO } from '../../util/io.js';
 import { OUTPUT_FORMATS, type OutputFormat } from '../output/formats.js';
@@ -42,7 +42,7 @@ function coalesced(
   };
 }
 
-export function checkCommand(program: Command, io: CliIO, setCode: (c: number) => void): void {
+export function checkCommand({ program, io, setCode }: CommandContext): void {
   program
     .command('check')
     .description(

@@ -3,7 +3,7 @@
 //   source <(erdma-smcr completion bash)
 import type { Command } from 'commander';
 import { AppError } from '../../errors.js';
-import type { CliIO } from '../../util/io.js';
+import type { CommandContext } from '../config.js';
 
 const longs = (c: Command): string[] =>
   c.options.flatMap((o) => [o.long, o.short]).filter((f): f is string => typeof f === 'string');
@@ -42,7 +42,7 @@ complete -o default -F _erdma_smcr erdma-smcr erdma-smcr.js
 `;
 }
 
-export function completionCommand(program: Command, io: CliIO, setCode: (c: number) => void): void {
+export function completionCommand({ program, io, setCode }: CommandContext): void {
   program
     .command('completion')
     .description('print a shell completion script: source <(erdma-smcr completion bash)')

@@ -1,17 +1,12 @@
 // `erdma-smcr devices`: the eRDMA devices of this node, like a short ibv_devinfo; with --watch,
 // their traffic per second like `eadm stat -l`.
-import { Option, type Command } from 'commander';
+import { Option } from 'commander';
 import { existsSync } from 'node:fs';
 import { AppError } from '../../errors.js';
-import type { ConfigFor } from '../config.js';
+import type { CommandContext } from '../config.js';
 import type { CliIO } from '../../util/io.js';
 
-export function devicesCommand(
-  program: Command,
-  io: CliIO,
-  configFor: ConfigFor,
-  setCode: (c: number) => void,
-): void {
+export function devicesCommand({ program, io, configFor, setCode }: CommandContext): void {
   program
     .command('devices')
     .description('list the eRDMA devices of this node (from sysfs)')

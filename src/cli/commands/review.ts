@@ -1,10 +1,9 @@
 // `erdma-smcr review`: one AdmissionReview (JSON) through the webhook's own code, offline; the
 // response printed as the webhook would send it.
-import { Option, type Command } from 'commander';
+import { Option } from 'commander';
 import type { Endpoint } from '../../admission/decision.js';
 import { AppError } from '../../errors.js';
-import type { ConfigFor } from '../config.js';
-import type { CliIO } from '../../util/io.js';
+import type { CommandContext } from '../config.js';
 
 interface ReviewOpts {
   profile?: string;
@@ -25,12 +24,7 @@ function manifestKind(body: unknown): string | undefined {
     : undefined;
 }
 
-export function reviewCommand(
-  program: Command,
-  io: CliIO,
-  configFor: ConfigFor,
-  setCode: (c: number) => void,
-): void {
+export function reviewCommand({ program, io, configFor, setCode }: CommandContext): void {
   program
     .command('review')
     .description(

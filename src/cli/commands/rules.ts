@@ -1,10 +1,10 @@
 // `erdma-smcr rules [ID]`: the admission rules, when each denies and how to fix it (docs/policy.md).
-import { Option, type Command } from 'commander';
+import { Option } from 'commander';
 import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import { AppError } from '../../errors.js';
 import { packagePath } from '../../util/package.js';
-import type { CliIO } from '../../util/io.js';
+import type { CommandContext } from '../config.js';
 
 /**
  * An example manifest where this install has it: the repository's path in a checkout, or where the
@@ -24,7 +24,7 @@ const SCOPE_NOTE = {
   review: '  (the AdmissionReview itself, in the webhook)',
 } as const;
 
-export function rulesCommand(program: Command, io: CliIO, setCode: (c: number) => void): void {
+export function rulesCommand({ program, io, setCode }: CommandContext): void {
   program
     .command('rules')
     .alias('explain')

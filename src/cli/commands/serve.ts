@@ -1,8 +1,7 @@
 // `erdma-smcr serve`: the admission webhook. The command only reads its flags: the process and
 // its heavy modules (fastify, node-forge, prom-client) load when it runs (src/roles/serve.ts).
-import { InvalidArgumentError, Option, type Command } from 'commander';
-import type { ConfigFor } from '../config.js';
-import type { CliIO } from '../../util/io.js';
+import { InvalidArgumentError, Option } from 'commander';
+import type { CommandContext } from '../config.js';
 
 interface ServeOpts {
   host?: string;
@@ -25,12 +24,7 @@ function port(v: string): number {
   return n;
 }
 
-export function serveCommand(
-  program: Command,
-  io: CliIO,
-  configFor: ConfigFor,
-  setCode: (c: number) => void,
-): void {
+export function serveCommand({ program, io, configFor, setCode }: CommandContext): void {
   program
     .command('serve')
     .description(

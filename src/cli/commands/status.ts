@@ -1,10 +1,9 @@
 // `erdma-smcr status`: what this node's SMC-R pods' connections run on, read from the kernel
 // through the native binary, from the same records and with the same reading as the agent.
-import { Option, type Command } from 'commander';
+import { Option } from 'commander';
 import { requireHostRoot } from './devices.js';
 import { AppError } from '../../errors.js';
-import type { ConfigFor } from '../config.js';
-import type { CliIO } from '../../util/io.js';
+import type { CommandContext } from '../config.js';
 import { inHost } from '../../agent/host.js';
 
 interface StatusOpts {
@@ -13,12 +12,7 @@ interface StatusOpts {
   output: string;
 }
 
-export function statusCommand(
-  program: Command,
-  io: CliIO,
-  configFor: ConfigFor,
-  setCode: (c: number) => void,
-): void {
+export function statusCommand({ program, io, configFor, setCode }: CommandContext): void {
   program
     .command('status')
     .description(

@@ -10,9 +10,16 @@ import { SMCR_ANNOTATION } from '../../../src/constants.js';
 import { evaluate } from '../../../src/policy/evaluate.js';
 import { wholeQuantity } from '../../../src/policy/quantity.js';
 import { deviceCount } from '../../../src/policy/devices.js';
-import type { JsonObject } from '../../../src/policy/types.js';
 import { runCli } from '../../helpers/cli.js';
-import { config, GOOD_KERNEL, node, OLD_KERNEL, pod, view } from '../../helpers/policy.js';
+import {
+  config,
+  GOOD_KERNEL,
+  node,
+  OLD_KERNEL,
+  pod,
+  view,
+  affinityPod,
+} from '../../helpers/policy.js';
 
 /** JavaScript built-ins a plain object inherits: a lookup by such a key must find nothing. */
 export const BUILTIN_KEYS = [
@@ -27,18 +34,6 @@ export const BUILTIN_KEYS = [
 ];
 
 const oldOnly = view([node('old-1', OLD_KERNEL), node('old-2', OLD_KERNEL)]);
-
-function affinityPod(terms: unknown[]): JsonObject {
-  return pod({
-    spec: {
-      affinity: {
-        nodeAffinity: {
-          requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms },
-        },
-      },
-    },
-  });
-}
 
 describe('label keys named like JavaScript built-ins', () => {
   it.each(['ordinary-key', ...BUILTIN_KEYS])(

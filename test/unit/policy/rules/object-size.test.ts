@@ -4,20 +4,15 @@ import { SMCR_ANNOTATION } from '../../../../src/constants.js';
 import { evaluate } from '../../../../src/policy/evaluate.js';
 import { MAX_ANNOTATION_BYTES } from '../../../../src/policy/rules/object-size.js';
 import { PLACEMENT_LIMITS } from '../../../../src/policy/scheduling.js';
-import type { JsonObject } from '../../../../src/policy/types.js';
-import { config, GOOD_KERNEL, node, OLD_KERNEL, pod, view } from '../../../helpers/policy.js';
-
-function affinityPod(terms: unknown[]): JsonObject {
-  return pod({
-    spec: {
-      affinity: {
-        nodeAffinity: {
-          requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms },
-        },
-      },
-    },
-  });
-}
+import {
+  config,
+  GOOD_KERNEL,
+  node,
+  OLD_KERNEL,
+  pod,
+  view,
+  affinityPod,
+} from '../../../helpers/policy.js';
 
 describe('pods larger than the webhook judges', () => {
   it('refuses more node selector terms than the limit, saying how many and what is allowed, with no patch', () => {
