@@ -373,12 +373,7 @@ export class SecretCertManager implements CertificateSource {
     const key = secret.data[SECRET_KEYS.key];
     if (!cert || !key || cert === this.lastCert) return;
     this.lastCert = cert;
-    try {
-      this.pair = checkKeyCert(key, cert);
-    } catch (err) {
-      return this.events.error((err as Error).message);
-    }
-    this.events.pair(this.pair);
+    this.events.swap(key, cert, (pair) => (this.pair = pair));
   }
 
   async close(): Promise<void> {

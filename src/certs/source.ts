@@ -56,6 +56,22 @@ export class PairEvents {
   error(reason: string): void {
     for (const s of this.subscribers) s.onError(reason);
   }
+
+  /**
+   * The swap both sources make: a new key and certificate that load together are served (`serve`
+   * keeps them) and every subscriber is told; a pair that does not load tells them why instead,
+   * and the pair served stays.
+   */
+  swap(key: string, cert: string, serve: (pair: KeyCert) => void): void {
+    let pair: KeyCert;
+    try {
+      pair = checkKeyCert(key, cert);
+    } catch (err) {
+      return this.error((err as Error).message);
+    }
+    serve(pair);
+    this.pair(pair);
+  }
 }
 
 /** How often the files are compared with what is served, besides the directory watch. */
@@ -128,12 +144,7 @@ export class FileCertificates implements CertificateSource {
       return this.events.error((err as Error).message);
     }
     if (files.key === this.pair.key && files.cert === this.pair.cert) return;
-    try {
-      this.pair = checkKeyCert(files.key, files.cert);
-    } catch (err) {
-      return this.events.error((err as Error).message);
-    }
-    this.events.pair(this.pair);
+    this.events.swap(files.key, files.cert, (pair) => (this.pair = pair));
   }
 
   async close(): Promise<void> {
