@@ -235,7 +235,7 @@ export function startAgent(
 /**
  * Majors of Node.js to measure the daemons on besides the one the image ships, from
  * ERDMA_SMCR_BENCH_NODE_LINES (e.g. `22,24`; none by default): what another runtime line would
- * cost, for a before/after of the image's base (docs/benchmarks.md, "Every supported Node line").
+ * cost, for a before/after of the image's base (docs/benchmarks.md's history, "Every supported Node line").
  */
 export function otherNodeLines(value = process.env.ERDMA_SMCR_BENCH_NODE_LINES ?? ''): string[] {
   const lines = value
