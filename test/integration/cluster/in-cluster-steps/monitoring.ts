@@ -69,7 +69,7 @@ export async function monitoredEndToEnd(c: InCluster): Promise<void> {
         .filter((r) => r.record)
         .map((r) => ({ panel: `recording rule`, expr: r.record! })),
       ...(
-        (await import('../../../scripts/dashboard.mjs' as string)) as {
+        (await import('../../../../scripts/dashboard.mjs' as string)) as {
           queries: () => { panel: string; expr: string }[];
         }
       )
