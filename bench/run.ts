@@ -10,6 +10,7 @@ import { benchNodePods } from './memory/agent-pods.js';
 import { benchMemory } from './memory/daemons.js';
 import { benchScale } from './scale.js';
 import { benchSmc } from './smc.js';
+import { benchSmcCost } from './smc-cost.js';
 import { table, type BenchRow } from './report.js';
 import { benchWebhook } from './webhook.js';
 
@@ -18,6 +19,7 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   webhook: benchWebhook,
   cni: benchCni,
   smc: benchSmc,
+  'smc-cost': benchSmcCost,
   memory: benchMemory,
   pods: benchNodePods,
   scale: benchScale,

@@ -11,7 +11,8 @@
 # (transparent.sh, booted with smcr_scenario=transparent), from Debian's packages and unmodified:
 # iperf3, CPython 3.11 with its standard library, redis-server and redis-benchmark, Node.js; a Go
 # program of ours built with Debian's golang-go (standard library only, CGO off: static); sock-loop;
-# and our preload library.
+# and our preload library. The cost scenario (cost.sh, smcr_scenario=cost: bench/smc-cost.ts) times
+# connections with smc-cost.
 # Usage: build.sh OUTDIR   -> OUTDIR/vmlinuz, OUTDIR/initramfs.gz; prints the kernel ABI.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -134,8 +135,9 @@ mkdir -p "$root/runtimes"
 cp "$here/runtimes/get.py" "$here/runtimes/http.mjs" "$root/runtimes/"
 (cd "$here/runtimes" && CGO_ENABLED=0 GOFLAGS=-trimpath GOCACHE=${GOCACHE:-$cache/go-build} go build -ldflags=-s -o "$root/runtimes/go-http" http.go)
 file "$root/runtimes/go-http" | grep -q 'statically linked' || { log "go-http is not static"; exit 1; }
-# Dynamically linked: the preload library reaches it.
+# Dynamically linked: the preload library reaches them.
 gcc -O2 -Wall -Wextra -Werror -o "$root/bin/sock-loop" "$here/sock-loop.c"
+gcc -O2 -Wall -Wextra -Werror -o "$root/bin/smc-cost" "$here/smc-cost.c"
 ln -s /usr/bin/kmod "$root/usr/sbin/modprobe"
 # The agent's modules as built (ES modules importing only Node's own and each other).
 mkdir -p "$root/agent"
@@ -162,6 +164,7 @@ depmod -b "$root" "$abi"
 cp "$rxe" "$root/lib/modules/rdma_rxe.ko"
 install -m 0755 "$here/init.sh" "$root/init"
 install -m 0755 "$here/transparent.sh" "$root/transparent.sh"
+install -m 0755 "$here/cost.sh" "$root/cost.sh"
 echo "${SMCR_VM_WATCHDOG:-240}" > "$root/watchdog"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 > "$out/initramfs.gz")
 cp "$kdir/vmlinuz" "$out/vmlinuz"

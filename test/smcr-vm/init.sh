@@ -87,7 +87,7 @@ ours() { # command pod annotations prevResult
     CNI_ARGS="K8S_POD_NAMESPACE=default;K8S_POD_NAME=$2;K8S_POD_UID=uid-$2" /opt/cni/bin/erdma-smcr
 }
 
-pod_add() { # name annotations -> sets IP_<name>
+pod_add() { # name annotations [nordma] -> sets IP_<name>
   err=$(ip netns add "$1" 2>&1) || fail "netns $1: $err"
   ip -n "$1" link set lo up
   prev=$(CNI_COMMAND=ADD CNI_CONTAINERID=$1 CNI_NETNS=/run/netns/$1 CNI_IFNAME=eth0 CNI_PATH=/opt/cni/bin /opt/cni/bin/bridge < /etc/cni/bridge.json) || fail "bridge ADD $1: $prev"
@@ -98,6 +98,8 @@ pod_add() { # name annotations -> sets IP_<name>
   [ -n "$ip" ] || fail "no IPv4 address in the bridge result for $1: $prev"
   eval "IP_$1=$ip"
   say "pod=$1 ip=$ip annotated=$([ "$2" = '{}' ] && echo no || echo yes) pnet_eth0=\"$(erdma-smcr pnet list --netns /run/netns/$1 | tr '\n' ' ')\""
+  # A pod with no RDMA device (third argument nordma): an SMC peer that shares none with us.
+  [ "$3" = nordma ] && return 0
   # The node's RDMA device for this pod's interface (eRDMA on real nodes; Soft-RoCE here).
   ip netns exec "$1" rdma link add "rxe_$1" type rxe netdev eth0 || fail "rdma link add rxe_$1"
   # Host side, as the agent does it: the device's PNETID in the initial netns.
@@ -136,6 +138,12 @@ pair() { # client server port [server address: IPv6 makes both ends IPv6]
 
 erdma-smcr ueid add "$UEID" || fail "ueid add"
 say "ueid=$(erdma-smcr ueid list | tr '\n' ' ')"
+
+if grep -q 'smcr_scenario=cost' /proc/cmdline; then
+  . /cost.sh
+  finish ok
+  sleep 60
+fi
 
 if grep -q 'smcr_scenario=transparent' /proc/cmdline; then
   . /transparent.sh

@@ -1,0 +1,75 @@
+# Sourced by init.sh when the VM boots with smcr_scenario=cost (bench/smc-cost.ts): what SMC costs
+# a pod's connections, per mechanism and per peer, against plain TCP timed in the same boot.
+# For each mechanism the kernel offers (trixie's 6.12: the IPPROTO_SMC BPF program and the preload
+# library; bookworm's 6.1: the preload library; no Debian kernel has net.smc.tcp2smc), a client pod
+# with SMC-R connects to:
+#   smcr     an SMC-R pod (an RDMA device on the same pnet): SMC-R
+#   nosmc    a pod without SMC: the SYN-ACK has no SMC option, so the client falls back at once
+#   decline  an SMC pod with no RDMA device it shares: the CLC proposal is declined, then TCP
+# and a plain client connects to the SMC-R pod (server: what the SMC listener costs the clients that
+# cannot use it: probes, scrapes). The baseline is a plain client and a plain server. Each case
+# runs N connects (socket, connect, close) and N short exchanges (a new connection, 100 bytes each
+# way), then one bulk transfer for smcr and the baseline. Every line is a "SMCRVM cost ..." record.
+mkdir -p /sys/fs/bpf
+mount -t bpf bpf /sys/fs/bpf || fail "mount bpffs"
+mechs=$(erdma-smcr mechanisms)
+say "mechanisms=$mechs"
+N=$(sed -n 's/.*smcr_cost_n=\([0-9]*\).*/\1/p' /proc/cmdline)
+[ -n "$N" ] || N=300
+BULK=16777216
+PRELOAD=LD_PRELOAD=/opt/erdma-smcr/lib/libsmc-preload.so
+case "$(echo "$mechs" | sed -n 's/^{"mechanism":"\([a-z0-9]*\)".*/\1/p')" in
+  bpf) MECHS="bpf preload" ;;
+  preload) MECHS="preload" ;;
+  *) fail "no SMC mechanism on this kernel: $mechs" ;;
+esac
+say "cost_mechanisms=$MECHS n=$N"
+
+PORT=7000
+serve() { # pod env
+  ip netns exec "$1" env $2 /bin/smc-cost server $PORT > "/run/cost-server-$1.out" 2>&1 &
+}
+# One case: N connects, N exchanges, the client's SMC counters after them.
+run() { # mechanism case client server env
+  eval "dst=\$IP_$4"
+  # The first connection of a pair sets up its SMC-R link group (seconds under TCG): not timed.
+  ip netns exec "$3" env $5 /bin/smc-cost client "$dst" $PORT connect 3 > /dev/null 2>&1
+  for mode in connect rr; do
+    out=$(ip netns exec "$3" env $5 /bin/smc-cost client "$dst" $PORT $mode "$N" 2>&1)
+    say "cost mech=$1 case=$2 $out"
+  done
+  say "coststats mech=$1 case=$2 stats=$(erdma-smcr smc stats --netns "/run/netns/$3" 2>&1 | tr -d ' \n')"
+}
+bulk() { # mechanism case client server env
+  eval "dst=\$IP_$4"
+  say "cost mech=$1 case=$2 $(ip netns exec "$3" env $5 /bin/smc-cost client "$dst" $PORT bulk $BULK 2>&1)"
+}
+
+pod_add p '{}'
+pod_add t '{}'
+serve t ""
+for m in $MECHS; do
+  if [ "$m" = bpf ]; then
+    ON='{"network.alibabacloud.com/erdma-smcr":"true"}'
+    ENV=""
+  else
+    ON='{"network.alibabacloud.com/erdma-smcr":"true","smcr.erdma.io/mechanism":"preload"}'
+    ENV=$PRELOAD
+  fi
+  pod_add "c$m" "$ON"
+  pod_add "s$m" "$ON"
+  pod_add "x$m" "$ON" nordma
+  serve "s$m" "$ENV"
+  serve "x$m" "$ENV"
+  sleep 1
+  # Interleaved, so that the drift of an emulated CPU hits every case alike: the baseline first.
+  run "$m" tcp p t ""
+  run "$m" smcr "c$m" "s$m" "$ENV"
+  run "$m" nosmc "c$m" t "$ENV"
+  run "$m" decline "c$m" "x$m" "$ENV"
+  run "$m" server p "s$m" ""
+  run "$m" tcp2 p t ""
+  bulk "$m" tcp p t ""
+  bulk "$m" smcr "c$m" "s$m" "$ENV"
+  say "coststats_server mech=$m stats=$(erdma-smcr smc stats --netns "/run/netns/x$m" 2>&1 | tr -d ' \n')"
+done
