@@ -22,6 +22,9 @@ const CASES: Readonly<Record<string, string>> = {
   nosmc: 'SMC-R client → pod without SMC',
   decline: 'SMC-R client → SMC pod with no shared RDMA device (declined)',
   server: 'plain client → SMC-R pod (its SMC listener)',
+  loopback: 'SMC-R client → a server in its own pod over 127.0.0.1',
+  loopback_smc:
+    'the same over 127.0.0.1, as the preload library did before it left loopback to TCP (SMC_PRELOAD_LOOPBACK=smc)',
 };
 
 interface Timing {
@@ -94,7 +97,7 @@ export function costRows(kernel: string, lines: readonly VmRecord[]): BenchRow[]
         const client = c === 'server' ? '' : `; client's socket ${t.proto}`;
         const counters =
           mode === 'rr' && c !== 'server' ? `; its counters over the case: ${moved(prev, s)}` : '';
-        if (c !== 'server') prev = s;
+        if (c !== 'server' && s) prev = s;
         rows.push({
           bench: 'smc-cost',
           case: `${kernel}, ${mech}: ${CASES[c]}, ${what}, p50 (× plain TCP's time)`,

@@ -6,12 +6,25 @@
  * TCP socket and falls back to TCP when the peer cannot do SMC. Where AF_SMC cannot be opened the
  * program gets the TCP socket it asked for. Statically linked programs (Go, busybox) never load it:
  * their connections stay on TCP, and `erdma-smcr status` says so. smc-tools' smc_run does the same.
+ *
+ * Unlike the kernel's mechanisms, the library sees where a socket connects: a connection to a
+ * loopback address (a sidecar, a local agent) can never be SMC-R, since no RDMA device serves lo,
+ * and as SMC it costs an SMC handshake that ends in a decline on every connect (bench/smc-cost.ts).
+ * A blocking connect() to such an address gives the program a plain TCP socket in place of its
+ * AF_SMC one, with the same descriptor, flags and the options a client sets before connecting.
+ * Non-blocking sockets keep SMC: an event loop may already watch the descriptor. Setting
+ * SMC_PRELOAD_LOOPBACK=smc keeps SMC for every loopback connection (the behaviour before).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #ifndef AF_SMC
 #define AF_SMC 43
@@ -22,12 +35,19 @@
 #define SOCK_TYPE_MASK 0xf
 
 typedef int (*socket_fn)(int, int, int);
+typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
 
-int socket(int domain, int type, int protocol)
+static socket_fn next_socket(void)
 {
 	static socket_fn next;
 	if (!next)
 		next = (socket_fn)dlsym(RTLD_NEXT, "socket");
+	return next;
+}
+
+int socket(int domain, int type, int protocol)
+{
+	socket_fn next = next_socket();
 	if (!next) {
 		errno = ENOSYS;
 		return -1;
@@ -41,4 +61,101 @@ int socket(int domain, int type, int protocol)
 		errno = saved;
 	}
 	return next(domain, type, protocol);
+}
+
+static int is_loopback(const struct sockaddr *a, socklen_t len)
+{
+	if (a->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in))
+		return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
+	if (a->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+		const struct in6_addr *x = &((const struct sockaddr_in6 *)a)->sin6_addr;
+		return IN6_IS_ADDR_LOOPBACK(x) || (IN6_IS_ADDR_V4MAPPED(x) && x->s6_addr[12] == 127);
+	}
+	return 0;
+}
+
+/* The options a client sets before connect() that the TCP socket must keep; buffer sizes are left
+ * out (the kernel doubles what it is given, and reads back the doubled value). */
+static const struct {
+	int level, name;
+} KEPT[] = {
+	{SOL_SOCKET, SO_KEEPALIVE},
+	{SOL_SOCKET, SO_LINGER},
+	{SOL_SOCKET, SO_RCVTIMEO},
+	{SOL_SOCKET, SO_SNDTIMEO},
+	{SOL_SOCKET, SO_REUSEADDR},
+	{SOL_SOCKET, SO_PRIORITY},
+	{SOL_SOCKET, SO_MARK},
+	{IPPROTO_TCP, TCP_NODELAY},
+	{IPPROTO_TCP, TCP_KEEPIDLE},
+	{IPPROTO_TCP, TCP_KEEPINTVL},
+	{IPPROTO_TCP, TCP_KEEPCNT},
+	{IPPROTO_TCP, TCP_USER_TIMEOUT},
+};
+
+/* Puts a TCP socket in the place of the unconnected, unbound AF_SMC socket fd; 0 when done, -1
+ * when fd is to stay as it is (not ours, bound, or the swap could not be made). */
+static int swap_to_tcp(int fd, int family)
+{
+	struct sockaddr_storage local;
+	socklen_t len = sizeof(local);
+	int domain = 0, type = 0, fl, fdfl, tcp;
+	unsigned i;
+	socklen_t l = sizeof(domain);
+	socket_fn next = next_socket();
+	if (!next || getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) || domain != AF_SMC)
+		return -1;
+	l = sizeof(type);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) || type != SOCK_STREAM)
+		return -1;
+	/* A socket bound to a port or address before connect() keeps what it was bound to: as it is. */
+	memset(&local, 0, sizeof(local));
+	if (getsockname(fd, (struct sockaddr *)&local, &len) == 0 &&
+	    ((local.ss_family == AF_INET && ((struct sockaddr_in *)&local)->sin_port) ||
+	     (local.ss_family == AF_INET6 && ((struct sockaddr_in6 *)&local)->sin6_port)))
+		return -1;
+	fl = fcntl(fd, F_GETFL);
+	fdfl = fcntl(fd, F_GETFD);
+	/* Only a blocking socket: an event loop may have added a non-blocking one to its epoll set
+	 * before connect() (nginx does), and that registration would not follow the new socket. */
+	if (fl < 0 || fdfl < 0 || (fl & O_NONBLOCK))
+		return -1;
+	tcp = next(family, SOCK_STREAM, IPPROTO_TCP);
+	if (tcp < 0)
+		return -1;
+	for (i = 0; i < sizeof(KEPT) / sizeof(KEPT[0]); i++) {
+		char v[64];
+		socklen_t vl = sizeof(v);
+		if (getsockopt(fd, KEPT[i].level, KEPT[i].name, v, &vl) == 0)
+			setsockopt(tcp, KEPT[i].level, KEPT[i].name, v, vl);
+	}
+	if (fcntl(tcp, F_SETFL, fl) < 0 ||
+	    dup3(tcp, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+		close(tcp);
+		return -1;
+	}
+	close(tcp);
+	return 0;
+}
+
+int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	static connect_fn next;
+	static int keep = -1;
+	if (!next)
+		next = (connect_fn)dlsym(RTLD_NEXT, "connect");
+	if (!next) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (keep < 0) {
+		const char *v = getenv("SMC_PRELOAD_LOOPBACK");
+		keep = v && !strcmp(v, "smc");
+	}
+	if (!keep && addr && is_loopback(addr, len)) {
+		int saved = errno;
+		swap_to_tcp(fd, addr->sa_family);
+		errno = saved;
+	}
+	return next(fd, addr, len);
 }

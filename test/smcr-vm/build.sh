@@ -138,6 +138,7 @@ file "$root/runtimes/go-http" | grep -q 'statically linked' || { log "go-http is
 # Dynamically linked: the preload library reaches them.
 gcc -O2 -Wall -Wextra -Werror -o "$root/bin/sock-loop" "$here/sock-loop.c"
 gcc -O2 -Wall -Wextra -Werror -o "$root/bin/smc-cost" "$here/smc-cost.c"
+gcc -O2 -Wall -Wextra -Werror -o "$root/bin/loopback" "$here/loopback.c"
 ln -s /usr/bin/kmod "$root/usr/sbin/modprobe"
 # The agent's modules as built (ES modules importing only Node's own and each other).
 mkdir -p "$root/agent"

@@ -6,6 +6,7 @@
 #   smcr     an SMC-R pod (an RDMA device on the same pnet): SMC-R
 #   nosmc    a pod without SMC: the SYN-ACK has no SMC option, so the client falls back at once
 #   decline  an SMC pod with no RDMA device it shares: the CLC proposal is declined, then TCP
+#   loopback a server in its own pod over 127.0.0.1 (a sidecar): no RDMA device serves lo
 # and a plain client connects to the SMC-R pod (server: what the SMC listener costs the clients that
 # cannot use it: probes, scrapes). The baseline is a plain client and a plain server. Each case
 # runs N connects (socket, connect, close) and N short exchanges (a new connection, 100 bytes each
@@ -32,10 +33,13 @@ serve() { # pod env
 # One case: N connects, N exchanges, the client's SMC counters after them.
 run() { # mechanism case client server env
   eval "dst=\$IP_$4"
+  run_to "$1" "$2" "$3" "$dst" "$5" $PORT
+}
+run_to() { # mechanism case client address env port
   # The first connection of a pair sets up its SMC-R link group (seconds under TCG): not timed.
-  ip netns exec "$3" env $5 /bin/smc-cost client "$dst" $PORT connect 3 > /dev/null 2>&1
+  ip netns exec "$3" env $5 /bin/smc-cost client "$4" "$6" connect 3 > /dev/null 2>&1
   for mode in connect rr; do
-    out=$(ip netns exec "$3" env $5 /bin/smc-cost client "$dst" $PORT $mode "$N" 2>&1)
+    out=$(ip netns exec "$3" env $5 /bin/smc-cost client "$4" "$6" $mode "$N" 2>&1)
     say "cost mech=$1 case=$2 $out"
   done
   say "coststats mech=$1 case=$2 stats=$(erdma-smcr smc stats --netns "/run/netns/$3" 2>&1 | tr -d ' \n')"
@@ -61,6 +65,8 @@ for m in $MECHS; do
   pod_add "x$m" "$ON" nordma
   serve "s$m" "$ENV"
   serve "x$m" "$ENV"
+  # A server in the client's own pod (a sidecar, a local agent), reached over 127.0.0.1.
+  ip netns exec "c$m" env $ENV /bin/smc-cost server 7100 > "/run/cost-server-c$m.out" 2>&1 &
   sleep 1
   # Interleaved, so that the drift of an emulated CPU hits every case alike: the baseline first.
   run "$m" tcp p t ""
@@ -68,6 +74,9 @@ for m in $MECHS; do
   run "$m" nosmc "c$m" t "$ENV"
   run "$m" decline "c$m" "x$m" "$ENV"
   run "$m" server p "s$m" ""
+  run_to "$m" loopback "c$m" 127.0.0.1 "$ENV" 7100
+  # The library before it kept loopback connections off SMC: the before of the after above.
+  [ "$m" = preload ] && run_to "$m" loopback_smc "c$m" 127.0.0.1 "$ENV SMC_PRELOAD_LOOPBACK=smc" 7100
   run "$m" tcp2 p t ""
   bulk "$m" tcp p t ""
   bulk "$m" smcr "c$m" "s$m" "$ENV"

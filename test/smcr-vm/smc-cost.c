@@ -121,10 +121,11 @@ static int dial(const struct sockaddr_in *a, const char **proto)
 	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
 	if (fd < 0)
 		die("socket");
-	*proto = proto_of(fd);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(fd, (const struct sockaddr *)a, sizeof(*a)))
 		die("connect");
+	/* After connect: what the socket is once the mechanism has had its say. */
+	*proto = proto_of(fd);
 	return fd;
 }
 

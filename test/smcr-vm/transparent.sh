@@ -67,6 +67,11 @@ fi
 # IPPROTO_TCP) in an SMC-R pod, and in a pod without SMC-R.
 say "sockloop_a=$(ip netns exec a env $ENV_ON /bin/sock-loop 3)"
 say "sockloop_c=$(ip netns exec c /bin/sock-loop 3)"
+# The preload library's loopback connections (in a pod without SMC-R, so that only the library
+# acts): a blocking client comes out of connect() plain TCP, a non-blocking one keeps AF_SMC; and
+# with SMC_PRELOAD_LOOPBACK=smc, both keep AF_SMC.
+say "loopback_preload=\"$(ip netns exec c env $PRELOAD /bin/loopback)\""
+say "loopback_keep=\"$(ip netns exec c env $PRELOAD SMC_PRELOAD_LOOPBACK=smc /bin/loopback)\""
 
 # An upgrade of the agent: the new one loads its program over the pinned one (bpf load), while a
 # program in an SMC-R pod opens sockets in a loop. The program's id changes, the pods stay listed,

@@ -189,6 +189,24 @@ describe.skipIf(skip).each(KERNELS)(
       expect(off).toMatchObject({ failed: 0, smc: 0, tcp: 48 });
     });
 
+    it('the preload library leaves a blocking loopback connection on TCP, with its options, and a non-blocking one on SMC', () => {
+      // No RDMA device serves lo: as SMC a loopback connect only costs a declined handshake
+      // (bench/smc-cost.ts). AF_INET is 2, AF_SMC 43.
+      const line = (key: string): Record<string, string> =>
+        Object.fromEntries(
+          (vm.find((r) => r[key] !== undefined)[key] ?? '').split(' ').map((kv) => kv.split('=')),
+        );
+      expect(line('loopback_preload')).toEqual({
+        before: '43',
+        after: '2',
+        nodelay: '1',
+        cloexec: '1',
+        data: 'ok',
+        nonblocking: '43',
+      });
+      expect(line('loopback_keep')).toMatchObject({ before: '43', after: '43', data: 'ok' });
+    });
+
     it(
       mechanism === 'bpf'
         ? 'an annotated pod given no preload library gets the IPPROTO_SMC program'

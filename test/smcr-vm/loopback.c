@@ -1,0 +1,60 @@
+/* loopback: what the preload library gives a program that connects to
+ * 127.0.0.1, its own pod's listener (test/vm/transparent.test.ts reads the line
+ * it prints). A blocking client socket with TCP_NODELAY and SOCK_CLOEXEC set
+ * before connect(), which must come out of connect() a plain TCP socket (family
+ * 2) with both kept and carry data; and a non-blocking one, which keeps its
+ * AF_SMC family (43). Dynamically linked, so that the library reaches it. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static int domain_of(int fd) {
+  int d = -1;
+  socklen_t l = sizeof(d);
+  getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &d, &l);
+  return d;
+}
+
+int main(void) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(7300)};
+  int one = 1, nodelay = 0, l, c, s, n, before;
+  socklen_t len = sizeof(nodelay);
+  char buf[6] = {0};
+  struct pollfd p;
+  inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+  l = socket(AF_INET, SOCK_STREAM, 0);
+  setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 4)) {
+    printf("error=listen:%s\n", strerror(errno));
+    return 1;
+  }
+  c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  before = domain_of(c);
+  if (connect(c, (struct sockaddr *)&a, sizeof(a))) {
+    printf("error=connect:%s\n", strerror(errno));
+    return 1;
+  }
+  s = accept(l, NULL, NULL);
+  if (write(c, "hello", 5) != 5 || read(s, buf, 5) != 5)
+    printf("error=data:%s\n", strerror(errno));
+  getsockopt(c, IPPROTO_TCP, TCP_NODELAY, &nodelay, &len);
+  n = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  if (connect(n, (struct sockaddr *)&a, sizeof(a)) && errno != EINPROGRESS)
+    printf("error=nonblocking:%s\n", strerror(errno));
+  p.fd = n;
+  p.events = POLLOUT;
+  poll(&p, 1, 5000);
+  printf("before=%d after=%d nodelay=%d cloexec=%d data=%s nonblocking=%d\n",
+         before, domain_of(c), nodelay, (fcntl(c, F_GETFD) & FD_CLOEXEC) != 0,
+         strcmp(buf, "hello") ? "lost" : "ok", domain_of(n));
+  return 0;
+}
