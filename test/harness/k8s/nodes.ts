@@ -193,7 +193,9 @@ export interface Churn {
 /**
  * Kubelet status updates at `perSecond` (new heartbeat times in every condition, as a kubelet
  * sends them), over nodes 0 ..< `count` in turn; and every `labelEvery`-th update flips node's
- * capable label instead, as an agent would.
+ * capable label instead, as an agent would. Kubelets send theirs independently: one update in
+ * flight per 10/s asked, so that an API server that takes 20-30 ms an update at 20,000 nodes still
+ * gets the rate (one at a time reached 43.5 of 67/s, #72).
  */
 export function churn(api: Api, count: number, perSecond: number, labelEvery = 0): Churn {
   let sent = 0;
@@ -236,9 +238,15 @@ export function churn(api: Api, count: number, perSecond: number, labelEvery = 0
   };
   // A refused update ends the churn; stop() reports it.
   let failure: unknown;
+  const senders = Math.max(1, Math.ceil(perSecond / 10));
   inFlight =
     count > 0 && perSecond > 0
-      ? tick().catch((err: unknown) => void (failure = err))
+      ? Promise.all(Array.from({ length: senders }, tick))
+          .then(() => undefined)
+          .catch((err: unknown) => {
+            failure = err;
+            stopped = true;
+          })
       : Promise.resolve();
   return {
     sent: () => sent,
