@@ -1,5 +1,5 @@
-// Every admission rule, one file each. A new rule is a new file here, its line in RULES (and in
-// POD_RULES when it checks SMC-R pods), and its test in test/unit/policy/rules/.
+// Every admission rule, one file each. A new rule is a new file here, its line in RULES, and its
+// test in test/unit/policy/rules/.
 import { annotationValue } from './annotation-value.js';
 import { container } from './container.js';
 import { driverMode } from './driver-mode.js';
@@ -30,14 +30,11 @@ export const RULES: readonly Rule[] = [
   objectKind,
 ];
 
-/** The checks run for a pod that asks for SMC-R, in the order their verdicts are reported. */
+/**
+ * The checks run for a pod that asks for SMC-R, in the order their verdicts are reported:
+ * object-size first (it bounds what the others read), then the others in RULES' order.
+ */
 export const POD_RULES: readonly PodCheck[] = [
   objectSize,
-  hostNetwork,
-  driverMode,
-  nodeEligibility,
-  ipFamily,
-  erdmaResource,
-  tuning,
-  container,
-].map((r) => r.check!);
+  ...RULES.filter((r) => r !== objectSize),
+].flatMap((r) => (r.check ? [r.check] : []));
