@@ -1,9 +1,9 @@
-/* loopback: what the preload library gives a program that connects to
- * 127.0.0.1, its own pod's listener (test/vm/transparent.test.ts reads the line
- * it prints). A blocking client socket with TCP_NODELAY and SOCK_CLOEXEC set
- * before connect(), which must come out of connect() a plain TCP socket (family
- * 2) with both kept and carry data; and a non-blocking one, which keeps its
- * AF_SMC family (43). Dynamically linked, so that the library reaches it. */
+/* loopback: what the preload library gives a program that connects to 127.0.0.1, its own pod's
+ * listener (test/vm/transparent.test.ts reads the line it prints). A blocking client socket with
+ * TCP_NODELAY and SOCK_CLOEXEC set before connect() must come out of connect() a plain TCP socket
+ * (family 2) with both kept, and carry data; a non-blocking one is left to SMC (the pod's SMC
+ * statistics count its fallback: once connected, an SMC socket that fell back reads as its TCP
+ * socket). Dynamically linked, so that the library reaches it. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>

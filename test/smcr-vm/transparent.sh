@@ -68,10 +68,15 @@ fi
 say "sockloop_a=$(ip netns exec a env $ENV_ON /bin/sock-loop 3)"
 say "sockloop_c=$(ip netns exec c /bin/sock-loop 3)"
 # The preload library's loopback connections (in a pod without SMC-R, so that only the library
-# acts): a blocking client comes out of connect() plain TCP, a non-blocking one keeps AF_SMC; and
-# with SMC_PRELOAD_LOOPBACK=smc, both keep AF_SMC.
+# acts): a blocking client comes out of connect() plain TCP, a non-blocking one goes through SMC
+# and falls back; with SMC_PRELOAD_LOOPBACK=smc, both go through SMC.
+# A connection that went through SMC and fell back is counted in the pod's SMC statistics
+# (0x03030000: no device for lo); one swapped to TCP before connect() is not.
+say "loopback_stats_0=$(erdma-smcr smc stats --netns /run/netns/c 2>&1 | tr -d ' \n')"
 say "loopback_preload=\"$(ip netns exec c env $PRELOAD /bin/loopback)\""
+say "loopback_stats_1=$(erdma-smcr smc stats --netns /run/netns/c 2>&1 | tr -d ' \n')"
 say "loopback_keep=\"$(ip netns exec c env $PRELOAD SMC_PRELOAD_LOOPBACK=smc /bin/loopback)\""
+say "loopback_stats_2=$(erdma-smcr smc stats --netns /run/netns/c 2>&1 | tr -d ' \n')"
 
 # An upgrade of the agent: the new one loads its program over the pinned one (bpf load), while a
 # program in an SMC-R pod opens sockets in a loop. The program's id changes, the pods stay listed,
