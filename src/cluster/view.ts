@@ -48,11 +48,9 @@ export function nodeFacts(
   if (!isObject(node) || !isObject(node.metadata) || typeof node.metadata.name !== 'string')
     return undefined;
   const info = isObject(node.status) && isObject(node.status.nodeInfo) ? node.status.nodeInfo : {};
-  const labels = stringMap(node.metadata.labels) as Record<string, string>;
-  for (const k in labels) labels[k] = pool.get(labels[k]!);
   return {
     name: pool.get(node.metadata.name),
-    labels,
+    labels: stringMap(node.metadata.labels, (s) => pool.get(s)),
     ...(typeof info.kernelVersion === 'string'
       ? { kernelVersion: pool.get(info.kernelVersion) }
       : {}),
