@@ -35,10 +35,15 @@ function conditions(now: string): unknown[] {
   ];
 }
 
+const ackIp = (i: number): string => `192.168.${(i >> 8) & 255}.${i & 255}`;
+
+/** The name of ackNode(i), without building the node (the churn names one per update). */
+export const ackNodeName = (i: number): string => `cn-hangzhou.${ackIp(i)}-${i}`;
+
 /** An ACK-shaped Node, about 10 KB of JSON. */
 export function ackNode(i: number): Record<string, unknown> {
-  const ip = `192.168.${(i >> 8) & 255}.${i & 255}`;
-  const name = `cn-hangzhou.${ip}-${i}`;
+  const ip = ackIp(i);
+  const name = ackNodeName(i);
   const zone = `cn-hangzhou-${'hijk'[i % 4]}`;
   const type = ['ecs.g8i.4xlarge', 'ecs.g8i.8xlarge', 'ecs.ebmg8i.48xlarge'][i % 3]!;
   const instance = `i-bp1${hex(i * 7919, 17)}`;
@@ -211,7 +216,7 @@ export function churn(api: Api, count: number, perSecond: number, labelEvery = 0
       }
       const i = sent % Math.max(1, count);
       sent += 1;
-      const name = (ackNode(i).metadata as { name: string }).name;
+      const name = ackNodeName(i);
       const flip = labelEvery > 0 && sent % labelEvery === 0;
       const r = flip
         ? await api.call(

@@ -18,7 +18,7 @@ import {
   startControlPlane,
   type ControlPlane,
 } from '../../harness/k8s/control-plane.js';
-import { ackNode, Api, churn, createNodes } from '../../harness/k8s/nodes.js';
+import { ackNodeName, Api, churn, createNodes } from '../../harness/k8s/nodes.js';
 import { until } from '../../helpers/wait.js';
 import { requires } from '../../helpers/requires.js';
 
@@ -26,7 +26,6 @@ const why = requires('the live view at scale', ensureBinaries);
 
 const NODES = 5000;
 const MB = 1e6;
-const nameOf = (i: number): string => (ackNode(i).metadata as { name: string }).name;
 
 describe.skipIf(why !== '')('the live view at 5,000 ACK-shaped nodes', () => {
   let cp: ControlPlane;
@@ -57,7 +56,7 @@ describe.skipIf(why !== '')('the live view at 5,000 ACK-shaped nodes', () => {
       const nodes = view.current().nodes;
       expect(nodes.size).toBe(NODES);
       expect(nodes.usable('default').size).toBe(NODES / 4);
-      const facts = nodes.get(nameOf(8))!;
+      const facts = nodes.get(ackNodeName(8))!;
       expect(Object.keys(facts).sort()).toEqual(['kernelVersion', 'labels', 'name', 'osImage']);
       expect(Object.getPrototypeOf(facts.labels)).toBeNull();
       // kubelet status updates change no fact: the entries stay the same objects.
@@ -67,22 +66,22 @@ describe.skipIf(why !== '')('the live view at 5,000 ACK-shaped nodes', () => {
       });
       await updates.stop();
       await new Promise((r) => setTimeout(r, 500));
-      expect(nodes.get(nameOf(8))).toBe(facts);
+      expect(nodes.get(ackNodeName(8))).toBe(facts);
       // A label change moves one node out of the usable set; a deletion removes it.
       const patched = await api.call(
         'PATCH',
-        `/api/v1/nodes/${nameOf(8)}`,
+        `/api/v1/nodes/${ackNodeName(8)}`,
         { metadata: { labels: { 'smcr.erdma.io/capable': 'false' } } },
         'application/merge-patch+json',
       );
       expect(patched.status).toBe(200);
       await until('the label change in the view', () =>
-        nodes.get(nameOf(8))?.labels['smcr.erdma.io/capable'] === 'false' ? true : undefined,
+        nodes.get(ackNodeName(8))?.labels['smcr.erdma.io/capable'] === 'false' ? true : undefined,
       );
       expect(nodes.usable('default').size).toBe(NODES / 4 - 1);
-      expect((await api.call('DELETE', `/api/v1/nodes/${nameOf(12)}`)).status).toBe(200);
+      expect((await api.call('DELETE', `/api/v1/nodes/${ackNodeName(12)}`)).status).toBe(200);
       await until('the deletion in the view', () =>
-        nodes.get(nameOf(12)) === undefined ? true : undefined,
+        nodes.get(ackNodeName(12)) === undefined ? true : undefined,
       );
       expect(nodes.size).toBe(NODES - 1);
       expect(nodes.usable('default').size).toBe(NODES / 4 - 2);
@@ -92,7 +91,7 @@ describe.skipIf(why !== '')('the live view at 5,000 ACK-shaped nodes', () => {
         (
           await api.call(
             'PATCH',
-            `/api/v1/nodes/${nameOf(8)}`,
+            `/api/v1/nodes/${ackNodeName(8)}`,
             { metadata: { labels: { 'smcr.erdma.io/capable': 'true' } } },
             'application/merge-patch+json',
           )
