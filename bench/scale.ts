@@ -8,6 +8,9 @@
 //   in turn over one kept-alive connection (as the API server sends them: an HTTP/1.1 client whose
 //   transport keeps idle connections, kubernetes#82090 and #139237) and over a fresh TLS connection
 //   (its first call on a new connection): serve's CPU (from /proc/<pid>/stat) and each kind's p50/p99.
+//   In the same turn, the same review goes over a kept-alive connection to the bare node:https server
+//   of bench webhook (bench/ceiling-server.mjs: same certificate, parses the body, answers a fixed
+//   review): the floor this machine puts under any webhook's round trip at that moment.
 // The baseline is the same server with no nodes, in the same run. ERDMA_SMCR_BENCH_BIN runs
 // another build of the CLI instead (the before/after in docs/benchmarks.md).
 import { readFileSync } from 'node:fs';
@@ -18,7 +21,7 @@ import { join } from 'node:path';
 import jsyaml from 'js-yaml';
 import type { BenchRow } from './report.js';
 import { median } from './report.js';
-import { cpuMicros } from './webhook.js';
+import { cpuMicros, startChild, stop } from './webhook.js';
 import { startWebhookProc } from '../test/harness/webhook-proc.js';
 import { binariesPresent, startControlPlane } from '../test/harness/k8s/control-plane.js';
 import { Api, churn, createNodes } from '../test/harness/k8s/nodes.js';
@@ -28,8 +31,8 @@ const SIZES = (process.env.ERDMA_SMCR_BENCH_SCALE_SIZES ?? '0,500,5000,20000')
   .map(Number);
 const CHURN_SECONDS = 20;
 const IDLE_SETTLE_MS = 3000;
-/** Reviews sent per second, the two kinds of connection in turn. */
-const REVIEWS_PER_SECOND = 40;
+/** Reviews sent per second: serve kept-alive, serve over fresh TLS and the bare server, in turn. */
+const REVIEWS_PER_SECOND = 60;
 const MB = 1e6;
 const SNI = 'erdma-smcr-webhook.erdma-smcr.svc';
 
@@ -165,6 +168,8 @@ interface Measured {
   /** Reviews over one kept-alive connection, and over a fresh TLS connection each. */
   readonly kept: Latencies;
   readonly fresh: Latencies;
+  /** The bare node:https server's, over its own kept-alive connection in the same turn. */
+  readonly floor: Latencies;
   readonly churned: number;
   /** Of the reviews under churn, the share serve's own histogram put within 0.5 ms, and within 1 ms. */
   readonly handled: readonly [number, number];
@@ -239,22 +244,37 @@ async function measure(
     const cpuBefore = cpuMicros(pid);
     const metricsBefore = await server.metrics();
     const t0 = process.hrtime.bigint();
-    // One connection kept, as the API server's transport keeps it; its first review is not timed.
+    // One connection kept to each, as the API server's transport keeps it; their first reviews
+    // are not timed.
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const bareAgent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const certs = join(dir, `certs-${count}`);
+    const bare = await startChild(
+      ['bench/ceiling-server.mjs', join(certs, 'tls.key'), join(certs, 'tls.crt'), '--parse'],
+      /port (\d+)/,
+    );
     const kept: [number, number][] = [];
     const fresh: [number, number][] = [];
+    const floor: [number, number][] = [];
+    const turn = [
+      { port: server.port, agent, into: kept },
+      { port: server.port, agent: false as const, into: fresh },
+      { port: bare.port, agent: bareAgent, into: floor },
+    ];
     try {
       await reviewOnce(server.port, ca, bodies[0]!, agent);
+      await reviewOnce(bare.port, ca, bodies[0]!, bareAgent);
       const end = Date.now() + CHURN_SECONDS * 1000;
       for (let i = 0; Date.now() < end; i++) {
-        const kind = Math.floor(i / 2) % bodies.length;
-        const over = i % 2 === 0 ? agent : false;
-        const ms = await reviewOnce(server.port, ca, bodies[kind]!, over);
-        (over ? kept : fresh).push([kind, ms]);
+        const kind = Math.floor(i / turn.length) % bodies.length;
+        const to = turn[i % turn.length]!;
+        to.into.push([kind, await reviewOnce(to.port, ca, bodies[kind]!, to.agent)]);
         await sleep(1000 / REVIEWS_PER_SECOND);
       }
     } finally {
       agent.destroy();
+      bareAgent.destroy();
+      await stop(bare.child);
     }
     const cpu = (cpuMicros(pid) - cpuBefore) / (Number(process.hrtime.bigint() - t0) / 1e3);
     const [within500us = 0, within1ms = 0] = handledWithin(metricsBefore, await server.metrics(), [
@@ -269,6 +289,7 @@ async function measure(
       cpu,
       kept: latencies(bodies.length, kept),
       fresh: latencies(bodies.length, fresh),
+      floor: latencies(bodies.length, floor),
       churned: updates.sent(),
       handled: [within500us, within1ms],
     };
@@ -348,6 +369,14 @@ function rows(count: number, m: Measured, base: Measured, label: string): BenchR
     {
       ...kept,
       extra: `${kept.extra}; serve's own timing: ${pct(m.handled[0])} decided within 0.5 ms, ${pct(m.handled[1])} within 1 ms`,
+    },
+    {
+      bench: 'scale',
+      case: `${name}: the bare node:https server's p99 in the same turn (this machine's floor)`,
+      value: m.floor.p99,
+      unit: 'ms',
+      ratio: m.kept.p99 / m.floor.p99,
+      extra: `p50 ${m.floor.p50.toFixed(1)} ms; ratio: serve's kept-alive p99 over this`,
     },
     review('fresh TLS connection each', m.fresh, base.fresh, at5k ? TARGETS.p99Ms : undefined),
   ];
