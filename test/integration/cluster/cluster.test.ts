@@ -24,6 +24,7 @@ import { writeFakeProc, writeHostTree } from '../../harness/k8s/host-tree.js';
 import { cleanupNetns, createNetns } from '../../helpers/netns.js';
 import { smcrDeployment } from '../../helpers/deployments.js';
 import { until as poll } from '../../helpers/wait.js';
+import { eventsWithReason } from '../../harness/k8s/events.js';
 import { cniPlugins, requires } from '../../helpers/requires.js';
 
 const why = requires('the cluster suite', ensureBinaries, containerdAvailable, cniPlugins);
@@ -280,18 +281,9 @@ describe.skipIf(why !== '')(
         );
         expect(await inPod('sh', '-c', 'echo $ERDMA_DEVICES')).toMatch(/erdma_/);
         // This kernel has no SMC: the agent tells the user why the pod stays on TCP.
-        const events = await until('our Event', async () => {
-          const ev = (
-            await getJson(
-              'events',
-              '-n',
-              'apps',
-              '--field-selector',
-              `involvedObject.uid=${pod.metadata.uid}`,
-            )
-          ).items;
-          return ev.find((e) => e.reason === 'SMCRUnavailable') ? ev : undefined;
-        });
+        const events = await until('our Event', () =>
+          eventsWithReason(getJson, pod, 'SMCRUnavailable'),
+        );
         expect(events.find((e) => e.reason === 'SMCRUnavailable')?.message).toMatch(
           /the pod uses TCP: no SMC mechanism was active on its node when its network was set up \(no net\.smc\.tcp2smc/,
         );

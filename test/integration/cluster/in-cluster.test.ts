@@ -29,6 +29,7 @@ import {
 import { writeFakeProc, writeHostTree } from '../../harness/k8s/host-tree.js';
 import { cleanupNetns, createNetns } from '../../helpers/netns.js';
 import { until as poll } from '../../helpers/wait.js';
+import { eventsWithReason } from '../../harness/k8s/events.js';
 import { cniPlugins, iptables, requires } from '../../helpers/requires.js';
 import { prometheusAvailable } from '../../harness/prometheus.js';
 import {
@@ -105,6 +106,22 @@ describe.skipIf(why !== '')(
     };
     const getJson = async (...args: string[]): Promise<Obj & { items: Obj[] }> =>
       JSON.parse(await kubectl('get', '-o', 'json', ...args));
+    /** The agent DaemonSet's pods, as `pod/NAME` (what kubectl exec takes). */
+    const agentPods = async (): Promise<string[]> =>
+      (
+        await kubectl(
+          'get',
+          'pods',
+          '-n',
+          'erdma-smcr',
+          '-l',
+          'app.kubernetes.io/component=agent',
+          '-o',
+          'name',
+        )
+      )
+        .trim()
+        .split('\n');
     const diagnostics = async (): Promise<string> => {
       const describe = await cp.kubectl(['describe', 'pods', '-A']);
       const agent = await cp.kubectl([
@@ -297,18 +314,9 @@ describe.skipIf(why !== '')(
         expect((await inPod('ls', '/dev/infiniband')).split(/\s+/)).toEqual(
           expect.arrayContaining(['rdma_cm', 'uverbs0']),
         );
-        await until('our Event on the pod', async () => {
-          const ev = (
-            await getJson(
-              'events',
-              '-n',
-              'apps',
-              '--field-selector',
-              `involvedObject.uid=${pod.metadata.uid}`,
-            )
-          ).items;
-          return ev.find((e) => e.reason === 'SMCRUnavailable') ? true : undefined;
-        });
+        await until('our Event on the pod', () =>
+          eventsWithReason(getJson, pod, 'SMCRUnavailable'),
+        );
       }
       // The decisions were made by the webhook pods (their log), not by anything in this process.
       const logs = await kubectl(
@@ -431,20 +439,7 @@ describe.skipIf(why !== '')(
 
     it("answers `status` through kubectl exec into the agent pod, as the README shows: it reaches each pod's netns", async () => {
       await rolledOut('daemonset', 'erdma-smcr-agent');
-      const [agentPod] = (
-        await kubectl(
-          'get',
-          'pods',
-          '-n',
-          'erdma-smcr',
-          '-l',
-          'app.kubernetes.io/component=agent',
-          '-o',
-          'name',
-        )
-      )
-        .trim()
-        .split('\n');
+      const [agentPod] = await agentPods();
       const r = await cp.kubectl([
         'exec',
         '-n',
@@ -480,20 +475,7 @@ describe.skipIf(why !== '')(
       const before = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items
         .map((p) => p.metadata.uid)
         .sort();
-      const agents = (
-        await kubectl(
-          'get',
-          'pods',
-          '-n',
-          'erdma-smcr',
-          '-l',
-          'app.kubernetes.io/component=agent',
-          '-o',
-          'name',
-        )
-      )
-        .trim()
-        .split('\n');
+      const agents = await agentPods();
       for (const p of agents)
         await kubectl(
           'exec',

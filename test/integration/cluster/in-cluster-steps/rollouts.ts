@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
+import { eventsWithReason } from '../../../harness/k8s/events.js';
 import { APP, appsDeployment, CONFLIST, type InCluster, type Obj } from './context.js';
 
 export async function webhookRollsUnderLoad(c: InCluster): Promise<void> {
@@ -215,18 +216,9 @@ export async function agentRollsUnderLoad(c: InCluster): Promise<void> {
     180_000,
   );
   for (const pod of running) {
-    await until(`our plugin's Event on ${pod.metadata.name}`, async () => {
-      const ev = (
-        await getJson(
-          'events',
-          '-n',
-          'apps',
-          '--field-selector',
-          `involvedObject.uid=${pod.metadata.uid}`,
-        )
-      ).items;
-      return ev.find((e) => e.reason === 'SMCRUnavailable') ? true : undefined;
-    });
+    await until(`our plugin's Event on ${pod.metadata.name}`, () =>
+      eventsWithReason(getJson, pod, 'SMCRUnavailable'),
+    );
   }
   // One DELETE of the collection: kubectl's delete by label sends one request per pod, which
   // for the 1,803 pods of one CI run did not end within the harness's 60 s limit on a kubectl call.
