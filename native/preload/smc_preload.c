@@ -10,17 +10,22 @@
  * Unlike the kernel's mechanisms, the library sees where a socket connects: a connection to a
  * loopback address (a sidecar, a local agent) can never be SMC-R, since no RDMA device serves lo,
  * and as SMC it costs an SMC handshake that ends in a decline on every connect (bench/smc-cost.ts).
- * A blocking connect() to such an address gives the program a plain TCP socket in place of its
- * AF_SMC one, with the same descriptor, flags and the options a client sets before connecting.
- * Non-blocking sockets keep SMC: an event loop may already watch the descriptor. Setting
+ * A connect() to such an address gives the program a plain TCP socket in place of its AF_SMC one,
+ * with the same descriptor, flags and the options a client sets before connecting. A non-blocking
+ * socket is swapped only when no epoll set of the process watches its descriptor yet: libuv
+ * (Node.js), asyncio (CPython), mio (Rust) and Java NIO add a socket to their epoll set after
+ * connect() returns EINPROGRESS, but nginx adds its upstream sockets before, and that registration
+ * would not follow the new socket: such a socket keeps SMC, and falls back. Setting
  * SMC_PRELOAD_LOOPBACK=smc keeps SMC for every loopback connection (the behaviour before).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -93,6 +98,56 @@ static const struct {
 	{IPPROTO_TCP, TCP_USER_TIMEOUT},
 };
 
+/* Past this many open descriptors the epoll sets are not read (each is a readlink): the socket
+ * keeps SMC, as if watched. */
+#define EPOLL_SCAN_LIMIT 4096
+
+/* Whether the epoll descriptor epfd watches fd: its fdinfo lists each watched descriptor on a line
+ * "tfd: N events: ...". */
+static int epoll_watches(int epfd, int fd)
+{
+	char path[64], line[256];
+	int found = 0, tfd;
+	FILE *f;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", epfd);
+	f = fopen(path, "re");
+	if (!f)
+		return 1; /* cannot tell: as if it did */
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "tfd: %d", &tfd) == 1 && tfd == fd;
+	fclose(f);
+	return found;
+}
+
+/* Whether an epoll set of this process watches fd, or that cannot be told (no /proc, too many
+ * descriptors to read): 0 only when none does. */
+static int maybe_watched(int fd)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int watched = 0, seen = 0;
+	if (!d)
+		return 1;
+	while (!watched && (e = readdir(d))) {
+		char link[32];
+		ssize_t n;
+		if (e->d_name[0] == '.')
+			continue;
+		if (++seen > EPOLL_SCAN_LIMIT) {
+			watched = 1;
+			break;
+		}
+		n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
+		if (n < 0)
+			continue;
+		link[n] = 0;
+		if (!strcmp(link, "anon_inode:[eventpoll]"))
+			watched = epoll_watches(atoi(e->d_name), fd);
+	}
+	closedir(d);
+	return watched;
+}
+
 /* Puts a TCP socket in the place of the unconnected, unbound AF_SMC socket fd; 0 when done, -1
  * when fd is to stay as it is (not ours, bound, or the swap could not be made). */
 static int swap_to_tcp(int fd, int family)
@@ -116,9 +171,10 @@ static int swap_to_tcp(int fd, int family)
 		return -1;
 	fl = fcntl(fd, F_GETFL);
 	fdfl = fcntl(fd, F_GETFD);
-	/* Only a blocking socket: an event loop may have added a non-blocking one to its epoll set
-	 * before connect() (nginx does), and that registration would not follow the new socket. */
-	if (fl < 0 || fdfl < 0 || (fl & O_NONBLOCK))
+	/* An event loop may have added a non-blocking socket to its epoll set before connect() (nginx
+	 * does): that registration would not follow the new socket. A socket that signals (O_ASYNC)
+	 * is watched in a way no table shows. */
+	if (fl < 0 || fdfl < 0 || (fl & O_ASYNC) || ((fl & O_NONBLOCK) && maybe_watched(fd)))
 		return -1;
 	tcp = next(family, SOCK_STREAM, IPPROTO_TCP);
 	if (tcp < 0)

@@ -1,9 +1,12 @@
 /* loopback: what the preload library gives a program that connects to 127.0.0.1, its own pod's
  * listener (test/vm/transparent.test.ts reads the line it prints). A blocking client socket with
  * TCP_NODELAY and SOCK_CLOEXEC set before connect() must come out of connect() a plain TCP socket
- * (family 2) with both kept, and carry data; a non-blocking one is left to SMC (the pod's SMC
- * statistics count its fallback: once connected, an SMC socket that fell back reads as its TCP
- * socket). Dynamically linked, so that the library reaches it. */
+ * (family 2) with both kept, and carry data. So must a non-blocking one no epoll set watches yet
+ * (libuv, asyncio: `nonblocking`, read as connect() returns EINPROGRESS). A non-blocking one added
+ * to an epoll set before connect() (nginx's way) is left to SMC, and its registration must still
+ * report it writable (`epoll`): the pod's SMC statistics count its fallback (once connected, an
+ * SMC socket that fell back reads as its TCP socket). Dynamically linked, so that the library
+ * reaches it. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,6 +16,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,7 +29,9 @@ static int domain_of(int fd) {
 
 int main(void) {
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(7300)};
-  int one = 1, nodelay = 0, l, c, s, n, before;
+  int one = 1, nodelay = 0, l, c, s, n, w, ep, before, data, nb_domain, nb_data;
+  struct epoll_event ev = {.events = EPOLLOUT, .data.u64 = 7300};
+  struct epoll_event got = {0};
   socklen_t len = sizeof(nodelay);
   char buf[6] = {0};
   struct pollfd p;
@@ -46,15 +52,29 @@ int main(void) {
   s = accept(l, NULL, NULL);
   if (write(c, "hello", 5) != 5 || read(s, buf, 5) != 5)
     printf("error=data:%s\n", strerror(errno));
+  data = !strcmp(buf, "hello");
   getsockopt(c, IPPROTO_TCP, TCP_NODELAY, &nodelay, &len);
   n = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
   if (connect(n, (struct sockaddr *)&a, sizeof(a)) && errno != EINPROGRESS)
     printf("error=nonblocking:%s\n", strerror(errno));
+  nb_domain = domain_of(n);
   p.fd = n;
   p.events = POLLOUT;
   poll(&p, 1, 5000);
-  printf("before=%d after=%d nodelay=%d cloexec=%d data=%s nonblocking=%d\n",
+  s = accept(l, NULL, NULL);
+  memset(buf, 0, sizeof(buf));
+  nb_data = write(n, "hello", 5) == 5 && read(s, buf, 5) == 5 && !strcmp(buf, "hello");
+  w = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  ep = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_ctl(ep, EPOLL_CTL_ADD, w, &ev))
+    printf("error=epoll_ctl:%s\n", strerror(errno));
+  if (connect(w, (struct sockaddr *)&a, sizeof(a)) && errno != EINPROGRESS)
+    printf("error=watched:%s\n", strerror(errno));
+  printf("before=%d after=%d nodelay=%d cloexec=%d data=%s nonblocking=%d nbdata=%s epoll=%s\n",
          before, domain_of(c), nodelay, (fcntl(c, F_GETFD) & FD_CLOEXEC) != 0,
-         strcmp(buf, "hello") ? "lost" : "ok", domain_of(n));
+         data ? "ok" : "lost", nb_domain, nb_data ? "ok" : "lost",
+         epoll_wait(ep, &got, 1, 5000) == 1 && (got.events & EPOLLOUT) && got.data.u64 == 7300
+             ? "writable"
+             : "silent");
   return 0;
 }

@@ -68,15 +68,55 @@ fi
 say "sockloop_a=$(ip netns exec a env $ENV_ON /bin/sock-loop 3)"
 say "sockloop_c=$(ip netns exec c /bin/sock-loop 3)"
 # The preload library's loopback connections (in a pod without SMC-R, so that only the library
-# acts): a blocking client comes out of connect() plain TCP, a non-blocking one goes through SMC
-# and falls back; with SMC_PRELOAD_LOOPBACK=smc, both go through SMC.
+# acts): a blocking client and a non-blocking one no epoll set watches come out of connect() plain
+# TCP; one already in an epoll set goes through SMC and falls back; with SMC_PRELOAD_LOOPBACK=smc,
+# all three go through SMC.
 # A connection that went through SMC and fell back is counted in the pod's SMC statistics
 # (0x03030000: no device for lo); one swapped to TCP before connect() is not.
-say "loopback_stats_0=$(erdma-smcr smc stats --netns /run/netns/c 2>&1 | tr -d ' \n')"
+stats_c() { erdma-smcr smc stats --netns /run/netns/c 2>&1 | tr -d ' \n'; }
+say "loopback_stats_0=$(stats_c)"
 say "loopback_preload=\"$(ip netns exec c env $PRELOAD /bin/loopback)\""
-say "loopback_stats_1=$(erdma-smcr smc stats --netns /run/netns/c 2>&1 | tr -d ' \n')"
+say "loopback_stats_1=$(stats_c)"
 say "loopback_keep=\"$(ip netns exec c env $PRELOAD SMC_PRELOAD_LOOPBACK=smc /bin/loopback)\""
-say "loopback_stats_2=$(erdma-smcr smc stats --netns /run/netns/c 2>&1 | tr -d ' \n')"
+say "loopback_stats_2=$(stats_c)"
+# The runtimes' own event loops to a server of their own process over 127.0.0.1, each connecting
+# three times with non-blocking sockets: Node.js (node:http on libuv, a new connection each) and
+# CPython's asyncio; then Node.js again with SMC_PRELOAD_LOOPBACK=smc, the control that the
+# statistics see such connections.
+node_gets='import http from "node:http";
+const s = http.createServer((q, r) => r.end("x".repeat(1000))).listen(0, "127.0.0.1");
+await new Promise((ok) => s.on("listening", ok));
+const url = `http://127.0.0.1:${s.address().port}/`;
+for (let i = 0; i < 3; i++)
+  await new Promise((ok, fail) => http.get(url, { agent: false }, (r) => r.resume().on("end", ok)).on("error", fail));
+s.close();
+console.log("ok");'
+aio_gets='import asyncio
+async def main():
+    async def answer(r, w):
+        await r.readline()
+        w.write(b"x" * 1000)
+        await w.drain()
+        w.close()
+    srv = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = srv.sockets[0].getsockname()[1]
+    for _ in range(3):
+        r, w = await asyncio.open_connection("127.0.0.1", port)
+        w.write(b"hi\n")
+        await r.read()
+        w.close()
+        await w.wait_closed()
+    srv.close()
+    await srv.wait_closed()
+    print("ok")
+asyncio.run(main())'
+say "loopback_rt_0=$(stats_c)"
+say "loopback_node=$(ip netns exec c env $PRELOAD node --input-type=module -e "$node_gets" 2>&1 | tr -d '\n')"
+say "loopback_rt_1=$(stats_c)"
+say "loopback_asyncio=$(ip netns exec c env $PRELOAD python3 -c "$aio_gets" 2>&1 | tr -d '\n')"
+say "loopback_rt_2=$(stats_c)"
+say "loopback_node_keep=$(ip netns exec c env $PRELOAD SMC_PRELOAD_LOOPBACK=smc node --input-type=module -e "$node_gets" 2>&1 | tr -d '\n')"
+say "loopback_rt_3=$(stats_c)"
 
 # An upgrade of the agent: the new one loads its program over the pinned one (bpf load), while a
 # program in an SMC-R pod opens sockets in a loop. The program's id changes, the pods stay listed,
