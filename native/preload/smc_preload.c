@@ -15,22 +15,21 @@
  * socket is swapped only when no epoll set of the process watches its descriptor yet: libuv
  * (Node.js), asyncio (CPython), mio (Rust) and Java NIO add a socket to their epoll set after
  * connect() returns EINPROGRESS, but nginx adds its upstream sockets before, and that registration
- * would not follow the new socket: such a socket keeps SMC, and falls back. Setting
+ * would not follow the new socket: such a socket keeps SMC, and falls back. The library knows
+ * which descriptors are watched from the program's own epoll_ctl() and close() calls, which it
+ * passes on (an O(1) look at connect). Setting
  * SMC_PRELOAD_LOOPBACK=smc keeps SMC for every loopback connection (the behaviour before).
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef AF_SMC
@@ -100,80 +99,60 @@ static const struct {
 	{IPPROTO_TCP, TCP_USER_TIMEOUT},
 };
 
-/* Past this many open descriptors the epoll sets are not looked for: the socket keeps SMC, as if
- * watched, and so do the process's later ones (looking once was enough to know). Looking costs
- * about 0.7 µs a descriptor on our development machine (getdents and an fstat), against an SMC
- * handshake that ends in a fallback, about 240 µs in the bench's VM (bench/smc-cost.ts). */
-#define EPOLL_SCAN_LIMIT 256
+/* Which descriptors an epoll set of this process watches, as its epoll_ctl() calls through libc
+ * told us: a count per descriptor (a descriptor can be in several sets), cleared when close()
+ * ends it. A count left by a descriptor closed some other way (dup2 over it, exit of a thread's
+ * own table) only keeps a socket on SMC: the safe side. Descriptors past the table count as
+ * watched. A registration made by a raw epoll_ctl system call is not seen: no program we know
+ * connects through libc and registers that way (Go does both by raw system calls, never reaching
+ * this library's connect()). */
+#define WATCH_TABLE 65536
+static unsigned char watch_count[WATCH_TABLE];
 
-/* Whether the epoll descriptor epfd watches fd: its fdinfo lists each watched descriptor on a line
- * "tfd: N events: ...". */
-static int epoll_watches(int epfd, int fd)
+typedef int (*epoll_ctl_fn)(int, int, int, struct epoll_event *);
+typedef int (*close_fn)(int);
+static epoll_ctl_fn next_epoll_ctl;
+static close_fn next_close;
+
+/* Resolved before main(): close() may be called where dlsym() may not (a signal handler). */
+__attribute__((constructor)) static void resolve_next(void)
 {
-	char path[64], line[256];
-	int found = 0, tfd;
-	FILE *f;
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", epfd);
-	f = fopen(path, "re");
-	if (!f)
-		return 1; /* cannot tell: as if it did */
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "tfd: %d", &tfd) == 1 && tfd == fd;
-	fclose(f);
-	return found;
+	next_epoll_ctl = (epoll_ctl_fn)dlsym(RTLD_NEXT, "epoll_ctl");
+	next_close = (close_fn)dlsym(RTLD_NEXT, "close");
 }
 
-/* The inode every epoll descriptor shares with eventfds, timerfds and signalfds (the kernel's one
- * anonymous inode, there for its lifetime: read once); 0 when it cannot be told. */
-static int anon_inode(struct stat *anon)
+int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 {
-	static struct stat known;
-	static int ok;
-	if (!ok) {
-		int e = epoll_create1(EPOLL_CLOEXEC);
-		ok = e >= 0 && fstat(e, &known) == 0;
-		if (e >= 0)
-			close(e);
+	int r;
+	if (!next_epoll_ctl) {
+		errno = ENOSYS;
+		return -1;
 	}
-	*anon = known;
-	return ok;
+	r = next_epoll_ctl(epfd, op, fd, event);
+	if (r == 0 && fd >= 0 && fd < WATCH_TABLE) {
+		if (op == EPOLL_CTL_ADD && watch_count[fd] < 255)
+			__atomic_add_fetch(&watch_count[fd], 1, __ATOMIC_RELAXED);
+		else if (op == EPOLL_CTL_DEL && watch_count[fd] > 0 && watch_count[fd] < 255)
+			__atomic_sub_fetch(&watch_count[fd], 1, __ATOMIC_RELAXED);
+	}
+	return r;
 }
 
-/* Whether an epoll set of this process watches fd, or that cannot be told (no /proc, too many
- * descriptors to look at): 0 only when none does. Only descriptors on the anonymous inode are read
- * further (readlink, then the fdinfo of the epoll ones). */
+int close(int fd)
+{
+	if (fd >= 0 && fd < WATCH_TABLE)
+		__atomic_store_n(&watch_count[fd], 0, __ATOMIC_RELAXED);
+	if (!next_close) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return next_close(fd);
+}
+
+/* Whether an epoll set of this process may watch fd: 0 only when none does. */
 static int maybe_watched(int fd)
 {
-	static int too_many;
-	struct stat anon, st;
-	DIR *d;
-	struct dirent *e;
-	int watched = 0, seen = 0;
-	if (too_many || !anon_inode(&anon) || !(d = opendir("/proc/self/fd")))
-		return 1;
-	while (!watched && (e = readdir(d))) {
-		char link[32];
-		ssize_t n;
-		int other;
-		if (e->d_name[0] == '.')
-			continue;
-		if (++seen > EPOLL_SCAN_LIMIT) {
-			watched = too_many = 1;
-			break;
-		}
-		other = atoi(e->d_name);
-		if (other == fd || fstat(other, &st) || st.st_ino != anon.st_ino ||
-		    st.st_dev != anon.st_dev)
-			continue;
-		n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
-		if (n < 0)
-			continue;
-		link[n] = 0;
-		if (!strcmp(link, "anon_inode:[eventpoll]"))
-			watched = epoll_watches(other, fd);
-	}
-	closedir(d);
-	return watched;
+	return fd < 0 || fd >= WATCH_TABLE || __atomic_load_n(&watch_count[fd], __ATOMIC_RELAXED) != 0;
 }
 
 /* Puts a TCP socket in the place of the unconnected, unbound AF_SMC socket fd; 0 when done, -1

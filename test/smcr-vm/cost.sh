@@ -6,7 +6,8 @@
 #   smcr     an SMC-R pod (an RDMA device on the same pnet): SMC-R
 #   nosmc    a pod without SMC: the SYN-ACK has no SMC option, so the client falls back at once
 #   decline  an SMC pod with no RDMA device it shares: the CLC proposal is declined, then TCP
-#   loopback a server in its own pod over 127.0.0.1 (a sidecar): no RDMA device serves lo
+#   loopback a server in its own pod over 127.0.0.1 (a sidecar): no RDMA device serves lo; also
+#            connected as an event loop connects (loopback_nb: non-blocking, then poll)
 # and a plain client connects to the SMC-R pod (server: what the SMC listener costs the clients that
 # cannot use it: probes, scrapes). The baseline is a plain client and a plain server. Each case
 # runs N connects (socket, connect, close) and N short exchanges (a new connection, 100 bytes each
@@ -77,6 +78,10 @@ for m in $MECHS; do
   run_to "$m" loopback "c$m" 127.0.0.1 "$ENV" 7100
   # The library before it kept loopback connections off SMC: the before of the after above.
   [ "$m" = preload ] && run_to "$m" loopback_smc "c$m" 127.0.0.1 "$ENV SMC_PRELOAD_LOOPBACK=smc" 7100
+  # The same as an event loop connects (non-blocking, then poll): the library looks for an epoll
+  # set watching the socket before it swaps it; before that, such sockets all kept SMC.
+  run_to "$m" loopback_nb "c$m" 127.0.0.1 "$ENV SMC_COST_NONBLOCK=1" 7100
+  [ "$m" = preload ] && run_to "$m" loopback_nb_smc "c$m" 127.0.0.1 "$ENV SMC_COST_NONBLOCK=1 SMC_PRELOAD_LOOPBACK=smc" 7100
   run "$m" tcp2 p t ""
   bulk "$m" tcp p t ""
   bulk "$m" smcr "c$m" "s$m" "$ENV"

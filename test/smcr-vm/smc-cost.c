@@ -9,14 +9,20 @@
  *   smc-cost client ADDR PORT rr N         N times: socket, connect, 100 bytes out, 100 back, close
  *   smc-cost client ADDR PORT bulk BYTES   one connection to PORT+1, BYTES out, wait for EOF
  *
+ * With SMC_COST_NONBLOCK=1 in its environment the client connects as an event loop does (libuv,
+ * asyncio): a SOCK_NONBLOCK socket, connect() until EINPROGRESS, poll() until writable, then the
+ * exchange blocking.
+ *
  * The client prints one line: the latencies' p50, p99 and mean in microseconds (from before
  * socket() to after connect, or to the reply), its own CPU (user + system) per connection, and
  * the protocol of its last socket (tcp or smc: what the mechanism gave it). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,13 +122,35 @@ static const char *proto_of(int fd)
 	return d == AF_SMC || p == IPPROTO_SMC ? "smc" : "tcp";
 }
 
+/* connect() as an event loop makes it: non-blocking, then poll() for the outcome; blocking after. */
+static void connect_nonblocking(int fd, const struct sockaddr_in *a)
+{
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	int err = 0;
+	socklen_t l = sizeof(err);
+	if (connect(fd, (const struct sockaddr *)a, sizeof(*a)) && errno != EINPROGRESS)
+		die("connect");
+	if (poll(&p, 1, 10000) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &l) || err) {
+		errno = err ? err : ETIMEDOUT;
+		die("connect (non-blocking)");
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK))
+		die("fcntl");
+}
+
 static int dial(const struct sockaddr_in *a, const char **proto)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+	static int nonblocking = -1;
+	int fd, one = 1;
+	if (nonblocking < 0)
+		nonblocking = getenv("SMC_COST_NONBLOCK") && !strcmp(getenv("SMC_COST_NONBLOCK"), "1");
+	fd = socket(AF_INET, SOCK_STREAM | (nonblocking ? SOCK_NONBLOCK : 0), 0);
 	if (fd < 0)
 		die("socket");
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (const struct sockaddr *)a, sizeof(*a)))
+	if (nonblocking)
+		connect_nonblocking(fd, a);
+	else if (connect(fd, (const struct sockaddr *)a, sizeof(*a)))
 		die("connect");
 	/* After connect: what the socket is once the mechanism has had its say. */
 	*proto = proto_of(fd);
