@@ -25,6 +25,10 @@ const CASES: Readonly<Record<string, string>> = {
   loopback: 'SMC-R client → a server in its own pod over 127.0.0.1',
   loopback_smc:
     'the same over 127.0.0.1, as the preload library did before it left loopback to TCP (SMC_PRELOAD_LOOPBACK=smc)',
+  loopback_nb:
+    'SMC-R client → a server in its own pod over 127.0.0.1, connecting as an event loop does (non-blocking, then poll)',
+  loopback_nb_smc:
+    'the same, non-blocking, as the preload library did before it swapped sockets no epoll set watches (SMC_PRELOAD_LOOPBACK=smc)',
 };
 
 interface Timing {
