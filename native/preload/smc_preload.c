@@ -114,16 +114,26 @@ typedef int (*close_fn)(int);
 static epoll_ctl_fn next_epoll_ctl;
 static close_fn next_close;
 
-/* Resolved before main(): close() may be called where dlsym() may not (a signal handler). */
-__attribute__((constructor)) static void resolve_next(void)
+/* Resolved before main(), where a signal handler may call close() (dlsym() is not safe there);
+ * and at the first call when that comes first: the constructors of libraries the program links
+ * run before this library's and may close descriptors. */
+static void resolve_next(void)
 {
-	next_epoll_ctl = (epoll_ctl_fn)dlsym(RTLD_NEXT, "epoll_ctl");
-	next_close = (close_fn)dlsym(RTLD_NEXT, "close");
+	if (!next_epoll_ctl)
+		next_epoll_ctl = (epoll_ctl_fn)dlsym(RTLD_NEXT, "epoll_ctl");
+	if (!next_close)
+		next_close = (close_fn)dlsym(RTLD_NEXT, "close");
+}
+
+__attribute__((constructor)) static void resolve_at_load(void)
+{
+	resolve_next();
 }
 
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 {
 	int r;
+	resolve_next();
 	if (!next_epoll_ctl) {
 		errno = ENOSYS;
 		return -1;
@@ -142,6 +152,7 @@ int close(int fd)
 {
 	if (fd >= 0 && fd < WATCH_TABLE)
 		__atomic_store_n(&watch_count[fd], 0, __ATOMIC_RELAXED);
+	resolve_next();
 	if (!next_close) {
 		errno = ENOSYS;
 		return -1;

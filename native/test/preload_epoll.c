@@ -8,6 +8,18 @@
 
 static int checks, failed;
 
+/* A constructor that runs before the library's (a library the program links, initialised first),
+ * and closes a descriptor: close() must reach libc all the same. */
+static int early_close = -2;
+__attribute__((constructor(101))) static void close_before_the_library(void)
+{
+	int p[2];
+	if (pipe(p) == 0) {
+		early_close = close(p[0]);
+		close(p[1]);
+	}
+}
+
 static void expect(int ok, const char *what)
 {
 	checks++;
@@ -24,6 +36,7 @@ int main(void)
 	int a = epoll_create1(EPOLL_CLOEXEC), b = epoll_create1(EPOLL_CLOEXEC);
 	int again;
 	expect(s >= 0 && a >= 0 && b >= 0, "set-up");
+	expect(early_close == 0, "close() before the library's constructor closes");
 	expect(maybe_watched(s) == 0, "a socket no epoll set watches is not watched");
 	expect(epoll_ctl(a, EPOLL_CTL_ADD, s, &ev) == 0 && maybe_watched(s) == 1,
 	       "a socket added to an epoll set is watched");
