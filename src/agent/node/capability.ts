@@ -24,7 +24,8 @@ export interface HostFacts {
   /**
    * Whether the running kernel has SMC at all, from its module lists under the host's
    * /lib/modules/<release>: `absent` when they list no smc (a kernel built without CONFIG_SMC,
-   * such as Debian's 7.2), `unknown` when they cannot be read. Absent from older facts.
+   * such as Debian's 7.2), `unknown` when they cannot be read (a node may have no /lib/modules at
+   * all: the agent mounts it without a type check, #77). Absent from older facts.
    */
   readonly smcBuilt?: 'module' | 'builtin' | 'absent' | 'unknown';
   /**
@@ -140,10 +141,26 @@ function chooseMechanism(host: HostFacts): Mechanism | { reason: string; detail:
   if (k.ok && host.smcModule) return 'tcp2smc';
   if (m?.ipprotoSmc.ok && m.bpf.ok) return 'bpf';
   if (m?.afSmc.ok) return 'preload';
+  return whyNone(host, k);
+}
+
+type Eligibility = ReturnType<typeof kernelEligibility>;
+
+/** Why no mechanism works on a node, as a label-safe reason and in words. */
+function whyNone(host: HostFacts, k: Eligibility): { reason: string; detail: string } {
+  const m = host.mechanisms;
   if (host.smcBuilt === 'absent')
     return {
       reason: 'kernel-without-smc',
       detail: `kernel ${host.kernelRelease} has no smc module (built without CONFIG_SMC, as Debian's 7.2 kernels are): no way to run SMC-R on it; run the node on a kernel that ships SMC (docs/support-matrix.md)`,
+    };
+  // No module lists (a node without /lib/modules, #77) and no SMC socket: the socket probe went
+  // through the kernel's own module autoload, so SMC cannot be had now, but whether the kernel ships
+  // it cannot be told. Say that, not kernel-without-smc.
+  if (host.smcBuilt === 'unknown' && m && !m.afSmc.ok && !/older than/.test(k.reason))
+    return {
+      reason: 'smc-unknown',
+      detail: `no SMC socket could be opened (${m.afSmc.why ?? 'AF_SMC refused'}), and whether kernel ${host.kernelRelease || '(unknown release)'} ships smc is unknown: this node has no module lists (/lib/modules/${host.kernelRelease || '<release>'}/modules.dep, modules.builtin). If the kernel has smc, load it (modprobe smc); if not, run the node on a kernel that ships SMC (docs/support-matrix.md)`,
     };
   if (k.ok)
     return {

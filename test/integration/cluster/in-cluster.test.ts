@@ -6,7 +6,7 @@
 // source) routes ClusterIPs inside the test netns. Then a workload, a denial, and the uninstall
 // exactly as the README says it.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -98,6 +98,7 @@ describe.skipIf(why !== '')(
     let cp: ControlPlane;
     let node: KubeNode;
     let conflistBefore = '';
+    let modulesAbsentAtStart = false;
 
     const kubectl = async (...args: string[]): Promise<string> => {
       const r = await cp.kubectl(args);
@@ -186,6 +187,7 @@ describe.skipIf(why !== '')(
       rmSync(HOST, { recursive: true, force: true });
       writeHostTree(HOST, { ipamDir: join(dir, 'ipam'), podCidr: POD_CIDR, defaultRoute: true });
       writeFakeProc(join(HOST, 'proc'));
+      modulesAbsentAtStart = !existsSync(join(HOST, 'absent'));
       conflistBefore = readFileSync(CONFLIST, 'utf8');
       const ns = createNetns('incluster');
       cp = await startControlPlane({
@@ -286,6 +288,15 @@ describe.skipIf(why !== '')(
       // The preload library, installed where the webhook mounts it from.
       expect(existsSync(join(HOST, 'opt/erdma-smcr/lib/libsmc-preload.so'))).toBe(true);
     }, 300_000);
+
+    // #77: the overlay points the agent's /lib/modules at a path absent when the suite starts, as
+    // on a node without it; the agent above became Ready and labelled the node there. What the
+    // runtime leaves for a hostPath with no type is an empty directory at most, never content.
+    it('starts and serves on a node without /lib/modules (the runtime leaves an empty directory at most)', () => {
+      expect(modulesAbsentAtStart).toBe(true);
+      const left = join(HOST, 'absent/lib/modules');
+      if (existsSync(left)) expect(readdirSync(left)).toEqual([]);
+    });
 
     it('mutates an annotated Deployment through the Service (API server → kube-proxy → pod), which then runs with a device and our plugin', async () => {
       const web = appsDeployment('web');

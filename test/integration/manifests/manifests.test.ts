@@ -355,6 +355,45 @@ describe.skipIf(why !== '')('manifests', () => {
       expect(Object.values(NODE_LABELS)).not.toContain(k);
   });
 
+  // #77: a `type: Directory` on /lib/modules kept the agent from starting on every node without it.
+  // Each hostPath of ours is here with the type it must have and why; a new one fails until it is
+  // added, so a host assumption cannot slip in unread.
+  it('every hostPath has the type its absence on a node calls for', () => {
+    const want: Record<string, string | undefined> = {
+      // Made by the kernel on every Linux node.
+      '/sys': 'Directory',
+      // Required of every OS (os-release(5)); with no type a runtime would make a directory there.
+      '/etc/os-release': 'File',
+      // Written by the agent or the device plugin: created where absent.
+      '/etc/cni/net.d': 'DirectoryOrCreate',
+      '/opt/cni/bin': 'DirectoryOrCreate',
+      '/var/lib/cni/erdma-smcr': 'DirectoryOrCreate',
+      '/var/log/erdma-smcr': 'DirectoryOrCreate',
+      '/run/erdma-smcr': 'DirectoryOrCreate',
+      '/sys/fs/bpf': 'DirectoryOrCreate',
+      '/opt/erdma-smcr/lib': 'DirectoryOrCreate',
+      // Must exist before the first pod's namespace for HostToContainer propagation to show it.
+      '/run/netns': 'DirectoryOrCreate',
+      // The kubelet makes it; without it no device plugin can register, so waiting is right.
+      '/var/lib/kubelet/device-plugins': 'Directory',
+      // Read only and optional (minimal node images have none): no type check.
+      '/lib/modules': undefined,
+    };
+    const seen = new Set<string>();
+    for (const name of ['erdma-smcr-agent', 'erdma-smcr-device-plugin']) {
+      const spec = find(base, 'DaemonSet', name).spec.template.spec;
+      for (const v of spec.volumes as { hostPath?: { path: string; type?: string } }[]) {
+        if (!v.hostPath) continue;
+        seen.add(v.hostPath.path);
+        expect(Object.keys(want), `${name}: hostPath ${v.hostPath.path} is listed`).toContain(
+          v.hostPath.path,
+        );
+        expect(v.hostPath.type, `${name}: ${v.hostPath.path}`).toBe(want[v.hostPath.path]);
+      }
+    }
+    expect([...seen].sort()).toEqual(Object.keys(want).sort());
+  });
+
   it('cert-manager overlay: files mode from the issued Secret, caBundle injected, same names', () => {
     const d = find(certManager, 'Deployment', 'erdma-smcr-webhook');
     const c = d.spec.template.spec.containers[0];

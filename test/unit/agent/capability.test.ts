@@ -89,6 +89,49 @@ describe('node capability', () => {
     expect(isLabelValue(c.reason)).toBe(true);
   });
 
+  // #77: a node without /lib/modules. The socket probe decides where it can; where it cannot, the
+  // reason says what is unknown and why, never kernel-without-smc.
+  describe('on a node without /lib/modules', () => {
+    const bare = (m: MechanismProbe): HostFacts => ({
+      kernelRelease: '6.12.117+deb13-amd64',
+      osImage: 'Debian GNU/Linux 13 (trixie)',
+      smcModule: false,
+      smcBuilt: 'unknown',
+      mechanisms: m,
+    });
+
+    it('reads no module lists as unknown, with or without the directory', () => {
+      const root = join(dir, 'no-modules');
+      mkdirSync(root, { recursive: true });
+      expect(smcBuilt(root, '6.12.117+deb13-amd64')).toBe('unknown');
+      // What containerd leaves for a hostPath with no type: an empty directory.
+      mkdirSync(join(root, 'lib', 'modules'), { recursive: true });
+      expect(smcBuilt(root, '6.12.117+deb13-amd64')).toBe('unknown');
+    });
+
+    it('lets a socket that opens decide: capable, by the mechanism the probe found', () => {
+      const c = capability(bare(probe({ ipprotoSmc: yes, bpf: yes, afSmc: yes })), devices);
+      expect(c).toMatchObject({ capable: true, mechanism: 'bpf' });
+    });
+
+    it('says unknown with the reason when no SMC socket opens, not kernel-without-smc', () => {
+      const c = capability(bare(probe({})), devices);
+      expect(c).toMatchObject({ capable: false, reason: 'smc-unknown' });
+      expect(c.detail).toMatch(/no SMC socket could be opened \(no AF_SMC sockets\)/);
+      expect(c.detail).toMatch(/\/lib\/modules\/6\.12\.117\+deb13-amd64\/modules\.dep/);
+      expect(c.detail).toMatch(/modprobe smc/);
+      expect(isLabelValue(c.reason)).toBe(true);
+    });
+
+    it('still says kernel-too-old for a kernel the rule names too old', () => {
+      const c = capability(
+        { ...bare(probe({})), kernelRelease: '5.10.134-16.al8.x86_64', osImage: good.osImage },
+        devices,
+      );
+      expect(c.reason).toBe('kernel-too-old');
+    });
+  });
+
   it('is capable with the right kernel, the smc module and a healthy default-mode device', () => {
     const c = capability(good, devices);
     expect(c).toMatchObject({ capable: true, driverMode: 'default', reason: '' });
