@@ -19,11 +19,19 @@
  * which descriptors are watched from the program's own epoll_ctl() and close() calls, which it
  * passes on (an O(1) look at connect). Setting
  * SMC_PRELOAD_LOOPBACK=smc keeps SMC for every loopback connection (the behaviour before).
+ *
+ * A kernel with loopback-ism (CONFIG_SMC_LO, upstream 6.9+; Alibaba Cloud Linux 4) serves lo: there a
+ * loopback connection becomes SMC-D through shared memory and gains, so nothing is swapped. The
+ * library asks the kernel once, at the first loopback connect(), with one generic netlink request
+ * (SMC's system information: ISMv2 capable, which on x86 and Arm only loopback-ism makes it).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
+#include <linux/smc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -212,6 +220,85 @@ static int swap_to_tcp(int fd, int family)
 	return 0;
 }
 
+/* One request/reply on a generic netlink socket; the reply's length, or -1. */
+static ssize_t genl_ask(int nl, void *req, size_t len, void *buf, size_t size)
+{
+	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+	if (sendto(nl, req, len, 0, (struct sockaddr *)&kernel, sizeof(kernel)) != (ssize_t)len)
+		return -1;
+	return recv(nl, buf, size, 0);
+}
+
+/* The first attribute of type `type` in [p, p+len), or NULL. */
+static const struct nlattr *nla_find(const unsigned char *p, size_t len, unsigned type)
+{
+	size_t off = 0;
+	while (off + NLA_HDRLEN <= len) {
+		const struct nlattr *a = (const struct nlattr *)(p + off);
+		if (a->nla_len < NLA_HDRLEN || off + a->nla_len > len)
+			return NULL;
+		if ((a->nla_type & NLA_TYPE_MASK) == type)
+			return a;
+		off += NLA_ALIGN(a->nla_len);
+	}
+	return NULL;
+}
+
+/* Whether the kernel has loopback-ism: SMC_GEN_NETLINK's GET_SYS_INFO says ISMv2 capable. 0 on any
+ * doubt (no family, no answer): the library then swaps as before. */
+static int kernel_has_loopback_ism(void)
+{
+	struct {
+		struct nlmsghdr h;
+		struct genlmsghdr g;
+		unsigned char attrs[32];
+	} req;
+	static unsigned char buf[4096] __attribute__((aligned(4)));
+	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+	const struct nlattr *a;
+	uint16_t family;
+	ssize_t n;
+	int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC), found = 0;
+	struct timeval tv = {.tv_sec = 1};
+	if (nl < 0)
+		return 0;
+	setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* The family's id, by name. */
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_type = GENL_ID_CTRL;
+	req.h.nlmsg_flags = NLM_F_REQUEST;
+	req.g.cmd = CTRL_CMD_GETFAMILY;
+	req.g.version = 1;
+	a = (const struct nlattr *)req.attrs;
+	((struct nlattr *)req.attrs)->nla_type = CTRL_ATTR_FAMILY_NAME;
+	((struct nlattr *)req.attrs)->nla_len = NLA_HDRLEN + sizeof(SMC_GENL_FAMILY_NAME);
+	memcpy(req.attrs + NLA_HDRLEN, SMC_GENL_FAMILY_NAME, sizeof(SMC_GENL_FAMILY_NAME));
+	req.h.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN + NLA_ALIGN(a->nla_len));
+	n = genl_ask(nl, &req, req.h.nlmsg_len, buf, sizeof(buf));
+	if (n < (ssize_t)(NLMSG_HDRLEN + GENL_HDRLEN) || h->nlmsg_type != GENL_ID_CTRL ||
+	    !(a = nla_find(buf + NLMSG_HDRLEN + GENL_HDRLEN, (size_t)n - NLMSG_HDRLEN - GENL_HDRLEN,
+			   CTRL_ATTR_FAMILY_ID)))
+		goto out;
+	memcpy(&family, (const unsigned char *)a + NLA_HDRLEN, sizeof(family));
+	/* SMC's system information (a dump of one message). */
+	memset(&req, 0, sizeof(req));
+	req.h.nlmsg_type = family;
+	req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	req.h.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
+	req.g.cmd = SMC_NETLINK_GET_SYS_INFO;
+	req.g.version = SMC_GENL_FAMILY_VERSION;
+	n = genl_ask(nl, &req, req.h.nlmsg_len, buf, sizeof(buf));
+	if (n < (ssize_t)(NLMSG_HDRLEN + GENL_HDRLEN) || h->nlmsg_type != family)
+		goto out;
+	a = nla_find(buf + NLMSG_HDRLEN + GENL_HDRLEN, (size_t)n - NLMSG_HDRLEN - GENL_HDRLEN, SMC_GEN_SYS_INFO);
+	if (a)
+		a = nla_find((const unsigned char *)a + NLA_HDRLEN, a->nla_len - NLA_HDRLEN, SMC_NLA_SYS_IS_ISM_V2);
+	found = a && a->nla_len > NLA_HDRLEN && *((const unsigned char *)a + NLA_HDRLEN) != 0;
+out:
+	close(nl);
+	return found;
+}
+
 int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	static connect_fn next;
@@ -228,7 +315,12 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	if (!keep && addr && is_loopback(addr, len)) {
 		int saved = errno;
-		swap_to_tcp(fd, addr->sa_family);
+		/* Asked once per process, at its first loopback connect; a race asks twice, harmlessly. */
+		static int lo_ism = -1;
+		if (__atomic_load_n(&lo_ism, __ATOMIC_RELAXED) < 0)
+			__atomic_store_n(&lo_ism, kernel_has_loopback_ism(), __ATOMIC_RELAXED);
+		if (!lo_ism)
+			swap_to_tcp(fd, addr->sa_family);
 		errno = saved;
 	}
 	return next(fd, addr, len);

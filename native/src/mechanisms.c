@@ -10,7 +10,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <linux/genetlink.h>
+#include <linux/smc.h>
 #include "netns.h"
+#include "smc_genl.h"
 
 #ifndef AF_SMC
 #define AF_SMC 43
@@ -49,10 +52,60 @@ static void probe_socket(struct probe *p, int family, int protocol, const char *
 	snprintf(p->why, sizeof(p->why), "%s (%s)", missing, strerror(errno));
 }
 
+/* loopback-ism (CONFIG_SMC_LO, upstream 6.9; Alibaba Cloud Linux 4's kernel): the emulated ISM
+ * device that gives SMC-D between processes of one kernel. It has no sysfs node (it is initialised,
+ * never added) and the SMC-D device dump skips it (smc_nl_prep_smcd_dev), so the probe reads SMC's
+ * system information: registering loopback-ism makes the kernel ISMv2 capable
+ * (smc_ism_set_v2_capable, SMC_NLA_SYS_IS_ISM_V2). The only other source of that is IBM Z's ISM
+ * hardware, which no x86 or Arm node has. */
+#define NLA_ALIGN4(n) (((n) + 3u) & ~3u)
+
+static int sys_walk(const unsigned char *p, size_t len, int depth, int *ism_v2)
+{
+	size_t off = 0;
+	while (off + NLA_HDRLEN <= len) {
+		const struct nlattr *a = (const struct nlattr *)(p + off);
+		unsigned type = a->nla_type & NLA_TYPE_MASK;
+		if (a->nla_len < NLA_HDRLEN || off + a->nla_len > len)
+			return -1;
+		if (depth == 0 && type == SMC_GEN_SYS_INFO)
+			sys_walk((const unsigned char *)a + NLA_HDRLEN, a->nla_len - NLA_HDRLEN, 1, ism_v2);
+		else if (depth == 1 && type == SMC_NLA_SYS_IS_ISM_V2 && a->nla_len >= NLA_HDRLEN + 1)
+			*ism_v2 = *((const unsigned char *)a + NLA_HDRLEN) != 0;
+		off += NLA_ALIGN4(a->nla_len);
+	}
+	return 0;
+}
+
+static int on_sys_info(const struct nlmsghdr *h, void *ctx)
+{
+	if (h->nlmsg_len < NLMSG_HDRLEN + GENL_HDRLEN)
+		return -1;
+	return sys_walk((const unsigned char *)h + NLMSG_HDRLEN + GENL_HDRLEN, h->nlmsg_len - NLMSG_HDRLEN - GENL_HDRLEN, 0,
+			ctx);
+}
+
+static void probe_loopback_ism(struct probe *p)
+{
+	int ism_v2 = -1;
+	int rc = genl_dump(SMC_GENL_FAMILY_NAME, SMC_NETLINK_GET_SYS_INFO, SMC_GENL_FAMILY_VERSION, on_sys_info, &ism_v2);
+	if (rc == 0 && ism_v2 == 1) {
+		p->ok = 1;
+		return;
+	}
+	if (rc == -ENOENT)
+		snprintf(p->why, sizeof(p->why), "no SMC generic netlink family (smc not loaded)");
+	else if (rc)
+		snprintf(p->why, sizeof(p->why), "cannot read SMC's system information (%s)", strerror(-rc));
+	else
+		snprintf(p->why, sizeof(p->why),
+			 "no loopback-ism SMC-D device (CONFIG_SMC_LO, upstream 6.9+; on in Alibaba Cloud Linux 4)");
+}
+
 /* `proc`: where the host's /proc is (the agent passes its own; tests a fake one). */
 static int mechanisms_cmd(const char *proc)
 {
-	struct probe tcp2smc = {0, ""}, ipproto = {0, ""}, bpf = {0, ""}, afsmc = {0, ""};
+	struct probe tcp2smc = {0, ""}, ipproto = {0, ""}, bpf = {0, ""}, afsmc = {0, ""}, lo = {0, ""};
 	const char *chosen = "none";
 	char knob[512];
 	snprintf(knob, sizeof(knob), "%s/sys/net/smc/tcp2smc", proc);
@@ -64,6 +117,8 @@ static int mechanisms_cmd(const char *proc)
 	probe_socket(&ipproto, AF_INET, IPPROTO_SMC_NUM, "no IPPROTO_SMC sockets (kernel 6.11+ with smc loaded)");
 	if (smcbpf_probe(bpf.why, sizeof(bpf.why)) == 0)
 		bpf.ok = 1;
+	/* After the socket probes: the first SMC socket made the kernel load smc. */
+	probe_loopback_ism(&lo);
 	if (tcp2smc.ok)
 		chosen = "tcp2smc";
 	else if (ipproto.ok && bpf.ok)
@@ -74,7 +129,9 @@ static int mechanisms_cmd(const char *proc)
 	print_probe(stdout, "tcp2smc", &tcp2smc, 0);
 	print_probe(stdout, "ipprotoSmc", &ipproto, 0);
 	print_probe(stdout, "bpf", &bpf, 0);
-	print_probe(stdout, "afSmc", &afsmc, 1);
+	print_probe(stdout, "afSmc", &afsmc, 0);
+	/* Not a mechanism: a transport the CLC handshake prefers between two ends on this kernel. */
+	print_probe(stdout, "loopbackIsm", &lo, 1);
 	puts("}");
 	return 0;
 }

@@ -115,6 +115,12 @@ export interface MechanismProbe {
   readonly ipprotoSmc: Probe;
   readonly bpf: Probe;
   readonly afSmc: Probe;
+  /**
+   * The loopback-ism SMC-D device (CONFIG_SMC_LO, upstream 6.9+, Alibaba Cloud Linux 4): not a
+   * mechanism but a transport, which the CLC handshake prefers between two ends on this kernel.
+   * Absent from binaries older than the probe.
+   */
+  readonly loopbackIsm?: Probe;
 }
 
 /** `erdma-smcr bpf status`: the pinned program and the netns switched on. */

@@ -72,6 +72,11 @@ export interface VmOptions {
   readonly consoleFile?: string;
   /** How long the guest may run before its watchdog reboots it (default 240 s; qemu gets 60 s more). */
   readonly watchdogSec?: number;
+  /**
+   * Which smc module (trixie only): Debian's (`stock`, the default: CONFIG_SMC_LO off) or the one
+   * test/smcr-vm/trixie.sh builds from Debian's source with loopback-ism (`lo`: SMC-D between pods).
+   */
+  readonly smc?: 'stock' | 'lo';
 }
 
 /** Builds the VM, boots it once and returns what its console said. */
@@ -83,6 +88,7 @@ export async function bootVm(opts: VmOptions = {}): Promise<VmRun> {
       ...process.env,
       SMCR_VM_KERNEL: opts.kernel ?? 'bookworm',
       SMCR_VM_WATCHDOG: String(watchdog),
+      SMCR_VM_SMC: opts.smc ?? 'stock',
     };
     const build = await run('bash', ['test/smcr-vm/build.sh', dir], 20 * 60_000, env);
     if (build.code !== 0) throw new Error(`building the VM failed:\n${build.out}`);

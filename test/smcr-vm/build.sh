@@ -31,6 +31,7 @@ if [ "$kernel" = trixie ]; then
   parts=$("$here/trixie.sh")
   kdir=$(echo "$parts" | sed -n 1p)
   rxe=$(echo "$parts" | sed -n 2p)
+  smc_lo=$(echo "$parts" | sed -n 3p)
   abi=$(basename "$kdir")
   mkdir -p "$out"
   log "kernel $abi (trixie)"
@@ -158,14 +159,23 @@ cp "$repo/dist/constants.js" "$root/constants.js"
 cp "$repo/dist/agent/host.js" "$root/host.js"
 echo '{"type":"module"}' > "$root/package.json"
 for m in "${modules[@]}"; do cp "$kdir/modules/$m.ko" "$root/lib/modules/"; done
+# SMCR_VM_SMC=lo (trixie only): smc and smc_diag as trixie.sh built them with loopback-ism, in place
+# of Debian's (CONFIG_SMC_LO off), so that pods of the VM can talk SMC-D.
+if [ "${SMCR_VM_SMC:-stock}" = lo ]; then
+  [ "$kernel" = trixie ] || { log "SMCR_VM_SMC=lo needs SMCR_VM_KERNEL=trixie"; exit 1; }
+  for m in smc smc_diag; do strip --strip-debug -o "$root/lib/modules/$m.ko" "$smc_lo/$m.ko"; done
+  log "smc with loopback-ism ($smc_lo)"
+fi
 # smc (and smc_diag) also where modprobe looks, with depmod's index.
 mkdir -p "$root/lib/modules/$abi/extra"
-for m in ib_core smc smc_diag; do cp "$kdir/modules/$m.ko" "$root/lib/modules/$abi/extra/"; done
+cp "$kdir/modules/ib_core.ko" "$root/lib/modules/$abi/extra/"
+for m in smc smc_diag; do cp "$root/lib/modules/$m.ko" "$root/lib/modules/$abi/extra/"; done
 depmod -b "$root" "$abi"
 cp "$rxe" "$root/lib/modules/rdma_rxe.ko"
 install -m 0755 "$here/init.sh" "$root/init"
 install -m 0755 "$here/transparent.sh" "$root/transparent.sh"
 install -m 0755 "$here/cost.sh" "$root/cost.sh"
+for f in pods.sh smcd.sh gain.sh; do install -m 0755 "$here/$f" "$root/$f"; done
 echo "${SMCR_VM_WATCHDOG:-240}" > "$root/watchdog"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 > "$out/initramfs.gz")
 cp "$kdir/vmlinuz" "$out/vmlinuz"

@@ -145,6 +145,14 @@ if grep -q 'smcr_scenario=cost' /proc/cmdline; then
   sleep 60
 fi
 
+for scenario in smcd gain; do
+  if grep -q "smcr_scenario=$scenario" /proc/cmdline; then
+    . "/$scenario.sh"
+    finish ok
+    sleep 60
+  fi
+done
+
 if grep -q 'smcr_scenario=transparent' /proc/cmdline; then
   . /transparent.sh
   finish ok

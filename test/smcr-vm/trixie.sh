@@ -5,7 +5,8 @@
 # cache, never in the system's configuration. Everything is cached in
 # $ERDMA_SMCR_CACHE/smcr-vm/trixie (default /var/cache/erdma-smcr): the chroot once, the kernel once
 # per ABI, rdma_rxe once per patch.
-# Usage: trixie.sh -> prints the directory holding vmlinuz, modules/*.ko and rdma_rxe-<key>.ko
+# Usage: trixie.sh -> prints the directory holding vmlinuz, modules/*.ko and rdma_rxe-<key>.ko; the
+# patched rdma_rxe; the directory holding smc.ko and smc_diag.ko built with loopback-ism.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${ERDMA_SMCR_CACHE:-/var/cache/erdma-smcr}/smcr-vm/trixie
@@ -43,16 +44,37 @@ if [ ! -f "$kdir/vmlinuz" ]; then
   rm -rf "$chroot_dir/tmp/k"
 fi
 
-src=$cache/linux-source-$version/rxe
-if [ ! -f "$src/rxe_net.c" ]; then
-  log "downloading linux-source-$series ($version) for drivers/infiniband/sw/rxe"
+# The parts of Debian's own linux-source this suite builds: rdma_rxe, and net/smc for loopback-ism.
+srcs=$cache/linux-source-$version
+if [ ! -f "$srcs/rxe/rxe_net.c" ] || [ ! -f "$srcs/smc/smc_loopback.c" ]; then
+  log "downloading linux-source-$series ($version) for drivers/infiniband/sw/rxe and net/smc"
   rm -rf "$chroot_dir/tmp/s" && mkdir -p "$chroot_dir/tmp/s"
   in_chroot sh -c "apt-get update -qq && cd /tmp/s && apt-get download -qq linux-source-$series=$version" >&2
   dpkg-deb --fsys-tarfile "$chroot_dir"/tmp/s/linux-source-*.deb | tar -x -C "$chroot_dir/tmp/s" "./usr/src/linux-source-$series.tar.xz"
-  tar -xJf "$chroot_dir/tmp/s/usr/src/linux-source-$series.tar.xz" -C "$chroot_dir/tmp/s" "linux-source-$series/drivers/infiniband/sw/rxe"
-  mkdir -p "$src"
-  cp -r "$chroot_dir/tmp/s/linux-source-$series/drivers/infiniband/sw/rxe/." "$src/"
+  tar -xJf "$chroot_dir/tmp/s/usr/src/linux-source-$series.tar.xz" -C "$chroot_dir/tmp/s" \
+    "linux-source-$series/drivers/infiniband/sw/rxe" "linux-source-$series/net/smc"
+  rm -rf "$srcs/rxe" "$srcs/smc" && mkdir -p "$srcs/rxe" "$srcs/smc"
+  cp -r "$chroot_dir/tmp/s/linux-source-$series/drivers/infiniband/sw/rxe/." "$srcs/rxe/"
+  cp -r "$chroot_dir/tmp/s/linux-source-$series/net/smc/." "$srcs/smc/"
   rm -rf "$chroot_dir/tmp/s"
+fi
+src=$srcs/rxe
+
+# smc.ko and smc_diag.ko with loopback-ism (CONFIG_SMC_LO, off in Debian's config), from the same
+# source, against the same headers: the module Debian would ship with that option on. The headers'
+# autoconf.h lacks CONFIG_SMC_LO, so the C code is told too (IS_ENABLED reads the macro).
+lo=$kdir/smc-lo-$(printf '%s\n' "$version" "$(sha256sum < "$0" | cut -c1-16)" | sha256sum | cut -c1-16)
+if [ ! -f "$lo/smc.ko" ] || [ ! -f "$lo/smc_diag.ko" ]; then
+  log "building smc with loopback-ism (CONFIG_SMC_LO) for $abi"
+  rm -rf "$chroot_dir/tmp/smc" && mkdir -p "$chroot_dir/tmp/smc"
+  cp -r "$srcs/smc/." "$chroot_dir/tmp/smc/"
+  in_chroot make -s -C "/lib/modules/$abi/build" M=/tmp/smc CONFIG_SMC=m CONFIG_SMC_DIAG=m CONFIG_SMC_LO=y \
+    KCFLAGS=-DCONFIG_SMC_LO=1 modules > "$cache/smc-lo-build.log" 2>&1 ||
+    { cat "$cache/smc-lo-build.log" >&2; exit 1; }
+  mkdir -p "$lo.tmp"
+  cp "$chroot_dir/tmp/smc/smc.ko" "$chroot_dir/tmp/smc/smc_diag.ko" "$lo.tmp/"
+  rm -rf "$lo" && mv "$lo.tmp" "$lo"
+  rm -rf "$chroot_dir/tmp/smc"
 fi
 
 key=$(sha256sum < "$here/rxe-6.12-smcr.patch" | cut -c1-16)
@@ -68,3 +90,4 @@ if [ ! -f "$rxe" ]; then
 fi
 echo "$kdir"
 echo "$rxe"
+echo "$lo"

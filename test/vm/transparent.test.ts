@@ -17,102 +17,18 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { requires, root } from '../helpers/requires.js';
 import { bootVm, type VmRun } from '../helpers/vm.js';
+import {
+  expectTcp,
+  RUNTIMES,
+  statsDelta,
+  type BpfStatus,
+  type SockLoop,
+  type Socket,
+  type Stats,
+  type Summary,
+} from '../helpers/vm-pods.js';
 
 const skip = requires('the transparent SMC-R kernel test (apt-get, qemu)', root) !== '';
-
-interface Socket {
-  state: string;
-  mode: string;
-  local: string;
-  peer: string;
-  link?: { dev: string; role: string };
-}
-interface Summary {
-  summary: { sockets: number; byMode: { SMCR: number; TCP: number }; plainTcp: number };
-}
-
-interface SockLoop {
-  sockets: number;
-  smc: number;
-  tcp: number;
-  failed: number;
-  combos: { family: string; flags: string; protocol: number; smc: number; tcp: number }[];
-}
-interface BpfStatus {
-  progId?: number;
-  tag?: string;
-  loaded: boolean;
-  netns: { cookie: number; switched: number }[];
-}
-interface Stats {
-  stats: { counters: Record<'smcr', Record<string, number>> };
-  fallbacks: { reasons: { side: string; reason: string; count: number }[] };
-}
-
-/** The programs of each runtime (test/smcr-vm/transparent.sh `runtime`): connections the client holds. */
-const RUNTIMES = [
-  {
-    key: 'go',
-    name: 'a static Go program (net/http)',
-    static: true,
-    conns: 1,
-    output: /got 4194304 bytes/,
-  },
-  {
-    key: 'python',
-    name: "CPython's http.server and urllib",
-    static: false,
-    conns: 1,
-    output: /got 4194304 bytes/,
-  },
-  {
-    key: 'node',
-    name: 'Node.js (node:http)',
-    static: false,
-    conns: 1,
-    output: /got 4194304 bytes/,
-  },
-  {
-    key: 'redis',
-    name: 'redis-server under redis-benchmark',
-    static: false,
-    conns: 4,
-    output: /GET: rps=/,
-  },
-] as const;
-
-/** What SMC's counters in POD's netns moved during the case LABEL. */
-function statsDelta(
-  vm: VmRun,
-  label: string,
-  pod: string,
-): { successes: number; fallbacks: number; bytes: number } {
-  const at = (when: string): Stats => vm.json(`${label}_stats_${when}_${pod}`) as Stats;
-  const sum = (s: Stats, keys: string[]): number =>
-    keys.reduce((n, k) => n + (s.stats.counters.smcr[k] ?? 0), 0);
-  const ok = ['clientSuccessV1', 'clientSuccessV2', 'serverSuccessV1', 'serverSuccessV2'];
-  const fb = (s: Stats): number => s.fallbacks.reasons.reduce((n, r) => n + r.count, 0);
-  const [b, a] = [at('before'), at('after')];
-  return {
-    successes: sum(a, ok) - sum(b, ok),
-    fallbacks: fb(a) - fb(b),
-    bytes: sum(a, ['txBytes', 'rxBytes']) - sum(b, ['txBytes', 'rxBytes']),
-  };
-}
-
-/** The case's connections were plain TCP at both ends: no SMC socket, SMC's counters still. */
-function expectTcp(vm: VmRun, label: string, client: string, server: string, conns: number): void {
-  for (const pod of [client, server]) {
-    const socks = (vm.json(`${label}_sockets_${pod}`) as Socket[]).filter(
-      (x) => x.state !== 'LISTEN',
-    );
-    expect(socks, `${label} in ${pod}`).toEqual([]);
-    const sum = (vm.json(`${label}_summary_${pod}`) as Summary).summary;
-    expect(sum.sockets).toBe(0);
-    expect(sum.plainTcp, `${label} in ${pod}`).toBeGreaterThanOrEqual(conns);
-    expect(statsDelta(vm, label, pod).successes).toBe(0);
-  }
-}
 
 const KERNELS = [
   { kernel: 'trixie', release: /^6\.12\./, mechanism: 'bpf' },

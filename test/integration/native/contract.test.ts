@@ -39,6 +39,7 @@ describe('the mechanism probe and the BPF pins, as the agent reads them', () => 
         ipprotoSmc: probe,
         bpf: probe,
         afSmc: probe,
+        loopbackIsm: probe,
       })
       .strict();
     expect(schema.safeParse(m).error?.issues ?? []).toEqual([]);
@@ -46,6 +47,8 @@ describe('the mechanism probe and the BPF pins, as the agent reads them', () => 
     expect(m.tcp2smc.ok).toBe(false);
     const expected = m.ipprotoSmc.ok && m.bpf.ok ? 'bpf' : m.afSmc.ok ? 'preload' : 'none';
     expect(m.mechanism).toBe(expected);
+    // loopback-ism is there only with SMC: without an AF_SMC socket, it cannot be.
+    if (!m.afSmc.ok) expect(m.loopbackIsm?.ok).toBe(false);
   });
 
   it('bpf status reads an empty pin directory as not loaded; switching a netns on there says why not', async () => {
