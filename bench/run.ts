@@ -11,6 +11,7 @@ import { benchMemory } from './memory/daemons.js';
 import { benchScale } from './scale.js';
 import { benchSmc } from './smc.js';
 import { benchSmcCost } from './smc-cost.js';
+import { benchSmcGain } from './smc-gain.js';
 import { table, type BenchRow } from './report.js';
 import { benchWebhook } from './webhook.js';
 
@@ -20,6 +21,7 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   cni: benchCni,
   smc: benchSmc,
   'smc-cost': benchSmcCost,
+  'smc-gain': benchSmcGain,
   memory: benchMemory,
   pods: benchNodePods,
   scale: benchScale,

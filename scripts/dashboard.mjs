@@ -66,10 +66,10 @@ export function dashboard() {
     )
     .withPanel(
       stat(
-        'SMC-R connections',
-        'Established connections of SMC-R pods that run over RDMA (mode SMCR), at the agents’ last sample.',
+        'Accelerated connections',
+        'Established connections of SMC-R pods on an accelerated path: over RDMA (mode SMCR) between nodes, or through shared memory (mode SMCD, loopback-ism) within one node, at the agents’ last sample.',
         'none',
-        'sum(erdma_smcr:pod_connections:sum_by_namespace_mode{mode="SMCR"})',
+        'sum(erdma_smcr:pod_connections:sum_by_namespace_mode{mode=~"SMCR|SMCD"})',
       ),
     )
     .withPanel(
@@ -92,7 +92,7 @@ export function dashboard() {
     .withPanel(
       series(
         'Connections by namespace and mode',
-        'SMCR: over RDMA; TCP: fell back. From smc_diag at each agent sample (agent.smcSampleMs).',
+        'SMCR: over RDMA; SMCD: through shared memory within the node (loopback-ism); TCP: fell back. From smc_diag at each agent sample (agent.smcSampleMs).',
         'none',
         ['erdma_smcr:pod_connections:sum_by_namespace_mode', '{{namespace}} {{mode}}'],
       ),

@@ -29,6 +29,11 @@ export const NODE_LABELS = {
   reason: `${OWN_PREFIX}reason`,
   /** How the node turns a pod's TCP into SMC: tcp2smc, bpf or preload (docs/support-matrix.md). */
   mechanism: `${OWN_PREFIX}mechanism`,
+  /**
+   * Whether the node's kernel has loopback-ism (`true`/`false`; absent while unknown): SMC-D between
+   * pods of the node through shared memory, which the CLC handshake prefers to SMC-R.
+   */
+  smcdLoopback: `${OWN_PREFIX}smcd-loopback`,
 } as const;
 
 /**

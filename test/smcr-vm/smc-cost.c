@@ -8,6 +8,9 @@
  *   smc-cost client ADDR PORT connect N    N times: socket, connect, close
  *   smc-cost client ADDR PORT rr N         N times: socket, connect, 100 bytes out, 100 back, close
  *   smc-cost client ADDR PORT bulk BYTES   one connection to PORT+1, BYTES out, wait for EOF
+ *   smc-cost client ADDR PORT pingpong N   one connection, N exchanges of SMC_COST_SIZE bytes
+ *                                          (default 1) each way: request/response on a
+ *                                          long-lived connection (bench/smc-gain.ts)
  *
  * With SMC_COST_NONBLOCK=1 in its environment the client connects as an event loop does (libuv,
  * asyncio): a SOCK_NONBLOCK socket, connect() until EINPROGRESS, poll() until writable, then the
@@ -192,6 +195,31 @@ static int client(const char *addr, int port, const char *mode, long n)
 	lat = calloc((size_t)n, sizeof(*lat));
 	if (!lat)
 		die("calloc");
+	if (!strcmp(mode, "pingpong")) {
+		size_t size = getenv("SMC_COST_SIZE") ? (size_t)atol(getenv("SMC_COST_SIZE")) : 1;
+		char *m = malloc(size ? size : 1);
+		int fd;
+		if (!m || !size)
+			die("SMC_COST_SIZE");
+		memset(m, 'x', size);
+		fd = dial(&a, &proto);
+		cpu0 = cpu_us();
+		for (i = 0; i < n; i++) {
+			t0 = now_us();
+			if (full_io(fd, m, size, 1) || full_io(fd, m, size, 0))
+				die("exchange");
+			lat[i] = now_us() - t0;
+			sum += lat[i];
+		}
+		close(fd);
+		free(m);
+		qsort(lat, (size_t)n, sizeof(*lat), cmp);
+		printf("mode=pingpong size=%zu n=%ld p50_us=%.0f p99_us=%.0f mean_us=%.0f cpu_us_per=%.1f proto=%s\n",
+		       size, n, lat[n / 2], lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1], sum / n,
+		       (cpu_us() - cpu0) / n, proto);
+		free(lat);
+		return 0;
+	}
 	cpu0 = cpu_us();
 	for (i = 0; i < n; i++) {
 		int fd;
@@ -223,6 +251,6 @@ int main(int argc, char **argv)
 	}
 	if (argc == 6 && !strcmp(argv[1], "client"))
 		return client(argv[2], atoi(argv[3]), argv[4], atol(argv[5]));
-	fprintf(stderr, "usage: smc-cost server PORT | smc-cost client ADDR PORT connect|rr|bulk N\n");
+	fprintf(stderr, "usage: smc-cost server PORT | smc-cost client ADDR PORT connect|rr|bulk|pingpong N\n");
 	return 2;
 }

@@ -45,6 +45,11 @@ export interface Capability {
   readonly reason: string;
   /** The same in words, for logs and events. */
   readonly detail: string;
+  /**
+   * The kernel has loopback-ism (SMC-D between pods of the node), by the probe; undefined when the
+   * probe did not say (an older binary, or no probe yet).
+   */
+  readonly smcdLoopback?: boolean;
 }
 
 function read(path: string): string {
@@ -95,6 +100,8 @@ export function capability(
   devices: readonly RdmaDevice[],
   eniProblem?: string,
 ): Capability {
+  const lo = host.mechanisms?.loopbackIsm;
+  const smcd = lo ? { smcdLoopback: lo.ok } : {};
   const modes = [...new Set(devices.map((d) => d.driverMode))];
   const driverMode = modes.includes('default') ? 'default' : (modes[0] ?? '');
   const no = (reason: string, detail: string): Capability => ({
@@ -103,6 +110,7 @@ export function capability(
     driverMode,
     reason,
     detail,
+    ...smcd,
   });
   const chosen = chooseMechanism(host);
   if (typeof chosen !== 'string') return no(chosen.reason, chosen.detail);
@@ -125,7 +133,8 @@ export function capability(
     mechanism: chosen,
     driverMode,
     reason: '',
-    detail: `SMC-R capable (${chosen})`,
+    detail: `SMC-R capable (${chosen})${lo?.ok ? ', and SMC-D within the node (loopback-ism)' : ''}`,
+    ...smcd,
   };
 }
 
@@ -184,6 +193,7 @@ export function capabilityLabels(c: Capability): Record<string, string | null> {
     [NODE_LABELS.driverMode]: c.driverMode === '' ? null : c.driverMode,
     [NODE_LABELS.reason]: c.capable ? null : c.reason,
     [NODE_LABELS.mechanism]: c.capable ? c.mechanism : null,
+    [NODE_LABELS.smcdLoopback]: c.smcdLoopback === undefined ? null : String(c.smcdLoopback),
   };
 }
 

@@ -52,6 +52,14 @@ const REASONS: Readonly<Record<number, readonly [string, string]>> = {
   0x03030009: ['RELEASEERR', 'SMC release versions could not be negotiated'],
   0x0303000a: ['MAXCONNERR', 'the maximum connections per link group could not be negotiated'],
   0x0303000b: ['MAXLINKERR', 'the maximum links per link group could not be negotiated'],
+  // Alibaba's kernels (Anolis): the SMCv2.1 supplemental features, which carry their
+  // vendor_exp_options (experiment_vendor_options in upstream terms), do not match between the
+  // two ends; one Anolis tree names this code REQLGR for a link group it must create. Set the
+  // same vendor options on both nodes, or none.
+  0x0303000c: [
+    'FEATUNSUPP',
+    "the peers' supplemental (vendor) features do not match: Alibaba's kernels decline when their vendor_exp_options differ",
+  ],
   0x03040000: ['MODEUNSUPP', 'the SMC modes of the two ends do not match'],
   0x03050000: ['RMBE_EC', 'the peer has an eye catcher in its RMBE'],
   0x03060000: ['OPTUNSUPP', 'a socket option SMC does not support (e.g. TCP fast open) is set'],
@@ -73,6 +81,11 @@ const REASONS: Readonly<Record<number, readonly [string, string]>> = {
   0x09990001: ['ERR_RTOK', 'remote token handling failed'],
   0x09990002: ['ERR_RDYLNK', 'the RDMA link could not be made ready'],
   0x09990003: ['ERR_REGBUF', 'registering the RDMA buffers failed'],
+  // Alibaba's kernels (Anolis smc_clc.h, SMC_CLC_DECL_CREDITSERR): credit-based flow control.
+  0x09990004: [
+    'CREDITSERR',
+    "announcing receive credits on the SMC-R link failed (Alibaba's kernels' credit-based flow control)",
+  ],
 };
 
 /** A fallback reason decoded; unknown codes keep their number. */
@@ -147,12 +160,15 @@ function podLine(p: PodSmc): string {
   const who = `${p.namespace}/${p.name}`;
   const s = p.summary;
   if (!s) return `${pad(who, 40)}not read: ${p.error ?? 'unknown'}`;
-  const devs = s.devices.map((d) => `${d.dev}:${d.port}`).join(',') || '-';
+  // SMC-D has no RDMA device: on a node it is loopback-ism, shared memory within the kernel.
+  const devs =
+    s.devices.map((d) => `${d.dev}:${d.port}`).join(',') ||
+    (s.byMode.SMCD > 0 ? 'loopback-ism' : '-');
   const reasons = Object.entries(s.fallbacks)
     .map(([code, n]) => `${describeReason(code).name}×${n}`)
     .concat(s.otherFallbacks ? [`other×${s.otherFallbacks}`] : [])
     .join(', ');
-  return `${pad(who, 40)}${pad(String(s.byMode.SMCR), 6)}${pad(String(s.byMode.TCP), 6)}${pad(fmtBytes(s.txBytes), 10)}${pad(fmtBytes(s.rxBytes), 10)}${pad(devs, 14)}${reasons || '-'}`;
+  return `${pad(who, 40)}${pad(String(s.byMode.SMCR), 6)}${pad(String(s.byMode.SMCD), 6)}${pad(String(s.byMode.TCP), 6)}${pad(fmtBytes(s.txBytes), 10)}${pad(fmtBytes(s.rxBytes), 10)}${pad(devs, 14)}${reasons || '-'}`;
 }
 
 /** Why connections of a pod stayed plain TCP, by the pod's mechanism. */
@@ -196,8 +212,9 @@ function legend(pods: readonly PodSmc[]): string[] {
 }
 
 function socketDetails(s: SmcSocket): string {
-  if (s.mode === 'SMCR' && s.link)
-    return `${s.link.dev}:${s.link.port} ${s.link.role}${s.conn ? ` tx ${fmtBytes(s.conn.txBytes)} rx ${fmtBytes(s.conn.rxBytes)}` : ''}`;
+  const bytes = s.conn ? ` tx ${fmtBytes(s.conn.txBytes)} rx ${fmtBytes(s.conn.rxBytes)}` : '';
+  if (s.mode === 'SMCR' && s.link) return `${s.link.dev}:${s.link.port} ${s.link.role}${bytes}`;
+  if (s.mode === 'SMCD') return `shared memory (SMC-D)${bytes}`;
   if (!s.fallback) return '';
   const peer =
     s.fallback.peerReason !== '0x00000000'
@@ -223,7 +240,7 @@ function socketTable(p: PodSmc): string[] {
 export function formatStatus(pods: readonly PodSmc[]): string {
   if (pods.length === 0) return 'no SMC-R pods on this node\n';
   const lines = [
-    `${pad('POD', 40)}${pad('SMC-R', 6)}${pad('TCP', 6)}${pad('TX', 10)}${pad('RX', 10)}${pad('DEVICE', 14)}FALLBACK REASONS`,
+    `${pad('POD', 40)}${pad('SMC-R', 6)}${pad('SMC-D', 6)}${pad('TCP', 6)}${pad('TX', 10)}${pad('RX', 10)}${pad('DEVICE', 14)}FALLBACK REASONS`,
     ...pods.map(podLine),
     ...legend(pods),
     ...plainTcpNotes(pods),

@@ -89,6 +89,22 @@ describe('node capability', () => {
     expect(isLabelValue(c.reason)).toBe(true);
   });
 
+  // #78: loopback-ism found by the probe (SMC_NLA_SYS_IS_ISM_V2), published as a label of its own,
+  // whatever the capability: it says what pods of the node get between them.
+  it.each([
+    [true, 'true'],
+    [false, 'false'],
+  ])('labels the node smcd-loopback=%s from the probe', (ok, label) => {
+    const loopbackIsm: Probe = ok ? yes : no('no loopback-ism SMC-D device');
+    const m = probe({ ipprotoSmc: yes, bpf: yes, afSmc: yes, loopbackIsm });
+    const c = capability(debian('6.12.117+deb13-amd64', m), devices);
+    expect(c).toMatchObject({ capable: true, mechanism: 'bpf', smcdLoopback: ok });
+    expect(c.detail).toMatch(ok ? /SMC-D within the node/ : /^SMC-R capable \(bpf\)$/);
+    expect(capabilityLabels(c)['smcr.erdma.io/smcd-loopback']).toBe(label);
+    const none = capability(debian('6.12.117+deb13-amd64', m), []);
+    expect(capabilityLabels(none)['smcr.erdma.io/smcd-loopback']).toBe(label);
+  });
+
   // #77: a node without /lib/modules. The socket probe decides where it can; where it cannot, the
   // reason says what is unknown and why, never kernel-without-smc.
   describe('on a node without /lib/modules', () => {
@@ -140,6 +156,8 @@ describe('node capability', () => {
       'smcr.erdma.io/driver-mode': 'default',
       'smcr.erdma.io/reason': null,
       'smcr.erdma.io/mechanism': 'tcp2smc',
+      // No probe said: the label is left off.
+      'smcr.erdma.io/smcd-loopback': null,
     });
   });
 

@@ -40,6 +40,14 @@ describe('fallback reasons', () => {
     });
     expect(describeReason('garbage').name).toBe('UNKNOWN');
   });
+
+  // #78: codes of Alibaba's kernels (Anolis smc_clc.h) that upstream lacks are named too.
+  it.each([
+    ['0x0303000c', 'FEATUNSUPP', /vendor_exp_options/],
+    ['0x09990004', 'CREDITSERR', /credits/],
+  ])("names Alibaba's code %s (%s), not UNKNOWN", (code, name, meaning) => {
+    expect(describeReason(code)).toMatchObject({ name, meaning: expect.stringMatching(meaning) });
+  });
 });
 
 describe('status from the VM-captured output', () => {
@@ -63,15 +71,28 @@ describe('status from the VM-captured output', () => {
       },
     ]);
     const lines = text.split('\n');
-    expect(lines[0]).toMatch(/^POD\s+SMC-R\s+TCP\s+TX\s+RX\s+DEVICE\s+FALLBACK REASONS$/);
+    expect(lines[0]).toMatch(/^POD\s+SMC-R\s+SMC-D\s+TCP\s+TX\s+RX\s+DEVICE\s+FALLBACK REASONS$/);
     expect(lines.find((l) => l.startsWith('default/a '))).toMatch(
-      /^default\/a\s+1\s+0\s+4\.0 MiB\s+4\.0 MiB\s+rxe_a:1\s+-$/,
+      /^default\/a\s+1\s+0\s+0\s+4\.0 MiB\s+4\.0 MiB\s+rxe_a:1\s+-$/,
     );
     expect(lines.find((l) => l.startsWith('default/c '))).toMatch(
-      /^default\/c\s+0\s+1\s+0 B\s+0 B\s+-\s+NOSMCDEV×1$/,
+      /^default\/c\s+0\s+0\s+1\s+0 B\s+0 B\s+-\s+NOSMCDEV×1$/,
     );
     expect(text).toMatch(/default\/gone\s+not read: cannot enter the netns/);
     expect(text).toMatch(/NOSMCDEV \(0x03030000\): no SMC device matches the interface/);
+  });
+
+  // #78: captured in the SMC-D VM test (test/vm/smcd.test.ts): iperf3's two connections between
+  // pods of one node over loopback-ism. SMC-D is the accelerated path: its own column, no device.
+  it('counts SMC-D connections as SMC-D, with loopback-ism for the device, and lists them', () => {
+    const text = formatStatus([pod('smcd', true)]);
+    expect(text.split('\n').find((l) => l.startsWith('default/smcd '))).toMatch(
+      /^default\/smcd\s+0\s+2\s+0\s+10\.3 MiB\s+4 B\s+loopback-ism\s+-$/,
+    );
+    expect(text).toMatch(
+      /ACTIVE\s+10\.88\.0\.2:\d+\s+10\.88\.0\.3:5201\s+SMCD\s+shared memory \(SMC-D\) tx/,
+    );
+    expect(text).not.toMatch(/Plain TCP|Fallback reasons/);
   });
 
   it('with --pod: an smcss-like table of its connections', () => {
