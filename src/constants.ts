@@ -34,6 +34,14 @@ export const NODE_LABELS = {
    * pods of the node through shared memory, which the CLC handshake prefers to SMC-R.
    */
   smcdLoopback: `${OWN_PREFIX}smcd-loopback`,
+  /**
+   * TCP ports (`LOW-HIGH`) the erdma driver in compat mode reserves in every network namespace for
+   * eRDMA's out-of-band connections (its module parameter reserve_ports_base, 16 ports), as the
+   * agent read them on the node; absent where it reserves none.
+   */
+  erdmaReservedPorts: `${OWN_PREFIX}erdma-reserved-ports`,
+  /** The same for the smc module of Alibaba's kernels (its rsvd_ports_base, 16 ports). */
+  smcReservedPorts: `${OWN_PREFIX}smc-reserved-ports`,
 } as const;
 
 /**

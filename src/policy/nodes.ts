@@ -13,6 +13,7 @@ export class NodeIndex implements NodeSet {
   /** For each cluster driver mode asked about so far: the nodes whose status is ok under it. */
   private readonly usableByMode = new Map<Mode, Set<NodeFacts>>();
   private preload = 0;
+  private readonly reserved = new Map<string, number>();
 
   constructor(nodes: Iterable<NodeFacts> = []) {
     for (const n of nodes) this.upsert(n);
@@ -24,6 +25,10 @@ export class NodeIndex implements NodeSet {
 
   get preloadNodes(): number {
     return this.preload;
+  }
+
+  get reservedPorts(): ReadonlyMap<string, number> {
+    return this.reserved;
   }
 
   get(name: string): NodeFacts | undefined {
@@ -51,6 +56,7 @@ export class NodeIndex implements NodeSet {
     if (old) this.forget(old);
     this.byName.set(node.name, node);
     if (isPreload(node)) this.preload++;
+    this.countReserved(node, 1);
     for (const [mode, set] of this.usableByMode)
       if (nodeStatus(node, mode).state === 'ok') set.add(node);
   }
@@ -65,14 +71,29 @@ export class NodeIndex implements NodeSet {
   private forget(old: NodeFacts): void {
     for (const set of this.usableByMode.values()) set.delete(old);
     if (isPreload(old)) this.preload--;
+    this.countReserved(old, -1);
+  }
+
+  private countReserved(node: NodeFacts, by: 1 | -1): void {
+    for (const label of RESERVED_LABELS) {
+      const v = node.labels[label];
+      if (v === undefined) continue;
+      const key = `${label}=${v}`;
+      const n = (this.reserved.get(key) ?? 0) + by;
+      if (n > 0) this.reserved.set(key, n);
+      else this.reserved.delete(key);
+    }
   }
 
   clear(): void {
     this.byName.clear();
     this.usableByMode.clear();
     this.preload = 0;
+    this.reserved.clear();
   }
 }
+
+const RESERVED_LABELS = [NODE_LABELS.erdmaReservedPorts, NODE_LABELS.smcReservedPorts] as const;
 
 const isPreload = (n: NodeFacts): boolean => n.labels[NODE_LABELS.mechanism] === 'preload';
 

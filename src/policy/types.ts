@@ -34,6 +34,12 @@ export interface NodeSet extends Iterable<NodeFacts> {
   usable(mode: DriverMode | undefined): ReadonlySet<NodeFacts>;
   /** How many nodes the agent labelled with the preload mechanism (0: the plan is skipped). */
   readonly preloadNodes: number;
+  /**
+   * The port ranges nodes reserve in every netns (labels smcr.erdma.io/erdma-reserved-ports and
+   * smc-reserved-ports), as `label=LOW-HIGH`, with how many nodes carry each: a handful of entries
+   * whatever the cluster's size.
+   */
+  readonly reservedPorts: ReadonlyMap<string, number>;
 }
 
 /**

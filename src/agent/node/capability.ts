@@ -6,6 +6,7 @@ import { NODE_LABELS } from '../../constants.js';
 import { kernelEligibility } from '../../policy/kernel.js';
 import type { Mechanism, MechanismProbe } from '../../native/contract.js';
 import type { RdmaDevice } from './discovery.js';
+import { portRange, readReservedPorts, type ReservedPorts } from './reserved-ports.js';
 import {
   kernelModulesDir,
   kernelReleaseFile,
@@ -33,6 +34,8 @@ export interface HostFacts {
    * it only the tcp2smc path is considered, as before the probe existed.
    */
   readonly mechanisms?: MechanismProbe;
+  /** TCP ports the node's erdma and smc modules reserve in every netns (./reserved-ports.ts). */
+  readonly reservedPorts?: ReservedPorts;
 }
 
 export interface Capability {
@@ -50,6 +53,8 @@ export interface Capability {
    * probe did not say (an older binary, or no probe yet).
    */
   readonly smcdLoopback?: boolean;
+  /** What the host facts said the node reserves (labels for the webhook's port warning). */
+  readonly reservedPorts?: ReservedPorts;
 }
 
 function read(path: string): string {
@@ -70,6 +75,7 @@ export function hostFacts(procRoot: string, hostRoot: string): HostFacts {
     osImage: pretty,
     smcModule: existsSync(smcSysctl(procRoot, 'tcp2smc')),
     smcBuilt: smcBuilt(hostRoot, kernelRelease),
+    reservedPorts: readReservedPorts(hostRoot),
   };
 }
 
@@ -101,7 +107,10 @@ export function capability(
   eniProblem?: string,
 ): Capability {
   const lo = host.mechanisms?.loopbackIsm;
-  const smcd = lo ? { smcdLoopback: lo.ok } : {};
+  const smcd = {
+    ...(lo ? { smcdLoopback: lo.ok } : {}),
+    ...(host.reservedPorts ? { reservedPorts: host.reservedPorts } : {}),
+  };
   const modes = [...new Set(devices.map((d) => d.driverMode))];
   const driverMode = modes.includes('default') ? 'default' : (modes[0] ?? '');
   const no = (reason: string, detail: string): Capability => ({
@@ -194,6 +203,10 @@ export function capabilityLabels(c: Capability): Record<string, string | null> {
     [NODE_LABELS.reason]: c.capable ? null : c.reason,
     [NODE_LABELS.mechanism]: c.capable ? c.mechanism : null,
     [NODE_LABELS.smcdLoopback]: c.smcdLoopback === undefined ? null : String(c.smcdLoopback),
+    [NODE_LABELS.erdmaReservedPorts]: c.reservedPorts?.erdma
+      ? portRange(c.reservedPorts.erdma)
+      : null,
+    [NODE_LABELS.smcReservedPorts]: c.reservedPorts?.smc ? portRange(c.reservedPorts.smc) : null,
   };
 }
 

@@ -10,6 +10,7 @@ import { nodeEligibility } from './node-eligibility.js';
 import { objectKind } from './object-kind.js';
 import { objectSize } from './object-size.js';
 import { rdmaHostNetwork } from './rdma-host-network.js';
+import { reservedPorts } from './reserved-ports.js';
 import type { PodCheck, Rule } from './rule.js';
 import { tuning } from './tuning.js';
 
@@ -25,6 +26,7 @@ export const RULES: readonly Rule[] = [
   erdmaResource,
   tuning,
   container,
+  reservedPorts,
   objectSize,
   rdmaHostNetwork,
   objectKind,

@@ -12,6 +12,7 @@ import {
   type HostFacts,
 } from '../../../src/agent/node/capability.js';
 import { discover } from '../../../src/agent/node/discovery.js';
+import { readReservedPorts } from '../../../src/agent/node/reserved-ports.js';
 import type { MechanismProbe, Probe } from '../../../src/native/contract.js';
 
 const good: HostFacts = {
@@ -39,12 +40,14 @@ describe('node capability', () => {
     expect(hostFacts(join(dir, 'proc'), join(dir, 'host'))).toEqual({
       ...good,
       smcBuilt: 'unknown',
+      reservedPorts: {},
     });
     expect(hostFacts(join(dir, 'nothing'), join(dir, 'nothing'))).toEqual({
       kernelRelease: '',
       osImage: '',
       smcModule: false,
       smcBuilt: 'unknown',
+      reservedPorts: {},
     });
   });
 
@@ -105,6 +108,37 @@ describe('node capability', () => {
     expect(capabilityLabels(none)['smcr.erdma.io/smcd-loopback']).toBe(label);
   });
 
+  // #78: the ports Alibaba's modules reserve in every netns, read from the node's own parameters.
+  describe('reserved ports', () => {
+    const params = (root: string, module: string, values: Record<string, string>): void => {
+      mkdirSync(join(root, 'sys', 'module', module, 'parameters'), { recursive: true });
+      for (const [k, v] of Object.entries(values))
+        writeFileSync(join(root, 'sys', 'module', module, 'parameters', k), `${v}\n`);
+    };
+
+    it('reads erdma in compat mode and smc, and labels their ranges', () => {
+      const root = join(dir, 'rsvd');
+      params(root, 'erdma', { compat_mode: 'Y', reserve_ports_base: '30608' });
+      params(root, 'smc', { rsvd_ports_base: '40000' });
+      const r = readReservedPorts(root);
+      expect(r).toEqual({ erdma: 30608, smc: 40000 });
+      const labels = capabilityLabels(capability({ ...good, reservedPorts: r }, devices));
+      expect(labels).toMatchObject({
+        'smcr.erdma.io/erdma-reserved-ports': '30608-30623',
+        'smcr.erdma.io/smc-reserved-ports': '40000-40015',
+      });
+      for (const v of Object.values(labels)) if (v !== null) expect(isLabelValue(v)).toBe(true);
+    });
+
+    it('reads none where the driver is not in compat mode, has no such parameter, or a bad one', () => {
+      const root = join(dir, 'rsvd-none');
+      params(root, 'erdma', { compat_mode: 'N', reserve_ports_base: '30608' });
+      params(root, 'smc', { rsvd_ports_base: '65530' });
+      expect(readReservedPorts(root)).toEqual({});
+      expect(readReservedPorts(join(dir, 'nothing'))).toEqual({});
+    });
+  });
+
   // #77: a node without /lib/modules. The socket probe decides where it can; where it cannot, the
   // reason says what is unknown and why, never kernel-without-smc.
   describe('on a node without /lib/modules', () => {
@@ -156,8 +190,10 @@ describe('node capability', () => {
       'smcr.erdma.io/driver-mode': 'default',
       'smcr.erdma.io/reason': null,
       'smcr.erdma.io/mechanism': 'tcp2smc',
-      // No probe said: the label is left off.
+      // No probe said: the label is left off; nor does the node reserve ports.
       'smcr.erdma.io/smcd-loopback': null,
+      'smcr.erdma.io/erdma-reserved-ports': null,
+      'smcr.erdma.io/smc-reserved-ports': null,
     });
   });
 
