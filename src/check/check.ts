@@ -14,7 +14,13 @@ import type {
   PatchOperation,
   PolicyResult,
 } from '../policy/types.js';
-import { expandPaths, visitInputs, type InputError, type SourcedObject } from './inputs.js';
+import {
+  expandPaths,
+  inputReader,
+  visitInputs,
+  type InputError,
+  type SourcedObject,
+} from './inputs.js';
 import { profileCandidatesAbove, scopeProfiles, type FoundProfile } from './profiles.js';
 import { resolve } from 'node:path';
 
@@ -275,13 +281,14 @@ export function checkPaths(
   );
   let stdinText: string | undefined;
   const readStdin = (): string => (stdinText ??= stdin());
+  const read = inputReader();
   const profiles: FoundProfile[] = [];
   const collect = (objs: SourcedObject[], file: string): void => {
     for (const o of objs) if (o.object.kind === PROFILE_KIND) profiles.push({ file, profile: o });
   };
   // Without --profile the inputs' profiles are found first, in the files that mention one (each
   // such file is read twice); with it, the main pass notes them as it goes, for the notice.
-  if (!choice.profileFile) visitInputs(files, readStdin, collect, [], MAY_HOLD_PROFILE);
+  if (!choice.profileFile) visitInputs(files, readStdin, collect, [], MAY_HOLD_PROFILE, read);
   // A ClusterProfile above the paths, in the same repository, judges them too (#70); one that
   // cannot be read there is none of this run's business.
   const inputs = new Set(files.map((f) => resolve(f)));
@@ -314,6 +321,8 @@ export function checkPaths(
       }
     },
     errors,
+    undefined,
+    read,
   );
   const unused = choice.profileFile
     ? profiles.filter((p) => resolve(p.file) !== resolve(choice.profileFile!))

@@ -1,10 +1,19 @@
 // Reads the objects `check` works on: files, directories (recursively) and stdin; multi-document
 // YAML, JSON and `kind: List` all flatten to one object per entry, each with its file and line.
-import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  type Stats,
+} from 'node:fs';
 import { join } from 'node:path';
 import { PROFILE_KIND } from '../cluster/profile.js';
 import { isObject } from '../util/json.js';
 import type { JsonObject } from '../policy/types.js';
+import { readBounded } from '../util/read.js';
 import { parseYamlDocuments } from '../util/yaml.js';
 
 export interface SourcedObject {
@@ -39,6 +48,26 @@ function unreadable(path: string, err: unknown): InputError {
   return { source: path, code: 'INPUT_UNREADABLE', message: `cannot read ${path}: ${reason}` };
 }
 
+/** Takes a file found at `p` as an input, or says why not. */
+function fileInput(p: string, st: Stats, top: boolean, out: string[], errors: InputError[]): void {
+  // A FIFO named as an input (`-f <(kustomize build …)`, as kubectl reads it) is read as stdin is
+  // (inputReader); one found in a directory would block, and a device (/dev/zero) never ends.
+  if (top && st.isFIFO()) out.push(p);
+  else if (!st.isFile())
+    errors.push({
+      source: p,
+      code: 'INPUT_UNREADABLE',
+      message: `cannot read ${p}: not a regular file or a named pipe (a device or socket); pass its content on stdin with -`,
+    });
+  else if (st.size > MAX_INPUT_BYTES)
+    errors.push({
+      source: p,
+      code: 'INPUT_UNREADABLE',
+      message: `cannot read ${p}: ${st.size} bytes, over the ${MAX_INPUT_BYTES >> 20} MiB a manifest may have`,
+    });
+  else out.push(p);
+}
+
 /**
  * Expands directories recursively into their manifest files, sorted for stable output. Reads what
  * `kubectl apply -R -f` reads: files ending in .yaml, .yml or .json, in dot-directories and
@@ -59,21 +88,7 @@ export function expandPaths(paths: readonly string[], errors: InputError[] = [])
       return;
     }
     if (!st.isDirectory()) {
-      if (!top && !(st.isFile() && MANIFEST_EXT.test(p))) return;
-      if (!st.isFile()) {
-        // A FIFO blocks and a device (/dev/zero) never ends: named, or found through a glob.
-        errors.push({
-          source: p,
-          code: 'INPUT_UNREADABLE',
-          message: `cannot read ${p}: not a regular file (a FIFO, device or socket); pass its content on stdin with -`,
-        });
-      } else if (st.size > MAX_INPUT_BYTES) {
-        errors.push({
-          source: p,
-          code: 'INPUT_UNREADABLE',
-          message: `cannot read ${p}: ${st.size} bytes, over the ${MAX_INPUT_BYTES >> 20} MiB a manifest may have`,
-        });
-      } else out.push(p);
+      if (top || (st.isFile() && MANIFEST_EXT.test(p))) fileInput(p, st, top, out, errors);
       return;
     }
     let real: string;
@@ -231,6 +246,28 @@ function parseError(name: string, err: unknown): InputError {
 }
 
 /**
+ * Reads input files: regular ones each time they are asked for, a FIFO once (it can be read only
+ * once, and the profile pass reads files twice), to its end, refused past MAX_INPUT_BYTES as
+ * stdin is.
+ */
+export function inputReader(): (path: string) => string {
+  const fifos = new Map<string, string>();
+  return (p) => {
+    const kept = fifos.get(p);
+    if (kept !== undefined) return kept;
+    if (!statSync(p).isFIFO()) return readFileSync(p, 'utf8');
+    const fd = openSync(p, 'r');
+    try {
+      const text = readBounded(fd, MAX_INPUT_BYTES, p);
+      fifos.set(p, text);
+      return text;
+    } finally {
+      closeSync(fd);
+    }
+  };
+}
+
+/**
  * Visits the inputs file by file: `visit` gets each file's objects and may drop them, so memory
  * holds one file at a time whatever the size of the tree. `stdin` is called at most once, for
  * `-`; `only` skips files whose text does not match (cheap pre-filter, e.g. for ClusterProfile).
@@ -243,12 +280,13 @@ export function visitInputs(
   visit: (objects: SourcedObject[], file: string) => void,
   errors: InputError[],
   only?: RegExp,
+  read: (path: string) => string = (p) => readFileSync(p, 'utf8'),
 ): void {
   for (const p of files) {
     const name = p === '-' ? '<stdin>' : p;
     let text: string;
     try {
-      text = p === '-' ? stdin() : readFileSync(p, 'utf8');
+      text = p === '-' ? stdin() : read(p);
       if (text.length > MAX_INPUT_BYTES)
         throw new Error(`over the ${MAX_INPUT_BYTES >> 20} MiB a manifest may have`);
     } catch (err) {

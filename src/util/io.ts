@@ -1,7 +1,8 @@
 // The process's streams behind a small interface, so commands can be driven in tests.
-import { fstatSync, readSync } from 'node:fs';
+import { fstatSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import sonicBoom, { type SonicBoom } from 'sonic-boom';
+import { readBounded } from './read.js';
 
 export interface CliIO {
   out(text: string): void;
@@ -44,24 +45,7 @@ function writeOut(text: string): void {
 export const STDIN_LIMIT = 64 << 20;
 
 function readStdin(): string {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  const buf = Buffer.allocUnsafe(1 << 20);
-  for (;;) {
-    let n: number;
-    try {
-      n = readSync(0, buf, 0, buf.length, null);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'EAGAIN') continue;
-      if ((err as NodeJS.ErrnoException).code === 'EOF') break;
-      throw err;
-    }
-    if (n === 0) break;
-    total += n;
-    if (total > STDIN_LIMIT) throw new Error(`more than ${STDIN_LIMIT >> 20} MiB on stdin`);
-    chunks.push(Buffer.from(buf.subarray(0, n)));
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  return readBounded(0, STDIN_LIMIT, 'stdin');
 }
 
 function stdinHasInput(): boolean {
