@@ -1,6 +1,6 @@
 // `check --output junit`: JUnit XML for CI systems, one testsuite per input file, one testcase
 // per object (and per input error).
-import type { CheckResult } from '../../check/check.js';
+import { skipped, type CheckResult } from '../../check/check.js';
 import type { InputError } from '../../check/inputs.js';
 import { fileOf, title, type ReportWriter } from './common.js';
 import { Spool } from './spool.js';
@@ -29,6 +29,9 @@ function testcase(r: CheckResult): string {
       `      <failure type="${xml(first?.rule ?? 'denied')}" message="${xml(first?.message ?? 'denied')}">${xml(body)}</failure>`,
     );
   }
+  // Counted as skipped in text and JSON (the policy does not apply to it): the same here (#80).
+  if (skipped(r))
+    parts.push('      <skipped message="the SMC-R policy does not apply to this object"/>');
   if (r.warnings.length > 0)
     parts.push(
       `      <system-out>${xml(r.warnings.map((w) => `warning: ${w}`).join('\n'))}</system-out>`,
@@ -55,11 +58,13 @@ export function junitWriter(out: (text: string) => void): ReportWriter {
   let file: string | undefined;
   let cases: string[] = [];
   let failures = 0;
+  let skips = 0;
   const flush = (): void => {
     if (file === undefined) return;
-    spool.append(`${suite(file, cases, failures, 0)}\n`);
+    spool.append(`${suite(file, cases, failures, 0, skips)}\n`);
     cases = [];
     failures = 0;
+    skips = 0;
   };
   return {
     result(r) {
@@ -70,6 +75,7 @@ export function junitWriter(out: (text: string) => void): ReportWriter {
       }
       cases.push(testcase(r));
       if (!r.allowed) failures += 1;
+      if (skipped(r)) skips += 1;
     },
     end(report) {
       flush();
@@ -81,7 +87,7 @@ export function junitWriter(out: (text: string) => void): ReportWriter {
       }
       const s = report.summary;
       out(
-        `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="erdma-smcr check" tests="${s.objects + s.errors}" failures="${s.denied}" errors="${s.errors}">\n`,
+        `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="erdma-smcr check" tests="${s.objects + s.errors}" failures="${s.denied}" errors="${s.errors}" skipped="${s.skipped}">\n`,
       );
       spool.copy(out);
       for (const [f, errs] of byFile) out(`${suite(f, errs, 0, errs.length)}\n`);
@@ -91,9 +97,15 @@ export function junitWriter(out: (text: string) => void): ReportWriter {
   };
 }
 
-function suite(file: string, cases: readonly string[], failures: number, errors: number): string {
+function suite(
+  file: string,
+  cases: readonly string[],
+  failures: number,
+  errors: number,
+  skips = 0,
+): string {
   return [
-    `  <testsuite name="${xml(file)}" tests="${cases.length}" failures="${failures}" errors="${errors}" skipped="0">`,
+    `  <testsuite name="${xml(file)}" tests="${cases.length}" failures="${failures}" errors="${errors}" skipped="${skips}">`,
     ...cases,
     '  </testsuite>',
   ].join('\n');

@@ -132,15 +132,14 @@ describe('erdma-smcr check', () => {
       'examples/invalid/tuning-range.yaml',
     ]);
     // Every rule docs/policy.md lists has its example, denied by that rule; but object-size, whose
-    // example would need thousands of node-affinity terms, and object-kind, which judges a review
-    // and not a manifest (test/unit/policy/rules/ covers both).
+    // example would need thousands of node-affinity terms, object-kind, which judges a review and
+    // not a manifest, and reserved-ports, which only warns (test/unit/policy/rules/ covers them).
     const rules = new Set([...r.stdout.matchAll(/✘ \[([a-z-]+)\]/g)].map((m) => m[1]));
+    const notDenying = new Set(['object-size', 'object-kind', 'reserved-ports']);
     const documented = readFileSync('docs/policy.md', 'utf8')
       .split('\n')
       .map((l) => /^\| `([a-z-]+)` \|/.exec(l)?.[1])
-      .filter(
-        (id): id is string => id !== undefined && id !== 'object-size' && id !== 'object-kind',
-      );
+      .filter((id): id is string => id !== undefined && !notDenying.has(id));
     expect(documented.length).toBeGreaterThan(8);
     expect([...rules].sort()).toEqual([...new Set(documented)].sort());
     expect(r.stdout).not.toMatch(/DENY.*examples\/valid/);
@@ -273,11 +272,32 @@ describe('erdma-smcr check', () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>/);
     expect(r.stdout).toMatch(
-      /<testsuites name="erdma-smcr check" tests="2" failures="1" errors="0">/,
+      /<testsuites name="erdma-smcr check" tests="2" failures="1" errors="0" skipped="0">/,
     );
     expect(r.stdout.match(/<failure /g)).toHaveLength(1);
     expect(r.stdout).toContain('type="annotation-value"');
     expect(r.stdout).toContain('&quot;true&quot; or &quot;false&quot;');
+  });
+
+  // #80 item 9: JUnit counted skipped objects as passing test cases (skipped="0") while text and
+  // JSON counted them as skipped. Every format carries the same counts.
+  it('counts skipped objects as skipped in JUnit, as text and JSON do', async () => {
+    const plain = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {a: b}
+`;
+    const f = file('skips.yaml', `${POD('true')}---
+${plain}`);
+    const json = JSON.parse((await runCli(['check', '-o', 'json', f])).stdout) as {
+      summary: { objects: number; skipped: number };
+    };
+    expect(json.summary).toMatchObject({ objects: 2, skipped: 1 });
+    const junit = (await runCli(['check', '-o', 'junit', f])).stdout;
+    expect(junit).toMatch(/<testsuites [^>]*tests="2"[^>]*skipped="1">/);
+    expect(junit).toMatch(/<testsuite [^>]*tests="2"[^>]*skipped="1">/);
+    expect(junit.match(/<skipped /g)).toHaveLength(1);
+    expect(junit).toMatch(/ConfigMap settings[^\n]*">\n\s+<skipped /);
   });
 
   it('reads stdin for "-", multi-document YAML, and kind: List', async () => {
