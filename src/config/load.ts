@@ -102,7 +102,7 @@ function lineOf(text: string, path: readonly PropertyKey[]): number | undefined 
 }
 
 /** Edit distance, for "did you mean" (keys are short). */
-function distance(a: string, b: string): number {
+export function distance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const cur = [i];

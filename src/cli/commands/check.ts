@@ -140,14 +140,15 @@ export function checkCommand({ program, io, setCode }: CommandContext): void {
 }
 
 /**
- * Colour on a terminal; never with --no-color or NO_COLOR; with FORCE_COLOR (not "0" or "false")
+ * Colour on a terminal that can show it (not TERM=dumb); never with --no-color or a non-empty
+ * NO_COLOR (no-color.org: an empty value is as if unset); with FORCE_COLOR (not "0" or "false")
  * also when piped, as CI logs that render colour ask for it (the convention of chalk and Node).
  */
 function colour(flag: boolean | undefined, io: CliIO): boolean {
-  if (flag === false || io.env.NO_COLOR !== undefined) return false;
+  if (flag === false || (io.env.NO_COLOR ?? '') !== '') return false;
   const force = io.env.FORCE_COLOR;
   if (force !== undefined) return force !== '0' && force !== 'false';
-  return io.stdoutIsTTY;
+  return io.stdoutIsTTY && io.env.TERM !== 'dumb';
 }
 
 /** --exclude's patterns; one that is not a regular expression is a usage error naming it. */

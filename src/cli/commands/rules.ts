@@ -40,11 +40,16 @@ export function rulesCommand({ program, io, setCode }: CommandContext): void {
       const wanted = id?.replace(/^\[|\]$/g, '');
       const rules =
         wanted === undefined ? RULE_CATALOGUE : RULE_CATALOGUE.filter((r) => r.id === wanted);
-      if (rules.length === 0)
+      if (rules.length === 0) {
+        const meant = await nearestRule(
+          wanted ?? '',
+          RULE_CATALOGUE.map((r) => r.id),
+        );
         throw new AppError(
           'USAGE',
-          `no rule "${wanted}"; the rules are ${RULE_CATALOGUE.map((r) => r.id).join(', ')}`,
+          `no rule "${wanted}"${meant ? `; did you mean ${meant}?` : ''} The rules are ${RULE_CATALOGUE.map((r) => r.id).join(', ')}`,
         );
+      }
       if (opts.output === 'json') {
         io.out(`${JSON.stringify(wanted === undefined ? rules : rules[0], null, 2)}\n`);
         return setCode(0);
@@ -62,4 +67,16 @@ export function rulesCommand({ program, io, setCode }: CommandContext): void {
         io.out('\nEvery denial names its rule ([host-network]); docs/policy.md has them all.\n');
       setCode(0);
     });
+}
+
+/** The rule id a mistyped one means: the same letters without dashes or case, or one near it. */
+async function nearestRule(wanted: string, ids: readonly string[]): Promise<string | undefined> {
+  const fold = (x: string): string => x.toLowerCase().replace(/[^a-z0-9]/g, '');
+  const same = ids.find((id) => fold(id) === fold(wanted));
+  if (same) return same;
+  const { distance } = await import('../../config/load.js');
+  const near = ids
+    .map((id) => ({ id, d: distance(fold(wanted), fold(id)) }))
+    .sort((a, b) => a.d - b.d)[0];
+  return near && near.d <= 2 ? near.id : undefined;
 }

@@ -287,8 +287,11 @@ kind: ConfigMap
 metadata: {name: settings}
 data: {a: b}
 `;
-    const f = file('skips.yaml', `${POD('true')}---
-${plain}`);
+    const f = file(
+      'skips.yaml',
+      `${POD('true')}---
+${plain}`,
+    );
     const json = JSON.parse((await runCli(['check', '-o', 'json', f])).stdout) as {
       summary: { objects: number; skipped: number };
     };
@@ -518,6 +521,13 @@ items:
       (await runCli(['check', f], { tty: true, env: { NO_COLOR: '1' } })).stdout,
     ).not.toContain('\x1b[');
     expect((await runCli(['check', f])).stdout).not.toContain('\x1b[');
+    // #80 item 11: a terminal that cannot show colour, and an empty NO_COLOR (as if unset).
+    expect((await runCli(['check', f], { tty: true, env: { TERM: 'dumb' } })).stdout).not.toContain(
+      '\x1b[',
+    );
+    expect((await runCli(['check', f], { tty: true, env: { NO_COLOR: '' } })).stdout).toContain(
+      '\x1b[32mPASS',
+    );
   });
 
   it("writes results while it is still reading: a file's results are out before the next input is read", async () => {

@@ -52,9 +52,14 @@ describe('flags', () => {
     });
     expect(forced.stdout).toContain(`${ESC}[32mPASS`);
     const off = await runCli(['check', 'examples/valid/pod-basic.yaml'], {
-      env: { FORCE_COLOR: '1', NO_COLOR: '' },
+      env: { FORCE_COLOR: '1', NO_COLOR: '1' },
     });
     expect(off.stdout).not.toContain(ESC);
+    // #80 item 11: no-color.org turns colour off only for a non-empty NO_COLOR.
+    const empty = await runCli(['check', 'examples/valid/pod-basic.yaml'], {
+      env: { FORCE_COLOR: '1', NO_COLOR: '' },
+    });
+    expect(empty.stdout).toContain(`${ESC}[32mPASS`);
     expect(
       (await runCli(['check', 'examples/valid/pod-basic.yaml'], { env: { FORCE_COLOR: '0' } }))
         .stdout,

@@ -78,7 +78,14 @@ describe('erdma-smcr rules', () => {
     const r = await runCli(['rules', 'hostnetwork']);
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toMatch(/no rule "hostnetwork"; the rules are annotation-value, host-network/);
+    // #80 item 11: the id meant, with or without its dash.
+    expect(r.stderr).toMatch(
+      /no rule "hostnetwork"; did you mean host-network\? The rules are annotation-value, host-network/,
+    );
+    const near = await runCli(['explain', 'ip-famly']);
+    expect(near.stderr).toMatch(/did you mean ip-family\?/);
+    const far = await runCli(['explain', 'nothing-like-it']);
+    expect(far.stderr).not.toMatch(/did you mean/);
   });
 });
 

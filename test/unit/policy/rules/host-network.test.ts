@@ -13,6 +13,21 @@ describe('rule host-network', () => {
     expect(r.denials[0]?.message).toMatch(/Remove hostNetwork: true/);
   });
 
+  // #80 item 11: the API server refuses a non-boolean hostNetwork; check passed it.
+  it.each([
+    ['"true"', 'true'],
+    ['1', 1],
+  ])('denies hostNetwork: %s (not a boolean)', (_, value) => {
+    const r = evaluate(pod({ spec: { hostNetwork: value } }), unknownView, config);
+    expect(r.denials).toEqual([
+      expect.objectContaining({
+        rule: 'host-network',
+        message: expect.stringMatching(/hostNetwork must be true or false/),
+      }),
+    ]);
+    expect(evaluate(pod({ spec: { hostNetwork: false } }), unknownView, config).allowed).toBe(true);
+  });
+
   it.each(['Deployment', 'StatefulSet', 'DaemonSet', 'ReplicaSet', 'ReplicationController', 'Job'])(
     'denies a %s template with hostNetwork, pointing into spec.template',
     (kind) => {
