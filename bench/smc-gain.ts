@@ -6,7 +6,8 @@
 // 1 byte and 16 KiB on one long-lived connection (p50/p99), short connections (a new one per
 // 100-byte exchange), and the sending client's CPU per GiB. The annotated pairs run with the
 // kernel's default SMC buffers (64 KiB) and with 1 MiB (the smcr.erdma.io/wmem and rmem
-// annotations); TCP runs first and last, and the baseline is the mean of the two.
+// annotations), and 4 MiB; TCP runs first and last, and the baseline is the mean of the two.
+// ERDMA_SMCR_BENCH_SMC_GAIN_BOOTS=lo (or stock) runs one boot only.
 //
 // The VM runs under TCG: absolute numbers say nothing of a real node; the ratios compare two
 // kernel paths on the same emulated CPU. Soft-RoCE is software: its SMC-R rows say nothing of eRDMA.
@@ -23,6 +24,7 @@ const SIZES = (process.env.ERDMA_SMCR_BENCH_SMC_GAIN_SIZES ?? '16777216,26843545
 const PAIRS: Readonly<Record<string, string>> = {
   smc: 'default SMC buffers (64 KiB)',
   smc1m: '1 MiB SMC buffers (smcr.erdma.io/wmem, rmem)',
+  smc4m: '4 MiB SMC buffers',
 };
 
 type Run = VmRecord & { pair: string; mode: string };
@@ -109,10 +111,12 @@ export function gainRows(label: string, lines: readonly VmRecord[]): BenchRow[] 
 
 export async function benchSmcGain(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
+  const boots = (process.env.ERDMA_SMCR_BENCH_SMC_GAIN_BOOTS ?? 'lo,stock').split(',');
   for (const [smc, label] of [
     ['lo', 'SMC-D (loopback-ism), trixie 6.12'],
     ['stock', 'SMC-R (Soft-RoCE), trixie 6.12'],
   ] as const) {
+    if (!boots.includes(smc)) continue;
     const vm = await bootVm({
       kernel: 'trixie',
       smc,

@@ -77,6 +77,8 @@ export interface VmOptions {
    * test/smcr-vm/trixie.sh builds from Debian's source with loopback-ism (`lo`: SMC-D between pods).
    */
   readonly smc?: 'stock' | 'lo';
+  /** Put CPython's own test suite in the VM (test/smcr-vm/cpython.sh): about 25 MB more. */
+  readonly pytest?: boolean;
 }
 
 /** Builds the VM, boots it once and returns what its console said. */
@@ -89,6 +91,7 @@ export async function bootVm(opts: VmOptions = {}): Promise<VmRun> {
       SMCR_VM_KERNEL: opts.kernel ?? 'bookworm',
       SMCR_VM_WATCHDOG: String(watchdog),
       SMCR_VM_SMC: opts.smc ?? 'stock',
+      SMCR_VM_PYTEST: opts.pytest ? '1' : '0',
     };
     const build = await run('bash', ['test/smcr-vm/build.sh', dir], 20 * 60_000, env);
     if (build.code !== 0) throw new Error(`building the VM failed:\n${build.out}`);

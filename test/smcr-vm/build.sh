@@ -175,7 +175,15 @@ cp "$rxe" "$root/lib/modules/rdma_rxe.ko"
 install -m 0755 "$here/init.sh" "$root/init"
 install -m 0755 "$here/transparent.sh" "$root/transparent.sh"
 install -m 0755 "$here/cost.sh" "$root/cost.sh"
-for f in pods.sh smcd.sh gain.sh; do install -m 0755 "$here/$f" "$root/$f"; done
+for f in pods.sh smcd.sh gain.sh cpython.sh; do install -m 0755 "$here/$f" "$root/$f"; done
+# SMCR_VM_PYTEST=1: CPython's own test suite (Debian's libpython3.11-testsuite), for cpython.sh. Only
+# then: it adds some 25 MB to the initramfs.
+if [ "${SMCR_VM_PYTEST:-0}" = 1 ]; then
+  [ -f /usr/lib/python3.11/test/test_socket.py ] ||
+    apt-get install -y -o DPkg::Lock::Timeout=300 --no-install-recommends libpython3.11-testsuite >/dev/null
+  rsync -a --exclude __pycache__ --exclude decimaltestdata --exclude test_email --exclude test_importlib \
+    /usr/lib/python3.11/test/ "$root/usr/lib/python3.11/test/"
+fi
 echo "${SMCR_VM_WATCHDOG:-240}" > "$root/watchdog"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 > "$out/initramfs.gz")
 cp "$kdir/vmlinuz" "$out/vmlinuz"

@@ -145,7 +145,7 @@ if grep -q 'smcr_scenario=cost' /proc/cmdline; then
   sleep 60
 fi
 
-for scenario in smcd gain; do
+for scenario in smcd gain cpython; do
   if grep -q "smcr_scenario=$scenario" /proc/cmdline; then
     . "/$scenario.sh"
     finish ok

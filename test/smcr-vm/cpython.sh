@@ -1,0 +1,64 @@
+# Sourced by init.sh when the VM boots with smcr_scenario=cpython (test/vm/cpython.test.ts): CPython's
+# own test suite (Debian's libpython3.11-testsuite, unmodified) in an annotated pod under the node's
+# mechanism, and the same tests in a pod without the annotation on the same boot as the baseline.
+# The modules come from the kernel command line (smcr_pytests=a,b,...). Most of these tests talk
+# over loopback inside the pod, so what they exercise is the mechanism's socket (IPPROTO_SMC, or
+# AF_SMC from the preload library) and its fallback, and under preload the library's interposition.
+# Per run: one "SMCRVM pytests=LABEL ..." line with unittest's totals and the ids of the tests that
+# failed or errored; then each test that failed under a mechanism but not in the baseline is run
+# again alone, in both pods, so that a difference that holds is told from a timing flake.
+mkdir -p /sys/fs/bpf
+mount -t bpf bpf /sys/fs/bpf || fail "mount bpffs"
+mechs=$(erdma-smcr mechanisms)
+say "mechanisms=$mechs"
+mech=$(echo "$mechs" | sed -n 's/^{"mechanism":"\([a-z0-9]*\)".*/\1/p')
+PRELOAD=LD_PRELOAD=/opt/erdma-smcr/lib/libsmc-preload.so
+case "$mech" in
+  bpf) ON='{"network.alibabacloud.com/erdma-smcr":"true"}' ;;
+  preload) ON='{"network.alibabacloud.com/erdma-smcr":"true","smcr.erdma.io/mechanism":"preload"}' ;;
+  *) fail "no SMC mechanism on this kernel: $mechs" ;;
+esac
+pod_add a "$ON"
+pod_add c '{}'
+TESTS=$(sed -n 's/.*smcr_pytests=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' ')
+[ -n "$TESTS" ] || fail "no smcr_pytests= on the command line"
+# CPython's tests write temporary files and look up the host's name.
+mkdir -p /tmp/py && hostname smcr-vm
+
+# The failed and errored test ids of a unittest -v log, one per line, sorted.
+failed_ids() { sed -n 's/^\(FAIL\|ERROR\): [^ ]* (\([^)]*\)).*/\2/p' "$1" | sort -u; }
+
+suite() { # label netns env...
+  label=$1 ns=$2
+  shift 2
+  start=$(date +%s)
+  (cd /tmp/py && ip netns exec "$ns" env HOME=/tmp/py TMPDIR=/tmp/py "$@" python3 -m unittest -v $TESTS) > "/run/py-$label.log" 2>&1
+  ids=$(failed_ids "/run/py-$label.log" | tr '\n' ',')
+  totals=$(grep -E '^(OK|FAILED)' "/run/py-$label.log" | tail -n 1 | tr -d ' ')
+  say "pytests=$label ran=$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "/run/py-$label.log" | tail -n 1) totals=$totals seconds=$(($(date +%s) - start)) stats=$(erdma-smcr smc stats --netns "/run/netns/$ns" 2>&1 | tr -d ' \n') failed=$ids"
+  failed_ids "/run/py-$label.log" > "/run/py-$label.ids"
+}
+
+# Each test that failed under LABEL and not in the baseline, alone, in both pods again.
+recheck() { # label netns env...
+  label=$1 ns=$2
+  shift 2
+  for id in $(grep -vxF -f /run/py-base.ids "/run/py-$label.ids"); do
+    (cd /tmp/py && ip netns exec "$ns" env HOME=/tmp/py TMPDIR=/tmp/py "$@" python3 -m unittest "$id") > /run/py-one.log 2>&1
+    again=$?
+    (cd /tmp/py && ip netns exec c env HOME=/tmp/py TMPDIR=/tmp/py python3 -m unittest "$id") > /run/py-one-base.log 2>&1
+    base=$?
+    say "pydiff=$label id=$id again_rc=$again base_rc=$base why=\"$(grep -E '^[A-Za-z]*(Error|Exception|Failure)' /run/py-one.log | head -n 1 | tr -d '"' | cut -c1-300)\""
+  done
+}
+
+suite base c
+if [ "$mech" = bpf ]; then
+  suite bpf a
+  recheck bpf a
+else
+  suite preload a $PRELOAD
+  suite preload_smc a $PRELOAD SMC_PRELOAD_LOOPBACK=smc
+  recheck preload a $PRELOAD
+  recheck preload_smc a $PRELOAD SMC_PRELOAD_LOOPBACK=smc
+fi
