@@ -183,6 +183,10 @@ if [ "${SMCR_VM_PYTEST:-0}" = 1 ]; then
     apt-get install -y -o DPkg::Lock::Timeout=300 --no-install-recommends libpython3.11-testsuite >/dev/null
   rsync -a --exclude __pycache__ --exclude decimaltestdata --exclude test_email --exclude test_importlib \
     /usr/lib/python3.11/test/ "$root/usr/lib/python3.11/test/"
+  # What the suite expects of a host: localhost resolving from /etc/hosts, service names.
+  printf '127.0.0.1 localhost smcr-vm\n::1 localhost ip6-localhost ip6-loopback\n' > "$root/etc/hosts"
+  printf 'hosts: files\nservices: files\nprotocols: files\n' > "$root/etc/nsswitch.conf"
+  cp /etc/services /etc/protocols "$root/etc/"
 fi
 echo "${SMCR_VM_WATCHDOG:-240}" > "$root/watchdog"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 > "$out/initramfs.gz")

@@ -394,6 +394,53 @@ describe.skipIf(why !== '')('manifests', () => {
     expect([...seen].sort()).toEqual(Object.keys(want).sort());
   });
 
+  // #80 item 2: once it fails closed the webhook is part of the control plane's availability.
+  it('webhook: critical priority everywhere; replicas on different nodes required where it fails closed', () => {
+    const spec = (objs: Obj[]): ReturnType<typeof find> =>
+      find(objs, 'Deployment', 'erdma-smcr-webhook').spec.template.spec;
+    for (const objs of [base, matchConditions, certManager])
+      expect(spec(objs).priorityClassName).toBe('system-cluster-critical');
+    const term = {
+      topologyKey: 'kubernetes.io/hostname',
+      labelSelector: {
+        matchLabels: {
+          'app.kubernetes.io/name': 'erdma-smcr',
+          'app.kubernetes.io/component': 'webhook',
+        },
+      },
+    };
+    expect(spec(matchConditions).affinity.podAntiAffinity).toEqual({
+      requiredDuringSchedulingIgnoredDuringExecution: [term],
+    });
+    // The base runs on a single-node cluster too (the harness's): preferred there.
+    expect(
+      spec(base).affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]
+        .podAffinityTerm,
+    ).toEqual(term);
+    expect(
+      find(matchConditions, 'MutatingWebhookConfiguration', 'erdma-smcr').webhooks[0].failurePolicy,
+    ).toBe('Fail');
+  });
+
+  // #80 item 3: docs/install.md says the webhook touches neither its Secret nor the webhook
+  // configurations under cert-manager; its rights now say the same.
+  it('cert-manager overlay: the webhook may write no Secret and no webhook configuration', () => {
+    const rules = (kind: string): { resources: string[]; verbs: string[] }[] =>
+      find(certManager, kind, 'erdma-smcr-webhook').rules;
+    const written = [...rules('ClusterRole'), ...rules('Role')].filter((r) =>
+      r.verbs.some((v) => !['get', 'list', 'watch'].includes(v)),
+    );
+    expect(written).toEqual([]);
+    const read = [...rules('ClusterRole'), ...rules('Role')].flatMap((r) => r.resources);
+    expect(read.sort()).toEqual(['configmaps', 'nodes']);
+    // The base keeps them: there the webhook bootstraps its Secret and the caBundle itself.
+    expect(
+      find(base, 'Role', 'erdma-smcr-webhook').rules.map(
+        (r: { resources: string[] }) => r.resources[0],
+      ),
+    ).toContain('secrets');
+  });
+
   it('cert-manager overlay: files mode from the issued Secret, caBundle injected, same names', () => {
     const d = find(certManager, 'Deployment', 'erdma-smcr-webhook');
     const c = d.spec.template.spec.containers[0];
