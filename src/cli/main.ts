@@ -7,6 +7,7 @@ import { certsCommand } from './commands/certs.js';
 import { checkCommand } from './commands/check.js';
 import { completionCommand } from './commands/completion.js';
 import { devicesCommand } from './commands/devices.js';
+import { nodeToolsCommand } from './commands/node-tools.js';
 import { reviewCommand } from './commands/review.js';
 import { rulesCommand } from './commands/rules.js';
 import { serveCommand } from './commands/serve.js';
@@ -49,6 +50,7 @@ export function buildProgram(io: CliIO, setCode: (c: number) => void): Command {
     devicesCommand,
     agentCommand,
     statusCommand,
+    nodeToolsCommand,
     completionCommand,
   ])
     add(context);
@@ -61,6 +63,19 @@ export async function main(argv: readonly string[], io: CliIO = processIO()): Pr
   const program = buildProgram(io, (c) => {
     code = c;
   });
+  // An unknown command is an error, with --help too: commander would print the top-level help and
+  // exit 0, which reads as success to a script (#80). argv is node's: the program, then its script.
+  const named = firstOperand(argv.slice(2));
+  if (
+    named !== undefined &&
+    named !== 'help' &&
+    !program.commands.some((c) => c.name() === named || c.aliases().includes(named))
+  ) {
+    io.err(
+      `erdma-smcr: unknown command '${named}'; the commands are ${program.commands.map((c) => c.name()).join(', ')}\n`,
+    );
+    return 2;
+  }
   try {
     await program.parseAsync([...argv]);
     return code;
@@ -77,4 +92,18 @@ export async function main(argv: readonly string[], io: CliIO = processIO()): Pr
     io.err(`erdma-smcr: internal error: ${wrapped.message}\n`);
     return wrapped.exitCode;
   }
+}
+
+/** The global options that take a value (`-c FILE`), so that their value is not read as a command. */
+const VALUED = new Set(['-c', '--config', '--log-level']);
+
+/** The command a command line names: its first operand after the global options, if any. */
+function firstOperand(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (VALUED.has(a)) i++;
+    else if (a === '--') return argv[i + 1];
+    else if (!a.startsWith('-')) return a;
+  }
+  return undefined;
 }

@@ -22,8 +22,9 @@ pod_add a "$ON"
 pod_add c '{}'
 TESTS=$(sed -n 's/.*smcr_pytests=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' ')
 [ -n "$TESTS" ] || fail "no smcr_pytests= on the command line"
-# CPython's tests write temporary files and look up the host's name.
-mkdir -p /tmp/py && hostname smcr-vm
+# CPython's tests write temporary files, look up the host's name and open pseudo-terminals.
+mkdir -p /tmp/py /dev/pts && hostname smcr-vm
+mount -t devpts devpts /dev/pts 2>/dev/null || true
 
 # The failed and errored test ids of a unittest -v log, one per line, sorted.
 failed_ids() { sed -n 's/^\(FAIL\|ERROR\): [^ ]* (\([^)]*\)).*/\2/p' "$1" | sort -u; }
@@ -51,7 +52,8 @@ recheck() { # label netns env...
   shift 2
   cut -d' ' -f1 /run/py-base.skips | sed 's/$/ /' > /run/py-base.skipids
   grep -vF -f /run/py-base.skipids "/run/py-$label.skips" > "/run/py-$label.newskips" || true
-  say "pyskips=$label count=$(wc -l < "/run/py-$label.newskips") reasons=\"$(cut -d' ' -f2- "/run/py-$label.newskips" | tr -d '"' | sort | uniq -c | sort -rn | head -n 8 | tr '\n' ';')\" ids=$(cut -d' ' -f1 "/run/py-$label.newskips" | tr '\n' ',')"
+  say "pyskips=$label count=$(wc -l < "/run/py-$label.newskips")"
+  while read -r id why; do say "pyskip=$label id=$id why=\"$(echo "$why" | tr -d '"' | cut -c1-200)\""; done < "/run/py-$label.newskips"
   for id in $(grep -vxF -f /run/py-base.ids "/run/py-$label.ids"); do
     (cd /tmp/py && ip netns exec "$ns" env HOME=/tmp/py TMPDIR=/tmp/py "$@" python3 -m unittest "$id") > /run/py-one.log 2>&1
     again=$?

@@ -1,0 +1,56 @@
+// #80 item 5: the docs name `erdma-smcr mechanisms`, `pnet`, `ueid`, `net show`, `smc ...`; those are
+// the node binary's (native/build/erdma-smcr), and `erdma-smcr smc sockets --help` printed the
+// top-level help with exit 0. The CLI now hands them to the node binary, and an unknown command is
+// an error, --help or not. Needs the native build (test/setup/build.ts).
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../../helpers/cli.js';
+
+const native = (...args: string[]): { status: number | null; stdout: string; stderr: string } =>
+  spawnSync('native/build/erdma-smcr', args, { encoding: 'utf8' });
+
+describe("the node binary's tools through erdma-smcr", () => {
+  it('mechanisms prints what the node binary prints, with its exit code', async () => {
+    const r = await runCli(['mechanisms']);
+    const n = native('mechanisms');
+    expect(r.code).toBe(n.status);
+    // The same probes, in the same order (the values may differ between two calls: none here).
+    expect(Object.keys(JSON.parse(r.stdout))).toEqual(Object.keys(JSON.parse(n.stdout)));
+    expect(JSON.parse(r.stdout).mechanism).toBe(JSON.parse(n.stdout).mechanism);
+  });
+
+  it('passes every argument, --help included, to the binary, whose usage answers (exit 2)', async () => {
+    const r = await runCli(['smc', 'sockets', '--help']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/usage:[\s\S]*erdma-smcr smc sockets/);
+    expect(r.stdout).not.toMatch(/Transparent SMC-R for Kubernetes/);
+    const bpf = await runCli(['bpf', 'status', '--dir', '/nonexistent-bpffs/erdma-smcr']);
+    expect(bpf.code).toBe(0);
+    expect(JSON.parse(bpf.stdout)).toEqual({ loaded: false, netns: [] });
+  });
+
+  it('says where the binary should be when it is missing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'node-tools-'));
+    const cfg = join(dir, 'config.yaml');
+    writeFileSync(cfg, 'agent:\n  nativeBinary: /nonexistent/erdma-smcr\n');
+    const r = await runCli(['-c', cfg, 'mechanisms']);
+    rmSync(dir, { recursive: true, force: true });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(
+      /mechanisms is a command of the node binary, which is not at \/nonexistent\/erdma-smcr/,
+    );
+  });
+
+  it.each([['nosuch'], ['nosuch', '--help'], ['-c', 'x.yaml', 'nosuch', '--help']])(
+    'refuses an unknown command: %s',
+    async (...args) => {
+      const r = await runCli(args);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/unknown command 'nosuch'; the commands are .*mechanisms/);
+      expect(r.stdout).toBe('');
+    },
+  );
+});

@@ -1,0 +1,53 @@
+// What SMC changes for a program, as CPython's own test suite shows it (test/vm/cpython.test.ts),
+// each difference with its reason in the kernel. docs/support-matrix.md ("What SMC changes for a
+// program") lists the same rows, by the `doc` key (test/unit/docs.test.ts holds them equal).
+
+/** The runs of cpython.sh: `bpf` on 6.12 with loopback-ism; `preload` on 6.1, as it ships and with SMC kept on loopback. */
+export type Run = 'bpf' | 'preload' | 'preload_smc';
+
+export interface Difference {
+  /** The row's key in docs/support-matrix.md. */
+  readonly doc: string;
+  /** Test ids (unittest's) it covers. */
+  readonly tests: RegExp;
+  /** For a skip: the reason the suite gives (a skip for another reason is not this one). */
+  readonly reason?: RegExp;
+  readonly kind: 'fails' | 'skipped';
+  /** The runs it was seen in. */
+  readonly runs: readonly Run[];
+  /** Why, from the kernel's code. */
+  readonly why: string;
+}
+
+export const DIFFERENCES: readonly Difference[] = [
+  {
+    doc: 'send after the peer closed',
+    tests: /^test\.test_socket\.NetworkConnectionBehaviourTest\.testOutsideTimeout$/,
+    kind: 'fails',
+    runs: ['bpf', 'preload_smc'],
+    why: 'smc_tx_sendmsg fails a send with ECONNRESET as soon as the peer has closed (smc_cdc_rxed_any_close); TCP accepts that send and reports the reset on a later call',
+  },
+  {
+    doc: 'abortive close',
+    tests: /^test\.test_ssl\.TestPreHandshakeClose\.test_preauth_data_to_tls_(client|server)$/,
+    kind: 'fails',
+    runs: ['bpf', 'preload_smc'],
+    why: "SO_LINGER with a zero timeout makes TCP's close send an RST that discards what the peer has not read; SMC's close (smc_close_active, smc_close_final) is orderly: the peer reads the data first, then the end",
+  },
+  {
+    doc: 'connect again after a failed connect',
+    tests: /^test\.test_asyncio\.test_sock_lowlevel\.\w+\.test_sock_client_connect_racing$/,
+    reason: /Errno 103|Software caused connection abort/,
+    kind: 'skipped',
+    runs: ['bpf', 'preload', 'preload_smc'],
+    why: 'an SMC socket whose connect failed is SMC_CLOSED, and connect() on it returns ECONNABORTED (smc_connect); a TCP socket may connect again',
+  },
+  {
+    doc: 'IPv6 turned off',
+    tests: /./,
+    reason: /^'IPv6 (required for this test|not supported or enabled)/,
+    kind: 'skipped',
+    runs: ['bpf', 'preload', 'preload_smc'],
+    why: 'not SMC: our CNI plugin turns IPv6 off in an annotated pod (SMC-R carries IPv4 only), so tests that need IPv6 skip; smcr.erdma.io/keep-ipv6 keeps it',
+  },
+];
