@@ -220,6 +220,34 @@ static int swap_to_tcp(int fd, int family)
 	return 0;
 }
 
+/* SO_REUSEPORT: the kernel allows it on inet and unix sockets only ("net: restrict SO_REUSEPORT to
+ * inet sockets", in every stable kernel since January 2025), so an AF_SMC socket answers
+ * EOPNOTSUPP, and a server that asks for it (nginx, Envoy, many Go and Rust servers; CPython's
+ * create_server(reuse_port=True)) would not start. Asked of an AF_SMC socket not yet bound, the
+ * library first puts the TCP socket the program asked for in its place (swap_to_tcp): the server
+ * runs, on TCP. The IPPROTO_SMC mechanism (6.11+) has no such limit: its sockets are inet sockets. */
+typedef int (*setsockopt_fn)(int, int, int, const void *, socklen_t);
+
+int setsockopt(int fd, int level, int name, const void *value, socklen_t len)
+{
+	static setsockopt_fn next;
+	if (!next)
+		next = (setsockopt_fn)dlsym(RTLD_NEXT, "setsockopt");
+	if (!next) {
+		errno = ENOSYS;
+		return -1;
+	}
+	if (level == SOL_SOCKET && name == SO_REUSEPORT) {
+		int saved = errno, protocol = -1;
+		socklen_t l = sizeof(protocol);
+		if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &l) == 0 &&
+		    (protocol == SMCPROTO_SMC || protocol == SMCPROTO_SMC6))
+			swap_to_tcp(fd, protocol == SMCPROTO_SMC6 ? AF_INET6 : AF_INET);
+		errno = saved;
+	}
+	return next(fd, level, name, value, len);
+}
+
 /* One request/reply on a generic netlink socket; the reply's length, or -1. */
 static ssize_t genl_ask(int nl, void *req, size_t len, void *buf, size_t size)
 {

@@ -296,6 +296,8 @@ export function checkPaths(
   visitInputs(above, () => '', collect, [], MAY_HOLD_PROFILE);
   const viewFor = scopeProfiles(choice, choice.profileFile ? [] : profiles, files);
   const results: CheckResult[] = [];
+  /** SMC-R objects judged without a node list (a note for the run, not a warning per object). */
+  let blind = 0;
   let objects = 0;
   let denied = 0;
   let skips = 0;
@@ -312,6 +314,7 @@ export function checkPaths(
           continue;
         }
         const r = checkOne(o, view, config, keep);
+        if (r.annotated && !view.nodesKnown) blind += 1;
         objects += 1;
         warnings += r.warnings.length;
         if (!r.allowed) denied += 1;
@@ -327,12 +330,18 @@ export function checkPaths(
   const unused = choice.profileFile
     ? profiles.filter((p) => resolve(p.file) !== resolve(choice.profileFile!))
     : [];
-  const notices =
-    unused.length > 0
+  const notices = [
+    ...(unused.length > 0
       ? [
           `--profile ${choice.profileFile} judges every manifest; the ClusterProfile in ${unused.map((p) => p.profile.source).join(', ')} is not used`,
         ]
-      : [];
+      : []),
+    ...(blind > 0
+      ? [
+          `node list unknown: the node checks (kernel, driver mode, capability) were skipped for ${blind} SMC-R object(s); give the cluster's nodes with --profile or --nodes to run them`,
+        ]
+      : []),
+  ];
   // A gate that checked nothing must not pass, in any format: an empty or mistyped tree, an
   // empty stdin is an input error of its own (#70).
   if (objects === 0 && errors.length === 0)

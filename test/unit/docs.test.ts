@@ -4,6 +4,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RULES } from '../../src/policy/rules/index.js';
+import { DIFFERENCES } from '../vm/cpython-differences.js';
 
 // The tables live in docs/troubleshooting.md; the README links there.
 const troubleshooting = readFileSync('docs/troubleshooting.md', 'utf8');
@@ -78,5 +79,17 @@ describe('links in the README and docs/', () => {
         expect(headings, `${page}: ${link}`).toContain(anchor);
       }
     }
+  });
+});
+
+// #79: what CPython's own suite found SMC to change (test/vm/cpython-differences.ts) is listed in
+// docs/support-matrix.md, one row per difference, with its tests.
+describe('docs/support-matrix.md, what SMC changes for a program', () => {
+  const matrix = readFileSync('docs/support-matrix.md', 'utf8');
+  const section = matrix.slice(matrix.indexOf('## What SMC changes for a program'));
+  it.each(DIFFERENCES.map((d) => [d.doc, d]))('lists "%s" with its runs', (doc, d) => {
+    const row = section.split('\n').find((l) => l.startsWith(`| ${doc} |`));
+    expect(row, doc).toBeDefined();
+    for (const run of d.runs) expect(row, `${doc}: ${run}`).toContain(run);
   });
 });

@@ -13,7 +13,7 @@ export interface ReportWriter {
 }
 
 /** What is known only at the end of a run. */
-export type ReportTail = Pick<CheckReport, 'errors' | 'summary'>;
+export type ReportTail = Pick<CheckReport, 'errors' | 'summary' | 'notices'>;
 
 /** `Kind namespace/name`, as the text output and the other formats name an object. */
 export function title(r: CheckResult): string {

@@ -24,7 +24,7 @@ export function jsonWriter(write: (text: string) => void): ReportWriter {
     },
     end(report) {
       out(
-        `${count === 0 ? ']' : '\n  ]'},\n  "errors": ${nested(report.errors, 2)},\n  "summary": ${nested(report.summary, 2)}\n}\n`,
+        `${count === 0 ? ']' : '\n  ]'},\n  "errors": ${nested(report.errors, 2)},\n  "notices": ${nested(report.notices ?? [], 2)},\n  "summary": ${nested(report.summary, 2)}\n}\n`,
       );
     },
   };

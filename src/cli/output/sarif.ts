@@ -97,7 +97,21 @@ export function sarifWriter(write: (text: string) => void, version: string): Rep
         };
       });
       const tool = { driver: { name: 'erdma-smcr', version, informationUri: INFO_URI, rules } };
-      const invocations = [{ executionSuccessful: report.errors.length === 0 }];
+      // What the run says of itself (no node list, a profile not used): notes of the run, not
+      // results (SARIF 2.1.0 §3.20.21, toolExecutionNotifications).
+      const invocations = [
+        {
+          executionSuccessful: report.errors.length === 0,
+          ...((report.notices ?? []).length > 0
+            ? {
+                toolExecutionNotifications: (report.notices ?? []).map((n) => ({
+                  level: 'note',
+                  message: { text: n },
+                })),
+              }
+            : {}),
+        },
+      ];
       out(
         `${count === 0 ? ']' : '\n      ]'},\n      "tool": ${nested(tool, 6)},\n      "invocations": ${nested(invocations, 6)}\n    }\n  ]\n}\n`,
       );

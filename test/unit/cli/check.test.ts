@@ -39,7 +39,7 @@ describe('erdma-smcr check', () => {
   it('judges examples/valid/ and examples/invalid/ alone as within examples/', async () => {
     const valid = await runCli(['check', '--fail-on-warn', 'examples/valid/']);
     expect(valid.code, valid.stdout).toBe(0);
-    expect(valid.stdout).not.toMatch(/node list unknown/);
+    expect(valid.stderr).not.toMatch(/node list unknown/);
     const invalid = await runCli(['check', 'examples/invalid/']);
     for (const f of ['acl4-and-ofed.yaml', 'old-kernel.yaml', 'rdma-host-network.yaml'])
       expect(invalid.stdout).toMatch(new RegExp(`DENY .*examples/invalid/${f}`));
@@ -52,10 +52,10 @@ describe('erdma-smcr check', () => {
     file('above/profile.yaml', readFileSync('examples/cluster-profile.yaml', 'utf8'));
     file('above/apps/pod.yaml', POD('true'));
     const outside = await runCli(['check', join(tree, 'apps')]);
-    expect(outside.stdout).toMatch(/node list unknown/);
+    expect(outside.stderr).toMatch(/node list unknown/);
     mkdirSync(join(tree, '.git'));
     const inside = await runCli(['check', join(tree, 'apps')]);
-    expect(inside.stdout).not.toMatch(/node list unknown/);
+    expect(inside.stderr).not.toMatch(/node list unknown/);
   });
 
   it('-o yaml writes the admitted objects for kubectl apply -f -, and leaves the denied out', async () => {
@@ -303,6 +303,35 @@ ${plain}`,
     expect(junit).toMatch(/ConfigMap settings[^\n]*">\n\s+<skipped /);
   });
 
+  // #80 item 7: without a node list every annotated object got the warning "node list unknown", so
+  // --fail-on-warn failed a clean Deployment (exit 3) and -q printed two lines per object. What the
+  // user cannot act on is one note for the run, in JSON and SARIF too.
+  it('says once, as a note, that the node checks were skipped without a node list', async () => {
+    const many = file(
+      'many.yaml',
+      Array.from({ length: 50 }, (_, i) => POD('true').replace('p-true', `p-${i}`)).join('---\n'),
+    );
+    const gate = await runCli(['check', '--fail-on-warn', many]);
+    expect(gate.code, gate.stdout).toBe(0);
+    expect(gate.stderr.match(/node list unknown/g)).toHaveLength(1);
+    expect(gate.stderr).toMatch(/skipped for 50 SMC-R object\(s\); give the cluster's nodes/);
+    // -q prints what needs a look: none of the 50 objects (the summary alone).
+    const quiet = (await runCli(['check', '-q', many])).stdout;
+    expect(quiet.trim()).toBe('50 object(s) checked: 50 allowed, 0 denied');
+    const json = JSON.parse((await runCli(['check', '-o', 'json', many])).stdout) as {
+      notices: string[];
+      summary: { warnings: number };
+    };
+    expect(json.summary.warnings).toBe(0);
+    expect(json.notices).toEqual([expect.stringMatching(/^node list unknown/)]);
+    const sarif = JSON.parse((await runCli(['check', '-o', 'sarif', many])).stdout) as {
+      runs: { invocations: { toolExecutionNotifications?: { level: string }[] }[] }[];
+    };
+    expect(sarif.runs[0]!.invocations[0]!.toolExecutionNotifications).toEqual([
+      expect.objectContaining({ level: 'note' }),
+    ]);
+  });
+
   it('reads stdin for "-", multi-document YAML, and kind: List', async () => {
     const list = JSON.stringify({
       apiVersion: 'v1',
@@ -444,7 +473,7 @@ items:
     );
     const without = await runCli(['check', '--profile', profile, f]);
     expect(without.code).toBe(0);
-    expect(without.stdout).toMatch(/node list unknown/);
+    expect(without.stderr).toMatch(/node list unknown/);
   });
 
   it('exits 2 with the schema error for a malformed profile', async () => {
