@@ -24,14 +24,14 @@ export const DIFFERENCES: readonly Difference[] = [
     doc: 'send after the peer closed',
     tests: /^test\.test_socket\.NetworkConnectionBehaviourTest\.testOutsideTimeout$/,
     kind: 'fails',
-    runs: ['bpf', 'preload_smc'],
+    runs: ['bpf'],
     why: 'smc_tx_sendmsg fails a send with ECONNRESET as soon as the peer has closed (smc_cdc_rxed_any_close); TCP accepts that send and reports the reset on a later call',
   },
   {
     doc: 'abortive close',
     tests: /^test\.test_ssl\.TestPreHandshakeClose\.test_preauth_data_to_tls_(client|server)$/,
     kind: 'fails',
-    runs: ['bpf', 'preload_smc'],
+    runs: ['bpf'],
     why: "SO_LINGER with a zero timeout makes TCP's close send an RST that discards what the peer has not read; SMC's close (smc_close_active, smc_close_final) is orderly: the peer reads the data first, then the end",
   },
   {
@@ -39,7 +39,7 @@ export const DIFFERENCES: readonly Difference[] = [
     tests: /^test\.test_asyncio\.test_sock_lowlevel\.\w+\.test_sock_client_connect_racing$/,
     reason: /Errno 103|Software caused connection abort/,
     kind: 'skipped',
-    runs: ['bpf', 'preload', 'preload_smc'],
+    runs: ['bpf', 'preload_smc'],
     why: 'an SMC socket whose connect failed is SMC_CLOSED, and connect() on it returns ECONNABORTED (smc_connect); a TCP socket may connect again',
   },
   {
