@@ -24,7 +24,7 @@ log() { echo "smcr-vm: $*" >&2; }
 kernel=${SMCR_VM_KERNEL:-bookworm}
 modules=(crc32_generic ib_core smc smc_diag udp_tunnel ip6_udp_tunnel ib_uverbs veth llc stp bridge)
 if [ "$kernel" = trixie ]; then
-  for p in qemu-system-x86 kmod cpio busybox-static iperf3 python3.11 redis-server redis-tools golang-go rsync; do
+  for p in qemu-system-x86 kmod cpio busybox-static iperf3 python3.11 redis-server redis-tools golang-go rsync musl-tools; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
       apt-get install -y -o DPkg::Lock::Timeout=300 --no-install-recommends "$p" >/dev/null
   done
@@ -46,7 +46,7 @@ else
   log "kernel $abi ($version)"
 
   missing=()
-  for p in qemu-system-x86 kmod cpio busybox-static iperf3 python3.11 redis-server redis-tools golang-go rsync "linux-headers-$abi"; do
+  for p in qemu-system-x86 kmod cpio busybox-static iperf3 python3.11 redis-server redis-tools golang-go rsync musl-tools "linux-headers-$abi"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -138,6 +138,10 @@ cp "$here/runtimes/get.py" "$here/runtimes/http.mjs" "$root/runtimes/"
 file "$root/runtimes/go-http" | grep -q 'statically linked' || { log "go-http is not static"; exit 1; }
 # Dynamically linked: the preload library reaches them.
 gcc -O2 -Wall -Wextra -Werror -o "$root/bin/sock-loop" "$here/sock-loop.c"
+# The same program against musl, dynamically linked, as in an Alpine image: the preload library
+# (built against glibc) must load and act there too. musl's loader is its libc.
+musl-gcc -O2 -Wall -Wextra -Werror -o "$root/bin/sock-loop-musl" "$here/sock-loop.c"
+cp -L /usr/lib/x86_64-linux-musl/libc.so "$root/lib/ld-musl-x86_64.so.1"
 gcc -O2 -Wall -Wextra -Werror -o "$root/bin/smc-cost" "$here/smc-cost.c"
 gcc -O2 -Wall -Wextra -Werror -o "$root/bin/loopback" "$here/loopback.c"
 ln -s /usr/bin/kmod "$root/usr/sbin/modprobe"

@@ -67,6 +67,8 @@ fi
 # IPPROTO_TCP) in an SMC-R pod, and in a pod without SMC-R.
 say "sockloop_a=$(ip netns exec a env $ENV_ON /bin/sock-loop 3)"
 say "sockloop_c=$(ip netns exec c /bin/sock-loop 3)"
+# As an Alpine image's program (musl, dynamically linked): the preload library loads there too.
+say "sockloop_musl_a=$(ip netns exec a env $ENV_ON /bin/sock-loop-musl 3)"
 # The preload library's loopback connections (in a pod without SMC-R, so that only the library
 # acts): a blocking client and a non-blocking one no epoll set watches come out of connect() plain
 # TCP; one already in an epoll set goes through SMC and falls back; with SMC_PRELOAD_LOOPBACK=smc,

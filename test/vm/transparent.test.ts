@@ -105,6 +105,12 @@ describe.skipIf(skip).each(KERNELS)(
       expect(off).toMatchObject({ failed: 0, smc: 0, tcp: 48 });
     });
 
+    // #79: an Alpine image's programs link musl, whose loader takes the glibc-built library too
+    // (it answers for libc.so.6 itself): under preload its sockets become SMC as glibc's do.
+    it('a musl program (as in an Alpine image) gets SMC sockets the same way', () => {
+      expect(vm.json('sockloop_musl_a')).toMatchObject({ failed: 0, tcp: 0, sockets: 48, smc: 48 });
+    });
+
     it("the preload library gives loopback connects plain TCP with their options, unless an epoll set already watches the socket; Node.js's and asyncio's too", () => {
       // No RDMA device serves lo: as SMC a loopback connect only ends in a fallback
       // (bench/smc-cost.ts). AF_INET is 2, AF_SMC 43.
