@@ -112,3 +112,13 @@ export function expectTcp(
       expect(statsDelta(vm, label, pod, tech).successes, `${label} ${tech} in ${pod}`).toBe(0);
   }
 }
+
+/** The VM ran every step of its scenario, to DONE, on the kernel asked for (the console's tail when not). */
+export function expectRanEveryStep(vm: VmRun, release: RegExp): void {
+  expect(
+    vm.lines.filter((r) => 'FAIL' in r),
+    vm.consoleText.slice(-3000),
+  ).toEqual([]);
+  expect(vm.find((r) => 'DONE' in r).DONE).toBe('ok');
+  expect(vm.find((r) => 'kernel' in r).kernel).toMatch(release);
+}

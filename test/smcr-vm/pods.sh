@@ -90,3 +90,29 @@ runtime() { # label client server port conns env server-command client-command [
   say "runtime=$1 rc=$crc client=\"$(tail -n 3 "/run/$1-client.out" | tr -d '"' | tr '\n' ' ')\" rdma_sent_pkts=$((after - before))"
 }
 
+
+# The files the runtimes serve, and TCP buffers of SMC's size (64 KiB) in the pods given (those
+# without SMC): otherwise the kernel's buffers take a 4 MiB response whole, CPython's HTTP/1.0
+# server closes at once, and no connection is left established to list while the client reads.
+runtimes_setup() { # pod...
+  mkdir -p /srv && dd if=/dev/zero of=/srv/blob bs=65536 count=64 2>/dev/null
+  for ns in "$@"; do
+    ip netns exec "$ns" sh -c 'echo "4096 65536 65536" > /proc/sys/net/ipv4/tcp_rmem; echo "4096 65536 65536" > /proc/sys/net/ipv4/tcp_wmem'
+  done
+  B=4194304
+}
+
+# The four runtimes between two pods (test/vm/transparent.test.ts RUNTIMES), on ports BASE+1 to
+# BASE+4, with ENV; PROGRAMS non-empty has the agent's code read which programs hold plain TCP
+# in the Go case (the static program).
+runtimes() { # client server base env [programs]
+  runtime "go_$1" "$1" "$2" $(($3 + 1)) 1 "$4" "/runtimes/go-http serve $(($3 + 1))" \
+    "/runtimes/go-http get http://\$dst:$(($3 + 1))/bytes/$B" "$5"
+  runtime "python_$1" "$1" "$2" $(($3 + 2)) 1 "$4" "python3 -m http.server $(($3 + 2)) --directory /srv" \
+    "python3 /runtimes/get.py http://\$dst:$(($3 + 2))/blob"
+  runtime "node_$1" "$1" "$2" $(($3 + 3)) 1 "$4" "node /runtimes/http.mjs serve $(($3 + 3))" \
+    "node /runtimes/http.mjs get http://\$dst:$(($3 + 3))/bytes/$B"
+  runtime "redis_$1" "$1" "$2" $(($3 + 4)) 4 "$4" \
+    "redis-server --port $(($3 + 4)) --save '' --appendonly no --protected-mode no" \
+    "redis-benchmark -h \$dst -p $(($3 + 4)) -c 4 -n ${REDIS_N:-20000} -t set,get -q"
+}

@@ -22,26 +22,9 @@ say "state_a=$(cat /run/erdma-smcr/state/a_eth0.json 2>/dev/null)"
 iperf a b 5201 ""
 iperf c d 5202 ""
 
-mkdir -p /srv && dd if=/dev/zero of=/srv/blob bs=65536 count=64 2>/dev/null
-# As transparent.sh: TCP buffers of SMC's size in the pods without it, so that a connection is
-# still up while it is listed.
-for ns in c d; do
-  ip netns exec $ns sh -c 'echo "4096 65536 65536" > /proc/sys/net/ipv4/tcp_rmem; echo "4096 65536 65536" > /proc/sys/net/ipv4/tcp_wmem'
-done
-B=4194304
-for p in "a b 8000" "c d 8100"; do
-  set -- $p
-  cl=$1 sv=$2 base=$3
-  runtime "go_$cl" "$cl" "$sv" $((base + 1)) 1 "" "/runtimes/go-http serve $((base + 1))" \
-    "/runtimes/go-http get http://\$dst:$((base + 1))/bytes/$B"
-  runtime "python_$cl" "$cl" "$sv" $((base + 2)) 1 "" "python3 -m http.server $((base + 2)) --directory /srv" \
-    "python3 /runtimes/get.py http://\$dst:$((base + 2))/blob"
-  runtime "node_$cl" "$cl" "$sv" $((base + 3)) 1 "" "node /runtimes/http.mjs serve $((base + 3))" \
-    "node /runtimes/http.mjs get http://\$dst:$((base + 3))/bytes/$B"
-  runtime "redis_$cl" "$cl" "$sv" $((base + 4)) 4 "" \
-    "redis-server --port $((base + 4)) --save '' --appendonly no --protected-mode no" \
-    "redis-benchmark -h \$dst -p $((base + 4)) -c 4 -n ${REDIS_N:-20000} -t set,get -q"
-done
+runtimes_setup c d
+runtimes a b 8000 ""
+runtimes c d 8100 ""
 
 # An annotated pod's client to a server in a pod without the annotation: SMC falls back (the peer's
 # SYN carries no SMC option) and the bytes arrive.

@@ -142,27 +142,9 @@ fi
 iperf a b 5201 "$ENV_ON"
 iperf c d 5202 ""
 
-mkdir -p /srv && dd if=/dev/zero of=/srv/blob bs=65536 count=64 2>/dev/null
-# The pair without SMC-R gets TCP buffers of SMC's size (64 KiB): otherwise the kernel's buffers take
-# a 4 MiB response whole, CPython's HTTP/1.0 server closes at once, and no connection is left
-# established to list while the client reads.
-for ns in c d; do
-  ip netns exec $ns sh -c 'echo "4096 65536 65536" > /proc/sys/net/ipv4/tcp_rmem; echo "4096 65536 65536" > /proc/sys/net/ipv4/tcp_wmem'
-done
-B=4194304
-for p in "a b 8000 $ENV_ON" "c d 8100"; do
-  set -- $p
-  cl=$1 sv=$2 base=$3 envs=$4
-  runtime "go_$cl" "$cl" "$sv" $((base + 1)) 1 "$envs" "/runtimes/go-http serve $((base + 1))" \
-    "/runtimes/go-http get http://\$dst:$((base + 1))/bytes/$B" "$([ "$mech" = preload ] && [ "$cl" = a ] && echo programs)"
-  runtime "python_$cl" "$cl" "$sv" $((base + 2)) 1 "$envs" "python3 -m http.server $((base + 2)) --directory /srv" \
-    "python3 /runtimes/get.py http://\$dst:$((base + 2))/blob"
-  runtime "node_$cl" "$cl" "$sv" $((base + 3)) 1 "$envs" "node /runtimes/http.mjs serve $((base + 3))" \
-    "node /runtimes/http.mjs get http://\$dst:$((base + 3))/bytes/$B"
-  runtime "redis_$cl" "$cl" "$sv" $((base + 4)) 4 "$envs" \
-    "redis-server --port $((base + 4)) --save '' --appendonly no --protected-mode no" \
-    "redis-benchmark -h \$dst -p $((base + 4)) -c 4 -n ${REDIS_N:-20000} -t set,get -q"
-done
+runtimes_setup c d
+runtimes a b 8000 "$ENV_ON" "$([ "$mech" = preload ] && echo programs)"
+runtimes c d 8100 ""
 
 # Under preload, a launcher that clears LD_PRELOAD (as entrypoints that sanitise the environment
 # do) leaves its program on TCP: the agent names it, and why.
