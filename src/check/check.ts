@@ -19,6 +19,7 @@ import {
   inputReader,
   visitInputs,
   type InputError,
+  type NotObject,
   type SourcedObject,
 } from './inputs.js';
 import { profileCandidatesAbove, scopeProfiles, type FoundProfile } from './profiles.js';
@@ -274,6 +275,12 @@ export function checkPaths(
   onResult?: (r: CheckResult) => void,
   /** Files whose path (as found under the paths given) matches one of these are not read (--exclude). */
   exclude: readonly RegExp[] = [],
+  /**
+   * Documents that are not Kubernetes objects (a Grafana dashboard, a Prometheus rule file, a
+   * kustomize JSON patch: what real manifest trees hold beside their objects): `skip` them with one
+   * note for the run, or make each an `error` (exit 2), as before (--not-objects).
+   */
+  notObjects: 'skip' | 'error' = 'skip',
 ): CheckReport {
   const errors: InputError[] = [];
   const files = expandPaths(paths, errors).filter(
@@ -298,6 +305,7 @@ export function checkPaths(
   const results: CheckResult[] = [];
   /** SMC-R objects judged without a node list (a note for the run, not a warning per object). */
   let blind = 0;
+  const skippedDocs: NotObject[] = [];
   let objects = 0;
   let denied = 0;
   let skips = 0;
@@ -326,6 +334,7 @@ export function checkPaths(
     errors,
     undefined,
     read,
+    notObjects === 'skip' ? skippedDocs : undefined,
   );
   const unused = choice.profileFile
     ? profiles.filter((p) => resolve(p.file) !== resolve(choice.profileFile!))
@@ -336,6 +345,7 @@ export function checkPaths(
           `--profile ${choice.profileFile} judges every manifest; the ClusterProfile in ${unused.map((p) => p.profile.source).join(', ')} is not used`,
         ]
       : []),
+    ...(skippedDocs.length > 0 ? [notObjectsNote(skippedDocs)] : []),
     ...(blind > 0
       ? [
           `node list unknown: the node checks (kernel, driver mode, capability) were skipped for ${blind} SMC-R object(s); give the cluster's nodes with --profile or --nodes to run them`,
@@ -343,7 +353,7 @@ export function checkPaths(
       : []),
   ];
   // A gate that checked nothing must not pass, in any format: an empty or mistyped tree, an
-  // empty stdin is an input error of its own (#70).
+  // empty stdin, a tree of nothing but skipped documents is an input error of its own (#70).
   if (objects === 0 && errors.length === 0)
     for (const p of paths) {
       const name = p === '-' ? '<stdin>' : p;
@@ -369,4 +379,12 @@ export function runCheck(
     warnings: results.reduce((n, r) => n + r.warnings.length, 0),
     skipped: results.filter(skipped).length,
   });
+}
+
+/** One note for the documents skipped as not Kubernetes objects: how many, in which files. */
+function notObjectsNote(docs: readonly NotObject[]): string {
+  const files = [...new Set(docs.map((d) => d.source.replace(/:\d+(#.*)?$/, '')))];
+  const shown = files.slice(0, 5).join(', ');
+  const more = files.length > 5 ? ` and ${files.length - 5} more` : '';
+  return `skipped ${docs.length} document(s) that are not Kubernetes objects (no apiVersion and kind) in ${shown}${more}; --not-objects error makes each an input error`;
 }

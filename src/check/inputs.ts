@@ -281,6 +281,8 @@ export function visitInputs(
   errors: InputError[],
   only?: RegExp,
   read: (path: string) => string = (p) => readFileSync(p, 'utf8'),
+  /** Given: documents that are not Kubernetes objects go here instead of becoming errors. */
+  notObjectsSeen?: NotObject[],
 ): void {
   for (const p of files) {
     const name = p === '-' ? '<stdin>' : p;
@@ -302,7 +304,8 @@ export function visitInputs(
       errors.push(parseError(name, err));
       objects = documentsBefore(text, name, (err as Error).message, notObjects);
     }
-    errors.push(...notObjects.map(notObjectError));
+    if (notObjectsSeen) notObjectsSeen.push(...notObjects);
+    else errors.push(...notObjects.map(notObjectError));
     visit(objects, p);
   }
 }

@@ -18,6 +18,7 @@ interface CheckOpts {
   filename?: string[];
   quiet?: boolean;
   exclude?: string[];
+  notObjects: 'skip' | 'error';
 }
 
 /** Many small writes gathered into a few large ones (each `process.stdout.write` is a system call). */
@@ -72,6 +73,14 @@ export function checkCommand({ program, io, setCode }: CommandContext): void {
     .option('--no-color', 'never colour the text output')
     .option('-q, --quiet', 'text output: only denials and warnings, then the summary')
     .option('--fail-on-warn', 'exit 3 when objects are allowed but some have warnings (conftest)')
+    .addOption(
+      new Option(
+        '--not-objects <action>',
+        'documents that are not Kubernetes objects (dashboards, rule files, JSON patches): skip them with a note, or make each an input error (exit 2)',
+      )
+        .choices(['skip', 'error'])
+        .default('skip'),
+    )
     .option(
       '--exclude <regex>',
       "skip files whose path matches (repeatable, as conftest's --ignore), e.g. --exclude '/charts/'",
@@ -125,6 +134,7 @@ export function checkCommand({ program, io, setCode }: CommandContext): void {
           keep,
           (r) => writer.result(r),
           excludes(opts.exclude),
+          opts.notObjects,
         );
         writer.end(report);
       } finally {

@@ -19,12 +19,14 @@ function where(source: string): string {
 }
 
 function command(
-  kind: 'error' | 'warning',
+  kind: 'error' | 'warning' | 'notice',
   source: string,
   heading: string,
   message: string,
 ): string {
-  const props = [where(source), `title=${escapeProperty(heading)}`].filter(Boolean).join(',');
+  const props = [source ? where(source) : '', `title=${escapeProperty(heading)}`]
+    .filter(Boolean)
+    .join(',');
   return `::${kind} ${props}::${escapeData(message)}\n`;
 }
 
@@ -38,6 +40,8 @@ export function githubWriter(write: (text: string) => void): ReportWriter {
     end(report) {
       for (const e of report.errors)
         write(command('error', e.source, 'erdma-smcr check', e.message));
+      // What the run says of itself: a workflow notice, never a warning on a file.
+      for (const n of report.notices ?? []) write(command('notice', '', 'erdma-smcr check', n));
       const s = report.summary;
       write(
         `${s.objects} object(s) checked: ${s.allowed} allowed, ${s.denied} denied, ${s.warnings} warning(s)${s.errors > 0 ? `, ${s.errors} input error(s)` : ''}\n`,

@@ -20,6 +20,7 @@ export function yamlWriter(write: (text: string) => void): ReportWriter {
     },
     end(report) {
       for (const e of report.errors) write(comment(`not read: ${e.message}`));
+      for (const n of report.notices ?? []) write(comment(n));
       const s = report.summary;
       write(
         comment(

@@ -130,13 +130,22 @@ describe('check checks something, or fails', () => {
     });
   });
 
-  it('scalars, top-level lists and maps without kind are reported as not Kubernetes objects, never PASS', async () => {
+  it('scalars, top-level lists and maps without kind are never PASS: skipped with a note (nothing left: exit 2), or errors with --not-objects error', async () => {
     for (const [text, what] of [
       ['hello world\n', 'a string'],
       ['- a\n- b\n', 'a list'],
       ['name: my-app\n', 'a map without kind and apiVersion'],
     ] as const) {
-      const r = await runCli(['check', '-o', 'json', '-'], { stdin: text });
+      const skipped = await runCli(['check', '-o', 'json', '-'], { stdin: text });
+      expect(skipped.code).toBe(2);
+      const noted = JSON.parse(skipped.stdout) as { errors: { code: string }[]; notices: string[] };
+      expect(noted.errors.map((e) => e.code)).toEqual(['NOTHING_TO_CHECK']);
+      expect(noted.notices).toEqual([
+        expect.stringMatching(/^skipped 1 document\(s\) that are not Kubernetes objects/),
+      ]);
+      const r = await runCli(['check', '-o', 'json', '--not-objects', 'error', '-'], {
+        stdin: text,
+      });
       expect(r.code).toBe(2);
       const report = JSON.parse(r.stdout) as {
         results: unknown[];
@@ -151,6 +160,35 @@ describe('check checks something, or fails', () => {
       ]);
       expect(r.stdout).not.toContain('(no kind)');
     }
+  });
+
+  // #80 item 6: `check manifests/` (the help's first example) exited 2 on the project's own tree: a
+  // Grafana dashboard, a Prometheus rule file and kustomize JSON patches are no Kubernetes objects.
+  // Real kustomize and Helm trees hold such files: skipped, with one note in every format.
+  it("checks the project's own manifests/ tree: its dashboard, rule file and JSON patches are skipped with a note", async () => {
+    const r = await runCli(['check', '--fail-on-warn', 'manifests/']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(
+      /skipped \d+ document\(s\) that are not Kubernetes objects .*manifests\/monitoring\/dashboard\.json.*--not-objects error/,
+    );
+    expect(r.stdout).toMatch(/\d+ object\(s\) checked: \d+ allowed/);
+    for (const [format, note] of [
+      ['json', /"notices": \[\n\s+"skipped \d+ document/],
+      ['sarif', /"toolExecutionNotifications"[\s\S]*skipped \d+ document/],
+      [
+        'junit',
+        /<testsuite name="erdma-smcr check: notes"[^>]*>\n\s+<system-out>skipped \d+ document/,
+      ],
+      ['github', /^::notice title=erdma-smcr check::skipped \d+ document/m],
+      ['yaml', /^# skipped \d+ document/m],
+    ] as const) {
+      const out = await runCli(['check', '-o', format, 'manifests/']);
+      expect(out.code, `${format}: ${out.stderr}`).toBe(0);
+      expect(out.stdout, format).toMatch(note);
+    }
+    const strict = await runCli(['check', '--not-objects', 'error', 'manifests/']);
+    expect(strict.code).toBe(2);
+    expect(strict.stderr).toMatch(/dashboard\.json:1: not a Kubernetes object/);
   });
 
   it('reads piped input when no path is given, as kubectl -f - does', async () => {
