@@ -17,6 +17,16 @@ export const ERRORS = {
     doc: 'The configuration (file, environment or flags) does not pass the schema.',
   },
   INPUT_UNREADABLE: { status: 400, exit: 2, doc: 'An input file or directory cannot be read.' },
+  INPUT_NOT_OBJECT: {
+    status: 400,
+    exit: 2,
+    doc: 'A document is not a Kubernetes object (no apiVersion and kind), with `check --not-objects error`; skipped with a note otherwise.',
+  },
+  NOTHING_TO_CHECK: {
+    status: 400,
+    exit: 2,
+    doc: '`check` found no Kubernetes object in a path (an empty or mistyped directory, an empty stdin).',
+  },
   INPUT_PARSE: {
     status: 400,
     exit: 2,
@@ -70,6 +80,22 @@ export const ERRORS = {
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;
+
+/**
+ * The commands whose exit code is a verdict (0 allowed, 1 denied, 3 warnings with --fail-on-warn):
+ * an error that would end another command with 1 ends these with 4, so that a failure of the
+ * command never reads as "denied" (#80).
+ */
+export const VERDICT_COMMANDS: readonly string[] = ['check', 'review'];
+export const VERDICT_FAILURE_EXIT = 4;
+
+/** The exit code of an error ending `command`. */
+export function exitFor(code: ErrorCode, command: string | undefined): number {
+  const exit = ERRORS[code].exit;
+  return exit === 1 && command !== undefined && VERDICT_COMMANDS.includes(command)
+    ? VERDICT_FAILURE_EXIT
+    : exit;
+}
 
 /** An error with a stable code from the catalogue. Its message is safe to show to the caller. */
 /**

@@ -11,6 +11,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { PROFILE_KIND } from '../cluster/profile.js';
+import type { ErrorCode } from '../errors.js';
 import { isObject } from '../util/json.js';
 import type { JsonObject } from '../policy/types.js';
 import { readBounded } from '../util/read.js';
@@ -28,7 +29,10 @@ const MANIFEST_EXT = /\.(ya?ml|json)$/i;
 export interface InputError {
   /** `file` or `file:line`. */
   readonly source: string;
-  readonly code: 'INPUT_UNREADABLE' | 'INPUT_PARSE' | 'INPUT_NOT_OBJECT' | 'NOTHING_TO_CHECK';
+  readonly code: Extract<
+    ErrorCode,
+    'INPUT_UNREADABLE' | 'INPUT_PARSE' | 'INPUT_NOT_OBJECT' | 'NOTHING_TO_CHECK'
+  >;
   readonly message: string;
 }
 

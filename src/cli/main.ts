@@ -1,7 +1,7 @@
 // The erdma-smcr command line: one binary, a subcommand per role (each in ./commands/).
 import { Command, CommanderError, Option } from 'commander';
 import { LOG_LEVELS } from '../constants.js';
-import { AppError, isAppError } from '../errors.js';
+import { AppError, exitFor, isAppError } from '../errors.js';
 import { agentCommand } from './commands/agent.js';
 import { certsCommand } from './commands/certs.js';
 import { checkCommand } from './commands/check.js';
@@ -86,11 +86,11 @@ export async function main(argv: readonly string[], io: CliIO = processIO()): Pr
     }
     if (isAppError(err)) {
       io.err(`erdma-smcr: ${err.message}\n`);
-      return err.exitCode;
+      return exitFor(err.code, named);
     }
     const wrapped = new AppError('INTERNAL', String((err as Error)?.stack ?? err));
     io.err(`erdma-smcr: internal error: ${wrapped.message}\n`);
-    return wrapped.exitCode;
+    return exitFor(wrapped.code, named);
   }
 }
 
