@@ -110,7 +110,7 @@ export const nodeEligibility: Rule = {
     const { view, loc } = ctx;
     // Without a node list there is nothing to judge, and nothing the pod's author can change: no
     // per-object warning (#80: with --fail-on-warn it failed every clean Deployment). `check` says
-    // once per run that the node checks were skipped; `serve` logs it at start.
+    // once per run that the node checks were skipped.
     if (!view.nodesKnown) return none();
     if (placementTooLarge(loc.spec, loc.prefix)) return none(); // object-size refuses it
     const where = placement(loc.spec, loc.prefix);
