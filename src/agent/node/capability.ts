@@ -106,7 +106,9 @@ export function capability(
   devices: readonly RdmaDevice[],
   eniProblem?: string,
 ): Capability {
-  const lo = host.mechanisms?.loopbackIsm;
+  // Said only where SMC sockets open: a node without SMC has no transport to speak of.
+  const m = host.mechanisms;
+  const lo = m && (m.afSmc.ok || m.ipprotoSmc.ok) ? m.loopbackIsm : undefined;
   const smcd = {
     ...(lo ? { smcdLoopback: lo.ok } : {}),
     ...(host.reservedPorts ? { reservedPorts: host.reservedPorts } : {}),

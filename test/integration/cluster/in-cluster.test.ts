@@ -516,6 +516,9 @@ describe.skipIf(why !== '')(
         'smcr.erdma.io/driver-mode-',
         'smcr.erdma.io/reason-',
         'smcr.erdma.io/mechanism-',
+        'smcr.erdma.io/smcd-loopback-',
+        'smcr.erdma.io/erdma-reserved-ports-',
+        'smcr.erdma.io/smc-reserved-ports-',
       );
       expect(readFileSync(CONFLIST, 'utf8')).toBe(conflistBefore);
       expect(existsSync(join(HOST, 'opt/cni/bin/erdma-smcr'))).toBe(false);

@@ -108,6 +108,13 @@ describe('node capability', () => {
     expect(capabilityLabels(none)['smcr.erdma.io/smcd-loopback']).toBe(label);
   });
 
+  it('says nothing of loopback-ism where no SMC socket opens at all', () => {
+    const m = probe({ loopbackIsm: no('no SMC generic netlink family (smc not loaded)') });
+    const c = capability(debian('6.12.117+deb13-amd64', m), devices);
+    expect(c.smcdLoopback).toBeUndefined();
+    expect(capabilityLabels(c)['smcr.erdma.io/smcd-loopback']).toBeNull();
+  });
+
   // #78: the ports Alibaba's modules reserve in every netns, read from the node's own parameters.
   describe('reserved ports', () => {
     const params = (root: string, module: string, values: Record<string, string>): void => {
