@@ -3,7 +3,6 @@
 // Node.js on the host), and the docs name them as `erdma-smcr ...`. Here each is handed to that
 // binary with its arguments, and its output and exit code are the command's: one name for an admin
 // on a node, in the agent pod or in a checkout (#80).
-import { spawnSync } from 'node:child_process';
 import { AppError } from '../../errors.js';
 import type { CommandContext } from '../config.js';
 
@@ -32,7 +31,11 @@ export function nodeToolsCommand({ program, io, configFor, setCode }: CommandCon
       .allowUnknownOption()
       .allowExcessArguments()
       .action(async (args: string[]) => {
-        const { DEFAULT_NATIVE_BINARY } = await import('../../native/binary.js');
+        // Loaded here, not with the CLI: every other command's start-up does without them (#43).
+        const [{ spawnSync }, { DEFAULT_NATIVE_BINARY }] = await Promise.all([
+          import('node:child_process'),
+          import('../../native/binary.js'),
+        ]);
         const binary = (await configFor({})).agent.nativeBinary ?? DEFAULT_NATIVE_BINARY;
         const r = spawnSync(binary, [name, ...args], { maxBuffer: MAX_OUTPUT });
         if (r.error) {
