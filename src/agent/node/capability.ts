@@ -174,19 +174,20 @@ function whyNone(host: HostFacts, k: Eligibility): { reason: string; detail: str
       reason: 'kernel-without-smc',
       detail: `kernel ${host.kernelRelease} has no smc module (built without CONFIG_SMC, as Debian's 7.2 kernels are): no way to run SMC-R on it; run the node on a kernel that ships SMC (docs/support-matrix.md)`,
     };
-  // No module lists (a node without /lib/modules, #77) and no SMC socket: the socket probe went
-  // through the kernel's own module autoload, so SMC cannot be had now, but whether the kernel ships
-  // it cannot be told. Say that, not kernel-without-smc.
-  if (host.smcBuilt === 'unknown' && m && !m.afSmc.ok && !/older than/.test(k.reason))
-    return {
-      reason: 'smc-unknown',
-      detail: `no SMC socket could be opened (${m.afSmc.why ?? 'AF_SMC refused'}), and whether kernel ${host.kernelRelease || '(unknown release)'} ships smc is unknown: this node has no module lists (/lib/modules/${host.kernelRelease || '<release>'}/modules.dep, modules.builtin). If the kernel has smc, load it (modprobe smc); if not, run the node on a kernel that ships SMC (docs/support-matrix.md)`,
-    };
   if (k.ok)
     return {
       reason: 'no-smc-module',
       detail:
         'the smc kernel module is not loaded (/proc/sys/net/smc/tcp2smc is missing): modprobe smc',
+    };
+  // A kernel the seeds' rule does not know to ship smc, no module lists (a node without
+  // /lib/modules, #77) and no SMC socket: the socket probe went through the kernel's own module
+  // autoload, so SMC cannot be had now, but whether the kernel ships it cannot be told. Say that,
+  // not kernel-without-smc.
+  if (host.smcBuilt === 'unknown' && m && !m.afSmc.ok && !/older than/.test(k.reason))
+    return {
+      reason: 'smc-unknown',
+      detail: `no SMC socket could be opened (${m.afSmc.why ?? 'AF_SMC refused'}), and whether kernel ${host.kernelRelease || '(unknown release)'} ships smc is unknown: this node has no module lists (/lib/modules/${host.kernelRelease || '<release>'}/modules.dep, modules.builtin). If the kernel has smc, load it (modprobe smc); if not, run the node on a kernel that ships SMC (docs/support-matrix.md)`,
     };
   if (/older than/.test(k.reason)) return { reason: 'kernel-too-old', detail: k.reason };
   if (!m) return { reason: 'unsupported-os-or-kernel', detail: k.reason };

@@ -180,6 +180,14 @@ describe('node capability', () => {
       expect(isLabelValue(c.reason)).toBe(true);
     });
 
+    it('says no-smc-module (modprobe smc) on Alibaba Cloud Linux 3, whose kernels ship smc', () => {
+      const c = capability(
+        { ...good, smcModule: false, smcBuilt: 'unknown', mechanisms: probe({}) },
+        devices,
+      );
+      expect(c.reason).toBe('no-smc-module');
+    });
+
     it('still says kernel-too-old for a kernel the rule names too old', () => {
       const c = capability(
         { ...bare(probe({})), kernelRelease: '5.10.134-16.al8.x86_64', osImage: good.osImage },
