@@ -36,6 +36,38 @@ describe('bash completion', () => {
     expect(await complete('status', '--log-l')).toEqual(['--log-level']);
   });
 
+  // #80 item 11: these offered flags, or files, before.
+  it('offers files for a path, the choices of an option that takes them, and rule ids', async () => {
+    writeFileSync(join(dir, 'pod.yaml'), 'kind: Pod\n');
+    const files = async (...words: string[]) =>
+      (await complete(...words)).filter((w) => w.includes('pod.yaml'));
+    const at = `${dir}/po`;
+    expect(await files('check', at)).toEqual([`${dir}/pod.yaml`]);
+    expect(await complete('check', '')).not.toContain('--filename'); // check <TAB>: files, not flags
+    expect(await files('check', '-f', at)).toEqual([`${dir}/pod.yaml`]);
+    expect(await files('check', '-o', 'json', at)).toEqual([`${dir}/pod.yaml`]);
+    expect(await complete('check', '-o', '')).toEqual([
+      'text',
+      'json',
+      'yaml',
+      'junit',
+      'sarif',
+      'policyreport',
+      'github',
+    ]);
+    expect(await complete('check', '--output', 'ju')).toEqual(['junit']);
+    expect(await complete('--log-level', 'w')).toEqual(['warn']);
+    expect(await complete('status', '--log-level', 'de')).toEqual(['debug']);
+    expect(await complete('--log-level', 'debug', 'ch')).toEqual(['check']);
+    expect(await complete('explain', 'ho')).toEqual(['host-network']);
+    expect(await complete('rules', 'ip')).toEqual(['ip-family']);
+    expect(await complete('serve', '--cert-source', '')).toEqual(['files', 'secret']);
+    expect(await complete('serve', '--port', '')).toEqual([]); // a number: nothing to offer
+    expect(await complete('certs', '')).toEqual(['generate']);
+    expect(await complete('certs', 'generate', '--o')).toEqual(['--out']);
+    expect(await complete('completion', '')).toEqual(['bash']);
+  });
+
   it('refuses a shell it has no script for', async () => {
     const r = await runCli(['completion', 'fish']);
     expect(r.code).toBe(2);
