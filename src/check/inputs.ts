@@ -16,6 +16,7 @@ import { isObject } from '../util/json.js';
 import type { JsonObject } from '../policy/types.js';
 import { readBounded } from '../util/read.js';
 import { parseYamlDocuments } from '../util/yaml.js';
+import { errnoReason } from '../util/errno.js';
 
 export interface SourcedObject {
   /** `file:line` (or `file:line#items[i]` for an entry of a List). */
@@ -48,7 +49,7 @@ const SKIPPED_DIRS = new Set(['.git', 'node_modules']);
 export const MAX_INPUT_BYTES = 64 << 20;
 
 function unreadable(path: string, err: unknown): InputError {
-  const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+  const reason = errnoReason(err);
   return { source: path, code: 'INPUT_UNREADABLE', message: `cannot read ${path}: ${reason}` };
 }
 

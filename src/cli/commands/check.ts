@@ -142,8 +142,10 @@ export function checkCommand({ program, io, setCode }: CommandContext): void {
         writer.close?.();
       }
       for (const n of report.notices ?? []) io.err(`erdma-smcr: ${visible(n)}\n`);
-      // Input errors also go to stderr, where a CI log shows them whatever the output format.
-      for (const e of report.errors) io.err(`erdma-smcr: ${visible(e.message)}\n`);
+      // Input errors also go to stderr, where a CI log shows them whatever the output format; the
+      // text output lists them itself, so there each is said once.
+      if (opts.output !== 'text')
+        for (const e of report.errors) io.err(`erdma-smcr: ${visible(e.message)}\n`);
       // Nothing checked is an input error of the report's own (NOTHING_TO_CHECK): exit 2.
       setCode(exitCode(report.summary, opts.failOnWarn === true));
     });

@@ -4,6 +4,7 @@ import { Option } from 'commander';
 import type { Endpoint } from '../../admission/decision.js';
 import { AppError } from '../../errors.js';
 import type { CommandContext } from '../config.js';
+import { errnoReason } from '../../util/errno.js';
 
 interface ReviewOpts {
   profile?: string;
@@ -55,10 +56,7 @@ export function reviewCommand({ program, io, configFor, setCode }: CommandContex
               try {
                 return fs.readFileSync(file, 'utf8');
               } catch (err) {
-                throw new AppError(
-                  'INPUT_UNREADABLE',
-                  `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-                );
+                throw new AppError('INPUT_UNREADABLE', `cannot read ${file}: ${errnoReason(err)}`);
               }
             });
       const where = file === '-' ? '<stdin>' : file;

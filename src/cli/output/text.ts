@@ -59,9 +59,10 @@ export function formatTextResult(r: CheckResult, opts: TextOptions): string {
 /** The input errors and the summary line that end the text output. */
 export function formatTextFooter(report: ReportTail, opts: TextOptions): string {
   const c = opts.color;
-  // A message that starts with its own location (a parser's `file:line:col: ...`) is not given it twice.
+  // A message that names its own location (a parser's `file:line:col: ...`, `cannot read FILE: ...`)
+  // is not given it twice.
   const lines = report.errors.map((e) =>
-    e.message.startsWith(e.source)
+    e.message.includes(e.source)
       ? `${paint(c, 'red', 'ERROR')} ${visible(e.message)}`
       : `${paint(c, 'red', 'ERROR')} ${paint(c, 'dim', visible(e.source))}  ${visible(e.message)}`,
   );
