@@ -51,12 +51,23 @@
 typedef int (*socket_fn)(int, int, int);
 typedef int (*connect_fn)(int, const struct sockaddr *, socklen_t);
 
+/* libc's function behind ours, resolved once into *slot. Threads may race to resolve it: each gets
+ * the same address, and the slot is read and written atomically (no data race, test/preload_threads.c
+ * under ThreadSanitizer). */
+static void *next_sym(void **slot, const char *name)
+{
+	void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (!f) {
+		f = dlsym(RTLD_NEXT, name);
+		__atomic_store_n(slot, f, __ATOMIC_RELEASE);
+	}
+	return f;
+}
+
 static socket_fn next_socket(void)
 {
-	static socket_fn next;
-	if (!next)
-		next = (socket_fn)dlsym(RTLD_NEXT, "socket");
-	return next;
+	static void *next;
+	return (socket_fn)next_sym(&next, "socket");
 }
 
 int socket(int domain, int type, int protocol)
@@ -114,23 +125,22 @@ static const struct {
  * watched. A registration made by a raw epoll_ctl system call is not seen: no program we know
  * connects through libc and registers that way (Go does both by raw system calls, never reaching
  * this library's connect()). */
+#ifndef WATCH_TABLE /* smaller in test/preload_threads.c, to reach past it */
 #define WATCH_TABLE 65536
+#endif
 static unsigned char watch_count[WATCH_TABLE];
 
 typedef int (*epoll_ctl_fn)(int, int, int, struct epoll_event *);
 typedef int (*close_fn)(int);
-static epoll_ctl_fn next_epoll_ctl;
-static close_fn next_close;
+static void *next_epoll_ctl, *next_close;
 
 /* Resolved before main(), where a signal handler may call close() (dlsym() is not safe there);
  * and at the first call when that comes first: the constructors of libraries the program links
  * run before this library's and may close descriptors. */
 static void resolve_next(void)
 {
-	if (!next_epoll_ctl)
-		next_epoll_ctl = (epoll_ctl_fn)dlsym(RTLD_NEXT, "epoll_ctl");
-	if (!next_close)
-		next_close = (close_fn)dlsym(RTLD_NEXT, "close");
+	next_sym(&next_epoll_ctl, "epoll_ctl");
+	next_sym(&next_close, "close");
 }
 
 __attribute__((constructor)) static void resolve_at_load(void)
@@ -141,16 +151,17 @@ __attribute__((constructor)) static void resolve_at_load(void)
 int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 {
 	int r;
-	resolve_next();
-	if (!next_epoll_ctl) {
+	epoll_ctl_fn next = (epoll_ctl_fn)next_sym(&next_epoll_ctl, "epoll_ctl");
+	if (!next) {
 		errno = ENOSYS;
 		return -1;
 	}
-	r = next_epoll_ctl(epfd, op, fd, event);
+	r = next(epfd, op, fd, event);
 	if (r == 0 && fd >= 0 && fd < WATCH_TABLE) {
-		if (op == EPOLL_CTL_ADD && watch_count[fd] < 255)
+		unsigned char n = __atomic_load_n(&watch_count[fd], __ATOMIC_RELAXED);
+		if (op == EPOLL_CTL_ADD && n < 255)
 			__atomic_add_fetch(&watch_count[fd], 1, __ATOMIC_RELAXED);
-		else if (op == EPOLL_CTL_DEL && watch_count[fd] > 0 && watch_count[fd] < 255)
+		else if (op == EPOLL_CTL_DEL && n > 0 && n < 255)
 			__atomic_sub_fetch(&watch_count[fd], 1, __ATOMIC_RELAXED);
 	}
 	return r;
@@ -158,14 +169,14 @@ int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 
 int close(int fd)
 {
+	close_fn next = (close_fn)next_sym(&next_close, "close");
 	if (fd >= 0 && fd < WATCH_TABLE)
 		__atomic_store_n(&watch_count[fd], 0, __ATOMIC_RELAXED);
-	resolve_next();
-	if (!next_close) {
+	if (!next) {
 		errno = ENOSYS;
 		return -1;
 	}
-	return next_close(fd);
+	return next(fd);
 }
 
 /* Whether an epoll set of this process may watch fd: 0 only when none does. */
@@ -230,9 +241,8 @@ typedef int (*setsockopt_fn)(int, int, int, const void *, socklen_t);
 
 int setsockopt(int fd, int level, int name, const void *value, socklen_t len)
 {
-	static setsockopt_fn next;
-	if (!next)
-		next = (setsockopt_fn)dlsym(RTLD_NEXT, "setsockopt");
+	static void *slot;
+	setsockopt_fn next = (setsockopt_fn)next_sym(&slot, "setsockopt");
 	if (!next) {
 		errno = ENOSYS;
 		return -1;
@@ -281,7 +291,7 @@ static int kernel_has_loopback_ism(void)
 		struct genlmsghdr g;
 		unsigned char attrs[32];
 	} req;
-	static unsigned char buf[4096] __attribute__((aligned(4)));
+	unsigned char buf[4096] __attribute__((aligned(4))); /* each caller its own: threads may ask at once */
 	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
 	const struct nlattr *a;
 	uint16_t family;
@@ -329,10 +339,10 @@ out:
 
 int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	static connect_fn next;
-	static int keep = -1;
-	if (!next)
-		next = (connect_fn)dlsym(RTLD_NEXT, "connect");
+	static void *slot;
+	static int keep_smc = -1;
+	connect_fn next = (connect_fn)next_sym(&slot, "connect");
+	int keep = __atomic_load_n(&keep_smc, __ATOMIC_RELAXED);
 	if (!next) {
 		errno = ENOSYS;
 		return -1;
@@ -340,14 +350,18 @@ int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	if (keep < 0) {
 		const char *v = getenv("SMC_PRELOAD_LOOPBACK");
 		keep = v && !strcmp(v, "smc");
+		__atomic_store_n(&keep_smc, keep, __ATOMIC_RELAXED);
 	}
 	if (!keep && addr && is_loopback(addr, len)) {
 		int saved = errno;
 		/* Asked once per process, at its first loopback connect; a race asks twice, harmlessly. */
 		static int lo_ism = -1;
-		if (__atomic_load_n(&lo_ism, __ATOMIC_RELAXED) < 0)
-			__atomic_store_n(&lo_ism, kernel_has_loopback_ism(), __ATOMIC_RELAXED);
-		if (!lo_ism)
+		int has = __atomic_load_n(&lo_ism, __ATOMIC_RELAXED);
+		if (has < 0) {
+			has = kernel_has_loopback_ism();
+			__atomic_store_n(&lo_ism, has, __ATOMIC_RELAXED);
+		}
+		if (!has)
 			swap_to_tcp(fd, addr->sa_family);
 		errno = saved;
 	}

@@ -3,6 +3,7 @@
  * functions are reachable and the program's epoll_ctl() and close() are the library's; its
  * socket() falls back to the TCP socket the host gives. Prints "N checks, 0 failed" as
  * test/unit.c does. */
+#include "tsan_next.h"
 #include "../preload/smc_preload.c"
 #include <stdio.h>
 

@@ -144,6 +144,11 @@ musl-gcc -O2 -Wall -Wextra -Werror -o "$root/bin/sock-loop-musl" "$here/sock-loo
 cp -L /usr/lib/x86_64-linux-musl/libc.so "$root/lib/ld-musl-x86_64.so.1"
 gcc -O2 -Wall -Wextra -Werror -o "$root/bin/smc-cost" "$here/smc-cost.c"
 gcc -O2 -Wall -Wextra -Werror -o "$root/bin/loopback" "$here/loopback.c"
+# The preload library's threads/signals/fork test (native/test/preload_threads.c) under
+# ThreadSanitizer, its runtime linked in: where the kernel has AF_SMC the loopback swap runs in every
+# racing thread, which it cannot on a machine without SMC.
+gcc -std=c11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -fsanitize=thread -static-libtsan \
+  -o "$root/bin/preload-threads" "$repo/native/test/preload_threads.c" -ldl -lpthread
 ln -s /usr/bin/kmod "$root/usr/sbin/modprobe"
 # The agent's modules as built (ES modules importing only Node's own and each other).
 mkdir -p "$root/agent"

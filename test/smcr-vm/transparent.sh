@@ -81,6 +81,14 @@ say "loopback_preload=\"$(ip netns exec c env $PRELOAD /bin/loopback)\""
 say "loopback_stats_1=$(stats_c)"
 say "loopback_keep=\"$(ip netns exec c env $PRELOAD SMC_PRELOAD_LOOPBACK=smc /bin/loopback)\""
 say "loopback_stats_2=$(stats_c)"
+# The library's own threads/signals/fork test under ThreadSanitizer (native/test/preload_threads.c,
+# the library compiled in), in the pod without SMC-R where AF_SMC opens: racing threads' loopback
+# connects are swapped to TCP here. Any data race, or a failed check, is a non-zero exit.
+threads_out=$(ip netns exec c env TSAN_OPTIONS=halt_on_error=1:exitcode=66 /bin/preload-threads 2>&1)
+threads_rc=$?
+say "preload_threads_rc=$threads_rc"
+say "preload_threads=\"$(printf '%s\n' "$threads_out" | tail -1)\""
+[ "$threads_rc" = 0 ] || printf '%s\n' "$threads_out" | head -60 >&2
 # The runtimes' own event loops to a server of their own process over 127.0.0.1, each connecting
 # three times with non-blocking sockets: Node.js (node:http on libuv, a new connection each) and
 # CPython's asyncio; then Node.js again with SMC_PRELOAD_LOOPBACK=smc, the control that the

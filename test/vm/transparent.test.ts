@@ -107,6 +107,15 @@ describe.skipIf(skip).each(KERNELS)(
       expect(vm.json('sockloop_musl_a')).toMatchObject({ failed: 0, tcp: 0, sockets: 48, smc: 48 });
     });
 
+    // #79 item 4: native/test/preload_threads.c, the library compiled in, under ThreadSanitizer.
+    // Here AF_SMC opens, so each racing thread's loopback connect is swapped (on this machine, with
+    // no SMC, `make check` runs the same test without the swap).
+    it("the library's threads, signals, dup2, fork and vfork test passes under ThreadSanitizer where AF_SMC opens", () => {
+      const value = (key: string): string | undefined => vm.find((r) => r[key] !== undefined)[key];
+      expect(value('preload_threads_rc'), vm.consoleText.slice(-4000)).toBe('0');
+      expect(value('preload_threads')).toMatch(/^1[78] checks, 0 failed$/);
+    });
+
     it("the preload library gives loopback connects plain TCP with their options, unless an epoll set already watches the socket; Node.js's and asyncio's too", () => {
       // No RDMA device serves lo: as SMC a loopback connect only ends in a fallback
       // (bench/smc-cost.ts). AF_INET is 2, AF_SMC 43.
