@@ -37,12 +37,15 @@ export function agentCommand({ program, io, configFor, setCode }: CommandContext
     program
       .command('agent')
       .description(
-        'run the node agent: aliyun/erdma device plugin, node labels, host pnet, CNI chaining, pod outcome events',
+        'run the node agent: node labels, host pnet, CNI chaining, pod outcome events (the aliyun/erdma device plugin too, unless ERDMA_SMCR_AGENT_DEVICE_PLUGIN=false, as the manifests set it: they run `device-plugin` in a DaemonSet of its own)',
       ),
   )
     .option('--node-name <name>', 'this node (default: $ERDMA_SMCR_NODE_NAME)')
     .option('--kubeconfig <file>', 'kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)')
-    .option('--uninstall', 'remove our CNI plugin entry and binary from the host, then exit')
+    .option(
+      '--uninstall',
+      'remove our CNI entry, the plugin binary, the preload library and the IPPROTO_SMC pins from the host (leaving a marker so a running agent does not put them back), then exit',
+    )
     .addHelpText(
       'after',
       [
@@ -50,7 +53,7 @@ export function agentCommand({ program, io, configFor, setCode }: CommandContext
         'Examples:',
         '  erdma-smcr agent                                  as the DaemonSet runs it (ERDMA_SMCR_HOST_ROOT=/host)',
         '  erdma-smcr agent --host-root /host --node-name n1 --kubeconfig ~/.kube/config',
-        "  erdma-smcr agent --uninstall --host-root /host    what the README's uninstall runs",
+        '  erdma-smcr agent --uninstall --host-root /host    what the uninstall runbook runs (docs/install.md)',
         '',
       ].join('\n'),
     )
