@@ -270,7 +270,7 @@ export interface ControlPlaneOptions {
    * pods): Services from `serviceCidr` (routed by kube-proxy, inside the test netns), the API
    * server reachable on `nodeIp` and advertised there (the `kubernetes` Service's endpoint, kept
    * by the lease reconciler), ServiceAccount admission and the controllers behind tokens and
-   * Endpoints.
+   * Endpoints; and the Job controller (the in-cluster suite's outage step runs an annotated Job).
    */
   readonly inClusterPods?: { readonly nodeIp: string; readonly serviceCidr: string };
   /** More kube-apiserver flags (e.g. `--watch-cache-sizes` to send one resource's watches to etcd). */
@@ -431,7 +431,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
               '--use-service-account-credentials=false',
               `--service-account-private-key-file=${join(dir, 'sa.key')}`,
               `--root-ca-file=${join(dir, 'ca.crt')}`,
-              `--controllers=deployment,replicaset,daemonset,serviceaccount-token,namespace,garbagecollector,nodelifecycle${pods ? ',serviceaccount,endpoint,endpointslice' : ''}`,
+              `--controllers=deployment,replicaset,daemonset,serviceaccount-token,namespace,garbagecollector,nodelifecycle${pods ? ',serviceaccount,endpoint,endpointslice,job' : ''}`,
               '--v=1',
             ],
             opts.netns,

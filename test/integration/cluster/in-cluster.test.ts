@@ -44,6 +44,11 @@ import {
 import { monitoredEndToEnd } from './in-cluster-steps/monitoring.js';
 import { agentRollsUnderLoad, webhookRollsUnderLoad } from './in-cluster-steps/rollouts.js';
 import { workingSetsWithinRequests } from './in-cluster-steps/working-sets.js';
+import {
+  outageStallsOnlyCreation,
+  ourHostPaths,
+  upgradeAndRollBack,
+} from './in-cluster-steps/day-two.js';
 
 const kubeProxy = (): string =>
   binariesPresent(['kube-proxy']).length > 0
@@ -63,6 +68,8 @@ const SERVICE_CIDR = '10.96.0.0/24';
 const POD_CIDR = '10.244.0.0/24';
 /** Fixed: the overlay's hostPaths name it (kustomize v2.0.3 has no variables for them). */
 const OVERLAY = 'test/integration/cluster/in-cluster';
+/** The same with a new image tag and a changed agent: the upgrade runbook's next release. */
+const OVERLAY_NEXT = 'test/integration/cluster/in-cluster-next';
 const PAUSE = 'erdma-smcr.test/pause:1';
 
 /** Our image as test/harness/image/build.sh tags it and the 1.20 overlay names it. */
@@ -481,7 +488,15 @@ describe.skipIf(why !== '')(
       600_000,
     );
 
-    it('uninstalls exactly as the README says: the conflist as it was, our binary and labels gone, running pods untouched', async () => {
+    it('while the webhook is down (failing closed for creation only), a label applies, an annotated Job completes and the garbage collector orphans its pod; an annotated pod is refused', async () => {
+      await outageStallsOnlyCreation(ctx, OVERLAY);
+    }, 600_000);
+
+    it('upgrades to a release with a new image tag and a changed agent, and rolls back, as the runbooks in docs/install.md say', async () => {
+      await upgradeAndRollBack(ctx, OVERLAY, OVERLAY_NEXT);
+    }, 900_000);
+
+    it('uninstalls the overlay installed as the runbook says: the conflist as it was, our binary and labels gone, running pods untouched, and only what the runbook lists left', async () => {
       await rolledOut('daemonset', 'erdma-smcr-agent'); // an agent pod to exec into
       const before = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items
         .map((p) => p.metadata.uid)
@@ -512,6 +527,7 @@ describe.skipIf(why !== '')(
         'label',
         'nodes',
         '--all',
+        'smcr.erdma.io/erdma-node-',
         'smcr.erdma.io/capable-',
         'smcr.erdma.io/driver-mode-',
         'smcr.erdma.io/reason-',
@@ -523,15 +539,43 @@ describe.skipIf(why !== '')(
       expect(readFileSync(CONFLIST, 'utf8')).toBe(conflistBefore);
       expect(existsSync(join(HOST, 'opt/cni/bin/erdma-smcr'))).toBe(false);
       expect(existsSync(join(HOST, 'opt/erdma-smcr/lib/libsmc-preload.so'))).toBe(false);
-      const labels = (await getJson('node', NODE)).metadata.labels ?? {};
-      expect(
-        Object.keys(labels).filter(
-          (k) => k.startsWith('smcr.erdma.io/') && k !== 'smcr.erdma.io/erdma-node',
-        ),
-      ).toEqual([]);
+      const nodeObj = await getJson('node', NODE);
+      const ourKeys = (m: Record<string, string> | undefined): string[] =>
+        Object.keys(m ?? {}).filter((k) => k.includes('erdma-smcr') || k.includes('smcr.erdma.io'));
+      expect(ourKeys(nodeObj.metadata.labels)).toEqual([]);
+      expect(ourKeys(nodeObj.metadata.annotations)).toEqual([]);
       const after = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items;
       expect(after.map((p) => p.metadata.uid).sort()).toEqual(before);
       expect(after.every((p) => p.status.phase === 'Running')).toBe(true);
+      // Nothing of ours in the API but what the runbook lists (aliyun/erdma at 0, Events).
+      const clusterScoped = await kubectl(
+        'get',
+        'mutatingwebhookconfigurations,validatingwebhookconfigurations,clusterroles,clusterrolebindings,priorityclasses,apiservices',
+        '-o',
+        'name',
+      );
+      expect(clusterScoped.split('\n').filter((n) => /erdma|smcr/.test(n))).toEqual([]);
+      await until(
+        'aliyun/erdma at 0 once its device plugin is gone',
+        async () =>
+          Number((await getJson('node', NODE)).status.allocatable?.['aliyun/erdma'] ?? 0) === 0 ||
+          undefined,
+      );
+      // On the node: exactly the directories the runbook lists; then its command removes them.
+      const left = ourHostPaths(ctx);
+      console.log(`left on the node after the uninstall: ${left.join(' ')}`);
+      expect(left).toEqual([
+        '/opt/erdma-smcr',
+        '/run/erdma-smcr',
+        '/var/lib/cni/erdma-smcr',
+        '/var/log/erdma-smcr',
+      ]);
+      // The runbook's command (on the harness's bind mounts the directory itself stays, emptied).
+      node.exec('sh', [
+        '-c',
+        `rm -rf ${left.map((p) => (p.startsWith('/opt/') ? join(HOST, p) : p)).join(' ')}; true`,
+      ]);
+      expect(ourHostPaths(ctx)).toEqual([]);
     }, 300_000);
   },
 );

@@ -2,56 +2,25 @@
 // those it must not, because the harness's API server (1.20) runs neither matchConditions (1.28+)
 // nor ValidatingAdmissionPolicy (1.30+). The expressions are read from the manifests as shipped.
 // #80 items 1 and 3.
-import { run } from '@bufbuild/cel';
 import { readFileSync } from 'node:fs';
 import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { capability, capabilityLabels } from '../../../src/agent/node/capability.js';
 import { discover } from '../../../src/agent/node/discovery.js';
-
-type Json = string | number | boolean | null | Json[] | { [k: string]: Json };
-type CelIn = string | number | boolean | null | CelIn[] | Map<string, CelIn>;
-
-/** JSON as the API server hands it to CEL: objects are maps. */
-const toCel = (v: Json): CelIn =>
-  Array.isArray(v)
-    ? v.map(toCel)
-    : v !== null && typeof v === 'object'
-      ? new Map(Object.entries(v).map(([k, x]) => [k, toCel(x)]))
-      : v;
+import {
+  evaluate,
+  podWebhookCalled,
+  type CelRequest as Request,
+  type Json,
+} from '../../helpers/cel.js';
 
 const AGENT = 'system:serviceaccount:erdma-smcr:erdma-smcr-agent';
-
-interface Request {
-  operation: 'CREATE' | 'UPDATE';
-  username?: string;
-  nodeName?: string;
-}
-
-function evaluate(expr: string, object: Json, oldObject: Json | null, req: Request): unknown {
-  const extra: Record<string, string[]> = req.nodeName
-    ? { 'authentication.kubernetes.io/node-name': [req.nodeName] }
-    : {};
-  return run(expr, {
-    object: toCel(object),
-    oldObject: toCel(oldObject),
-    request: toCel({
-      operation: req.operation,
-      userInfo: { username: req.username ?? 'system:serviceaccount:batch:job-controller', extra },
-    }),
-  } as never);
-}
 
 const clone = <T>(x: T): T => JSON.parse(JSON.stringify(x)) as T;
 
 describe('the pod webhook of the match-conditions overlay (fail closed): what waits on it', () => {
-  const patch = yaml.load(
-    readFileSync('manifests/overlays/match-conditions/mutating.yaml', 'utf8'),
-  ) as { op: string; path: string; value: { name: string; expression: string }[] }[];
-  const conditions = patch.find((p) => p.path === '/webhooks/0/matchConditions')!.value;
   /** The API server calls the webhook only when every condition is true. */
-  const called = (object: Json, oldObject: Json | null, operation: Request['operation']): boolean =>
-    conditions.every((c) => evaluate(c.expression, object, oldObject, { operation }) === true);
+  const called = podWebhookCalled;
 
   const pod = {
     apiVersion: 'v1',
