@@ -116,6 +116,7 @@ export async function outageStallsOnlyCreation(c: InCluster, overlay: string): P
       'kubectl label while the webhook is down, UPDATE failing closed',
     ).not.toBe(0);
     expect(refused.stderr).toMatch(/failed calling webhook/);
+    console.log(`outage, UPDATE failing closed: kubectl label refused: ${refused.stderr.trim()}`);
 
     // Only creation waits on the webhook now.
     await patchWebhook([
@@ -271,14 +272,22 @@ export async function upgradeAndRollBack(
   const diff = await c.cp.kubectl(['diff', '-k', next]);
   expect(diff.status, diff.stderr).toBe(1); // kubectl diff: 1 when there are differences
   expect(diff.stdout).toContain(`${IMAGE}:next`);
+  console.log(
+    `upgrade: kubectl diff -k ${next} (exit 1):\n${diff.stdout
+      .split('\n')
+      .filter((l) => /^[-+] /.test(l))
+      .join('\n')}`,
+  );
   await applyRelease(c, next);
   expect(await imagesByComponent(c)).toEqual(all('next'));
+  console.log(`upgraded: ${JSON.stringify(await imagesByComponent(c))}`);
   expect((await agentEnv())['ERDMA_SMCR_LOG_LEVEL']).toBe('debug');
   await annotatedPodRuns(c, 'after-upgrade');
 
   // Roll back: the previous release's overlay, applied the same way.
   await applyRelease(c, installed);
   expect(await imagesByComponent(c)).toEqual(all('test'));
+  console.log(`rolled back: ${JSON.stringify(await imagesByComponent(c))}`);
   expect((await agentEnv())['ERDMA_SMCR_LOG_LEVEL']).toBeUndefined();
   await annotatedPodRuns(c, 'after-rollback');
 }
