@@ -196,6 +196,14 @@ if [ "${SMCR_VM_PYTEST:-0}" = 1 ]; then
   printf '127.0.0.1 localhost smcr-vm\n::1 localhost ip6-localhost ip6-loopback\n' > "$root/etc/hosts"
   printf 'hosts: files\nservices: files\nprotocols: files\n' > "$root/etc/nsswitch.conf"
   cp /etc/services /etc/protocols "$root/etc/"
+  # A second runtime's own suite (#79 item 5): Go's net package tests, as Debian's golang-go ships
+  # them (the standard library's source), built static (CGO off: Go's own resolver, raw system
+  # calls, as Go programs in images are), with their testdata. Run under bpf only: a static program
+  # never loads the preload library.
+  goroot=$(go env GOROOT)
+  (cd "$goroot/src/net" && CGO_ENABLED=0 GOFLAGS=-trimpath GOCACHE=${GOCACHE:-$cache/go-build} \
+    go test -c -o "$root/bin/go-net.test" net)
+  mkdir -p "$root/gonet" && cp -r "$goroot/src/net/testdata" "$root/gonet/"
 fi
 echo "${SMCR_VM_WATCHDOG:-240}" > "$root/watchdog"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 > "$out/initramfs.gz")

@@ -64,10 +64,41 @@ recheck() { # label netns env...
   done
 }
 
+# Go's net package tests (test/smcr-vm/build.sh), -short as `go test -short net` runs them: totals,
+# the tests that failed, then each test that failed only under the mechanism run alone in both pods.
+gofailed() { sed -n 's/^--- FAIL: \([^ ]*\) .*/\1/p' "$1" | sort -u; }
+gosuite() { # label netns
+  start=$(date +%s)
+  (cd /gonet && ip netns exec "$2" /bin/go-net.test -test.short -test.v -test.timeout 20m) > "/run/go-$1.log" 2>&1
+  rc=$?
+  say "gotests=$1 rc=$rc pass=$(grep -c '^--- PASS' "/run/go-$1.log") fail=$(grep -c '^--- FAIL' "/run/go-$1.log") skip=$(grep -c '^--- SKIP' "/run/go-$1.log") seconds=$(($(date +%s) - start)) stats=$(erdma-smcr smc stats --netns "/run/netns/$2" 2>&1 | tr -d ' \n') failed=$(gofailed "/run/go-$1.log" | tr '\n' ',')"
+  { gofailed "/run/go-$1.log"; echo '#none'; } > "/run/go-$1.ids"
+  sed -n 's/^--- SKIP: \([^ ]*\) .*/\1/p' "/run/go-$1.log" | sort -u > "/run/go-$1.skips"
+}
+# A test's skip reason: `go test -v` streams its t.Skip line just before "--- SKIP".
+gorecheck() { # label netns
+  { cat /run/go-base.skips; echo '#none'; } > /run/go-base.skipids
+  for id in $(grep -vxF -f /run/go-base.skipids "/run/go-$1.skips"); do
+    say "goskip=$1 id=$id why=\"$(grep -B1 "^--- SKIP: $id " "/run/go-$1.log" | head -n 1 | tr -d '"' | sed 's/^ *//' | cut -c1-200)\""
+  done
+  for id in $(grep -vxF -f /run/go-base.ids "/run/go-$1.ids" | grep -v '^#none$'); do
+    (cd /gonet && ip netns exec "$2" /bin/go-net.test -test.v -test.run "^$id\$") > /run/go-one.log 2>&1
+    again=$?
+    (cd /gonet && ip netns exec c /bin/go-net.test -test.v -test.run "^$id\$") > /dev/null 2>&1
+    base=$?
+    say "godiff=$1 id=$id again_rc=$again base_rc=$base why=\"$(grep -m1 -E '_test.go:[0-9]+:' /run/go-one.log | tr -d '"' | cut -c1-300)\""
+  done
+}
+
 suite base c
 if [ "$mech" = bpf ]; then
   suite bpf a
   recheck bpf a
+  if [ -x /bin/go-net.test ]; then
+    gosuite base c
+    gosuite bpf a
+    gorecheck bpf a
+  fi
 else
   suite preload a $PRELOAD
   suite preload_smc a $PRELOAD SMC_PRELOAD_LOOPBACK=smc

@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RULES } from '../../src/policy/rules/index.js';
-import { DIFFERENCES } from '../vm/cpython-differences.js';
+import { DIFFERENCES, GO_DIFFERENCES } from '../vm/cpython-differences.js';
 
 // The tables live in docs/troubleshooting.md; the README links there.
 const troubleshooting = readFileSync('docs/troubleshooting.md', 'utf8');
@@ -87,9 +87,12 @@ describe('links in the README and docs/', () => {
 describe('docs/support-matrix.md, what SMC changes for a program', () => {
   const matrix = readFileSync('docs/support-matrix.md', 'utf8');
   const section = matrix.slice(matrix.indexOf('## What SMC changes for a program'));
-  it.each(DIFFERENCES.map((d) => [d.doc, d]))('lists "%s" with its runs', (doc, d) => {
-    const row = section.split('\n').find((l) => l.startsWith(`| ${doc} |`));
-    expect(row, doc).toBeDefined();
-    for (const run of d.runs) expect(row, `${doc}: ${run}`).toContain(run);
-  });
+  it.each([...DIFFERENCES, ...GO_DIFFERENCES].map((d) => [d.doc, d]))(
+    'lists "%s" with its runs',
+    (doc, d) => {
+      const row = section.split('\n').find((l) => l.startsWith(`| ${doc} |`));
+      expect(row, doc).toBeDefined();
+      for (const run of d.runs) expect(row, `${doc}: ${run}`).toContain(run);
+    },
+  );
 });

@@ -51,3 +51,26 @@ export const DIFFERENCES: readonly Difference[] = [
     why: 'not SMC: our CNI plugin turns IPv6 off in an annotated pod (SMC-R carries IPv4 only), so tests that need IPv6 skip; smcr.erdma.io/keep-ipv6 keeps it',
   },
 ];
+
+/**
+ * What SMC changes for a Go program, as Go's own net package tests show it (-short, static, under
+ * `bpf` on 6.12 with loopback-ism: test/smcr-vm/cpython.sh). Test names as `go test -v` prints
+ * them; the `doc` keys are rows of the same table.
+ */
+export const GO_DIFFERENCES: readonly Difference[] = [
+  {
+    doc: 'abortive close',
+    tests: /^TestNotTemporaryRead$/,
+    kind: 'fails',
+    runs: ['bpf'],
+    why: "the server sets SO_LINGER 0 and closes; over TCP that is an RST and the client's Read fails with ECONNRESET, over SMC-D the close is orderly (smc_close_active) and the Read returns io.EOF",
+  },
+  {
+    doc: 'IPv6 turned off',
+    tests: /^Test\w+$/,
+    reason: /IPv6|ipv6|dual.?stack/i,
+    kind: 'skipped',
+    runs: ['bpf'],
+    why: 'not SMC: our CNI plugin turns IPv6 off in an annotated pod; the net package probes for it and skips what needs it',
+  },
+];

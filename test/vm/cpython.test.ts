@@ -9,6 +9,8 @@
 // alone in both pods), and every test the mechanism's pod skips that the baseline ran, must be one
 // of DIFFERENCES: explained from the kernel and listed in docs/support-matrix.md with what a user
 // does about it. Anything else fails the suite.
+// On the trixie boot, Go's net package tests too (#79 item 5), under bpf only (static: the
+// preload library never reaches a Go program), against the same baseline.
 // CI runs CI_TESTS (about 90 s a run under TCG); `npm run test:vm` sets ERDMA_SMCR_PYTEST=full for
 // ALL_TESTS (about 260 s a run). CPython's socket tests name their peer as localhost
 // (test.support.socket_helper.HOST) and have no option for a remote host: SMC-R between pods is
@@ -17,7 +19,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { requires, root } from '../helpers/requires.js';
 import { bootVm, type VmRecord, type VmRun } from '../helpers/vm.js';
 import { expectRanEveryStep } from '../helpers/vm-pods.js';
-import { DIFFERENCES, type Run } from './cpython-differences.js';
+import { DIFFERENCES, GO_DIFFERENCES, type Run } from './cpython-differences.js';
 
 const skip = requires("CPython's test suite in the VM (apt-get, qemu)", root) !== '';
 
@@ -85,7 +87,7 @@ describe.skipIf(skip).each(BOOTS)(
         smc: module,
         pytest: true,
         append: `smcr_scenario=cpython smcr_pytests=${TESTS.join(',')}`,
-        watchdogSec: TESTS === ALL_TESTS ? 2400 : 900,
+        watchdogSec: TESTS === ALL_TESTS ? 3000 : 1500,
       });
       console.log(`CPython's tests on ${kernel}: VM run ${vm.summary}`);
       for (const r of vm.lines.filter((x) => x.pytests !== undefined || x.pydiff !== undefined))
@@ -116,6 +118,47 @@ describe.skipIf(skip).each(BOOTS)(
           smc(line('pytests', 'preload_smc')).fallbacks,
         );
         expect(smc(line('pytests', 'preload_smc')).fallbacks).toBeGreaterThan(100);
+      });
+
+    // #79 item 5: a second runtime's own suite. Go's net package tests (-short), static as Go
+    // programs in images are, so under `bpf` only (the preload library never reaches them).
+    if (kernel === 'trixie')
+      it("Go's net package tests: SMC-D carried them, and every test that fails or is skipped only under bpf is an explained difference", () => {
+        const base = line('gotests', 'base');
+        const bpf = line('gotests', 'bpf');
+        console.log(
+          `Go net tests: base ${base.pass} passed, ${base.fail} failed, ${base.skip} skipped in ${base.seconds} s; bpf ${bpf.pass} / ${bpf.fail} / ${bpf.skip} in ${bpf.seconds} s, ${smc(bpf).smcd} SMC-D connections, ${smc(bpf).fallbacks} fallbacks; failed under bpf: ${bpf.failed || 'none'}`,
+        );
+        expect(Number(base.pass)).toBeGreaterThan(150);
+        const total = (r: VmRecord): number => Number(r.pass) + Number(r.fail) + Number(r.skip);
+        expect(total(bpf)).toBe(total(base));
+        expect(smc(bpf).smcd).toBeGreaterThan(50);
+        expect(smc(base).smcd).toBe(0);
+        for (const r of vm.lines.filter((x) => x.godiff === 'bpf'))
+          console.log(
+            `  Go, failed under bpf: ${r.id} (again ${r.again_rc}, baseline ${r.base_rc}): ${r.why}`,
+          );
+        const confirmed = vm.lines
+          .filter((r) => r.godiff === 'bpf' && r.again_rc !== '0' && r.base_rc === '0')
+          .map((r) => `${r.id}: ${r.why}`);
+        const unexplained = confirmed.filter(
+          (c) => !GO_DIFFERENCES.some((d) => d.kind === 'fails' && d.tests.test(c.split(':')[0]!)),
+        );
+        expect(unexplained, 'Go tests that fail only under bpf, unexplained').toEqual([]);
+        const skips = vm.lines.filter((r) => r.goskip === 'bpf');
+        for (const r of skips) console.log(`  Go, skipped only under bpf: ${r.id}: ${r.why}`);
+        const unexplainedSkips = skips
+          .filter(
+            (r) =>
+              !GO_DIFFERENCES.some(
+                (d) =>
+                  d.kind === 'skipped' &&
+                  d.tests.test(r.id ?? '') &&
+                  (d.reason?.test(r.why ?? '') ?? true),
+              ),
+          )
+          .map((r) => `${r.id}: ${r.why}`);
+        expect(unexplainedSkips, 'Go tests skipped only under bpf, unexplained').toEqual([]);
       });
 
     for (const run of runs)
