@@ -23,7 +23,6 @@
 #include <sys/wait.h>
 
 #define THREADS 4
-#define ROUNDS 300
 #define SIGNAL_CLOSES 64
 
 static int checks, failed;
@@ -38,21 +37,21 @@ static void expect(int ok, const char *what)
 	}
 }
 
-static int listener, ep;
+static int listener, ep, rounds = 300, stopping;
 static struct sockaddr_in server;
 static int connect_errors, racing_errors;
 
-/* Accepts and closes until the listener is shut down, so that every connect completes. */
+/* Accepts and closes until told to stop (woken by one last connect), so that every connect
+ * completes. */
 static void *acceptor(void *arg)
 {
 	(void)arg;
-	for (;;) {
+	while (!__atomic_load_n(&stopping, __ATOMIC_ACQUIRE)) {
 		int c = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
 		if (c >= 0)
 			close(c);
-		else if (errno == EINVAL || errno == EBADF)
-			return NULL;
 	}
+	return NULL;
 }
 
 /* Loopback connects as event loops and blocking clients make them, some watched by the shared epoll
@@ -60,7 +59,7 @@ static void *acceptor(void *arg)
 static void *racer(void *arg)
 {
 	long id = (long)arg;
-	for (int i = 0; i < ROUNDS; i++) {
+	for (int i = 0; i < rounds; i++) {
 		int nonblocking = (i + id) % 2, watched = (i + id) % 3 == 0;
 		struct epoll_event ev = {.events = EPOLLOUT};
 		int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
@@ -219,8 +218,13 @@ int main(void)
 	pthread_t acc, racers[THREADS];
 	socklen_t len = sizeof(server);
 	int forked = 1;
+	const char *r = getenv("PRELOAD_THREADS_ROUNDS");
 	setvbuf(stdout, NULL, _IONBF, 0);
-	listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (r && atoi(r) > 0)
+		rounds = atoi(r);
+	/* The listener is a plain TCP socket (libc's socket(), not the library's): the clients are what
+	 * is under test, and an AF_SMC listener would only add SMC's server side. */
+	listener = next_socket()(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	server.sin_family = AF_INET;
 	server.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -251,8 +255,13 @@ int main(void)
 	past_the_table();
 	libc_close_resolved_by_the_program();
 
-	shutdown(listener, SHUT_RDWR);
-	pthread_join(acc, NULL);
+	__atomic_store_n(&stopping, 1, __ATOMIC_RELEASE);
+	{
+		int wake = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		connect(wake, (struct sockaddr *)&server, sizeof(server));
+		pthread_join(acc, NULL);
+		close(wake);
+	}
 	close(listener);
 	printf("%d checks, %d failed\n", checks, failed);
 	return failed != 0;

@@ -84,11 +84,13 @@ say "loopback_stats_2=$(stats_c)"
 # The library's own threads/signals/fork test under ThreadSanitizer (native/test/preload_threads.c,
 # the library compiled in), in the pod without SMC-R where AF_SMC opens: racing threads' loopback
 # connects are swapped to TCP here. Any data race, or a failed check, is a non-zero exit.
-threads_out=$(ip netns exec c env TSAN_OPTIONS=halt_on_error=1:exitcode=66 /bin/preload-threads 2>&1)
+# 100 rounds a thread (300 here without SMC): ThreadSanitizer under TCG is slow, and a hang must
+# not eat the scenario's watchdog.
+threads_out=$(timeout 90 /usr/sbin/ip netns exec c env TSAN_OPTIONS=halt_on_error=1:exitcode=66 PRELOAD_THREADS_ROUNDS=100 /bin/preload-threads 2>&1)
 threads_rc=$?
 say "preload_threads_rc=$threads_rc"
 say "preload_threads=\"$(printf '%s\n' "$threads_out" | tail -1)\""
-[ "$threads_rc" = 0 ] || printf '%s\n' "$threads_out" | head -60 >&2
+[ "$threads_rc" = 0 ] || printf '%s\n' "$threads_out" | head -60 | while read -r l; do say "preload_threads_said=\"$(echo "$l" | tr -d '"')\""; done
 # The runtimes' own event loops to a server of their own process over 127.0.0.1, each connecting
 # three times with non-blocking sockets: Node.js (node:http on libuv, a new connection each) and
 # CPython's asyncio; then Node.js again with SMC_PRELOAD_LOOPBACK=smc, the control that the
