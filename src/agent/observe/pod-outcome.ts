@@ -52,6 +52,7 @@ export function judge(
   recordGoneAt?: number,
 ): PodOutcome | undefined {
   if (!wantsSmcr(pod)) return undefined;
+  if (record?.outcome === 'pending') return unfinished(record, now, graceMs);
   if (record) return fromRecord(record);
   if (sandboxEnding(pod)) return undefined;
   const since = sandboxSince(pod);
@@ -66,6 +67,25 @@ export function judge(
     message:
       'SMC-R was not enabled: the erdma-smcr CNI plugin did not run for this pod (it was not chained when the pod started). ' +
       'The pod uses TCP. Fix: check the erdma-smcr agent on this node, then delete the pod so it is recreated.',
+  };
+}
+
+/**
+ * A record the plugin wrote before it entered the pod's netns: its ADD is under way, and the
+ * record holds no verdict yet (its mechanism is not chosen). Reproduced first: an agent that read
+ * one between the plugin's two writes told the pod SMCRUnavailable with no reason, once for good.
+ * One still pending after the grace period is an ADD that never finished.
+ */
+function unfinished(r: PluginRecord, now: number, graceMs: number): PodOutcome | undefined {
+  if (now - r.mtimeMs < graceMs) return undefined;
+  return {
+    kind: 'missed',
+    type: 'Warning',
+    reason: 'SMCRNotApplied',
+    message:
+      `SMC-R was not enabled: the erdma-smcr CNI plugin began for this pod at ${new Date(r.mtimeMs).toISOString()} ` +
+      'and did not finish (its record is still pending). The pod uses TCP. ' +
+      'Fix: look for the plugin in the container runtime log on this node, then delete the pod so it is recreated.',
   };
 }
 

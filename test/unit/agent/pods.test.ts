@@ -80,6 +80,28 @@ describe('pod verdicts', () => {
     });
   });
 
+  it('tells nothing from a pending record (the ADD is under way), and an unfinished ADD once its grace is over', () => {
+    // Reproduced first (CI, the cluster suite): the agent read the record the plugin writes before
+    // it enters the netns, which says mechanism none with no reason, and told SMCRUnavailable for good.
+    const pending = rec({ outcome: 'pending', mechanism: 'none', mtimeMs: 9_500 });
+    const starting = pod(on, {});
+    expect(judge(starting, pending, 10_000, 1000)).toBeUndefined();
+    expect(judge(pod(on), pending, 10_000, 1000)).toBeUndefined();
+    const late = judge(pod(on), pending, 10_600, 1000);
+    expect(late).toMatchObject({ kind: 'missed', reason: 'SMCRNotApplied', type: 'Warning' });
+    expect(late?.message).toMatch(
+      /began for this pod at 1970-01-01T00:00:09\.500Z and did not finish/,
+    );
+    // The plugin's second write carries the verdict, told as before.
+    const done = rec({
+      outcome: 'partial',
+      mechanism: 'none',
+      mechanismWhy: 'no net.smc.tcp2smc',
+      missing: ['net.smc.tcp2smc'],
+    });
+    expect(judge(pod(on), done, 10_000, 1000)?.message).toMatch(/set up \(no net\.smc\.tcp2smc\)/);
+  });
+
   it('tells nothing of a finished or terminating pod without its record (the runtime removed it with the sandbox)', () => {
     // Reproduced first: a completed Job's pod got SMCRNotApplied, and counted as missed.
     for (const phase of ['Succeeded', 'Failed'])
