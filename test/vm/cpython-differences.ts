@@ -22,7 +22,10 @@ export interface Difference {
 export const DIFFERENCES: readonly Difference[] = [
   {
     doc: 'send after the peer closed',
-    tests: /^test\.test_socket\.NetworkConnectionBehaviourTest\.testOutsideTimeout$/,
+    // BufferIOTest.testRecvFromIntoSmallBuffer meets it only when its server side has closed before
+    // the client thread's send(): seen once in two full runs, and not when run again alone.
+    tests:
+      /^test\.test_socket\.(NetworkConnectionBehaviourTest\.testOutsideTimeout|BufferIOTest\.testRecvFromIntoSmallBuffer)$/,
     kind: 'fails',
     runs: ['bpf'],
     why: 'smc_tx_sendmsg fails a send with ECONNRESET as soon as the peer has closed (smc_cdc_rxed_any_close); TCP accepts that send and reports the reset on a later call',
