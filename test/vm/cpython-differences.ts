@@ -77,3 +77,21 @@ export const GO_DIFFERENCES: readonly Difference[] = [
     why: 'not SMC: our CNI plugin turns IPv6 off in an annotated pod; the net package probes for it and skips what needs it',
   },
 ];
+
+/** The tests among `skipped` (one each, with the suite's reason) that no skip in `known` explains, as "id: reason". */
+export function unexplainedSkips(
+  skipped: readonly { readonly id?: string; readonly why?: string }[],
+  known: readonly Difference[],
+): string[] {
+  return skipped
+    .filter(
+      (s) =>
+        !known.some(
+          (d) =>
+            d.kind === 'skipped' &&
+            d.tests.test(s.id ?? '') &&
+            (d.reason?.test(s.why ?? '') ?? true),
+        ),
+    )
+    .map((s) => `${s.id}: ${s.why}`);
+}

@@ -19,7 +19,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { requires, root } from '../helpers/requires.js';
 import { bootVm, type VmRecord, type VmRun } from '../helpers/vm.js';
 import { expectRanEveryStep } from '../helpers/vm-pods.js';
-import { DIFFERENCES, GO_DIFFERENCES, type Run } from './cpython-differences.js';
+import { DIFFERENCES, GO_DIFFERENCES, type Run, unexplainedSkips } from './cpython-differences.js';
 
 const skip = requires("CPython's test suite in the VM (apt-get, qemu)", root) !== '';
 
@@ -147,18 +147,10 @@ describe.skipIf(skip).each(BOOTS)(
         expect(unexplained, 'Go tests that fail only under bpf, unexplained').toEqual([]);
         const skips = vm.lines.filter((r) => r.goskip === 'bpf');
         for (const r of skips) console.log(`  Go, skipped only under bpf: ${r.id}: ${r.why}`);
-        const unexplainedSkips = skips
-          .filter(
-            (r) =>
-              !GO_DIFFERENCES.some(
-                (d) =>
-                  d.kind === 'skipped' &&
-                  d.tests.test(r.id ?? '') &&
-                  (d.reason?.test(r.why ?? '') ?? true),
-              ),
-          )
-          .map((r) => `${r.id}: ${r.why}`);
-        expect(unexplainedSkips, 'Go tests skipped only under bpf, unexplained').toEqual([]);
+        expect(
+          unexplainedSkips(skips, GO_DIFFERENCES),
+          'Go tests skipped only under bpf, unexplained',
+        ).toEqual([]);
       });
 
     for (const run of runs)
@@ -173,18 +165,10 @@ describe.skipIf(skip).each(BOOTS)(
         expect(unexplained, 'tests that fail only under the mechanism, unexplained').toEqual([]);
         const skips = vm.lines.filter((r) => r.pyskip === run);
         expect(skips).toHaveLength(Number(vm.find((r) => r.pyskips === run).count));
-        const unexplainedSkips = skips
-          .filter(
-            (s) =>
-              !known.some(
-                (d) =>
-                  d.kind === 'skipped' &&
-                  d.tests.test(s.id ?? '') &&
-                  (d.reason?.test(s.why ?? '') ?? true),
-              ),
-          )
-          .map((s) => `${s.id}: ${s.why}`);
-        expect(unexplainedSkips, 'tests skipped only under the mechanism, unexplained').toEqual([]);
+        expect(
+          unexplainedSkips(skips, known),
+          'tests skipped only under the mechanism, unexplained',
+        ).toEqual([]);
       });
   },
 );
