@@ -1,4 +1,4 @@
-// The webhook's live view at production size (#37), against the harness's real v1.20.2 API server:
+// The webhook's live view at production size (#37), against the harness's real 1.37 API server:
 // 0, 500, 5,000 and 20,000 ACK-shaped Nodes (test/harness/k8s/nodes.ts, about 12 KB each), then
 // `serve --cluster live` as its own process with the NODE_OPTIONS its Deployment sets. Per size:
 // - ready: from start until /readyz answers 200 (the first list done);

@@ -5,7 +5,7 @@
 //   and again 20 s after that load (what it keeps of a burst); run from a path as long as the
 //   image's /app (bench/env.ts, imageLayout);
 // - `serve` with the live cluster view (watches Nodes and the profile ConfigMap of the harness's
-//   real v1.20.2 API server; skipped when its binaries are not built);
+//   real 1.37 API server; skipped when its binaries are not built);
 // - `agent` as its DaemonSet runs it (no device plugin) on a fixture host tree without a cluster,
 //   with the veths of a busy node's 110 pods (device discovery, CNI chaining, metrics): idle, and
 //   its idle CPU (utime + stime from /proc/<pid>/stat) over 60 s from 40 s after start;

@@ -1,8 +1,9 @@
-// Debian's containerd (1.6) and runc, started by a test with their own root, state, socket, CNI
-// dirs and opt path, inside a network namespace the test created (entered with nsenter --net, not
-// ip netns exec, which would remount /sys). Images are single-layer OCI archives built from
-// busybox-static and imported with ctr (no registry is reachable here). A CRI client over gRPC on
-// the unix socket speaks runtime.v1alpha2 (test/harness/cri/api.proto).
+// containerd 2 (built from the Go module proxy by test/harness/k8s/build.sh, with its runc shim and
+// ctr) and Debian's runc, started by a test with their own root, state, socket, CNI dirs and CDI
+// spec dirs, inside a network namespace the test created (entered with nsenter --net, not ip netns
+// exec, which would remount /sys). Images are single-layer OCI archives built from busybox-static
+// and imported with ctr (no registry is reachable here). A CRI client over gRPC on the unix socket
+// speaks runtime.v1 (test/harness/cri/api.proto).
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
@@ -16,15 +17,22 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { binPath } from './k8s/control-plane.js';
+
+/** containerd's binaries (containerd, ctr, containerd-shim-runc-v2), from the harness cache. */
+export const CONTAINERD_BIN = dirname(binPath('containerd'));
 
 export function containerdAvailable(): string {
-  for (const bin of ['/usr/bin/containerd', '/usr/bin/ctr', '/usr/sbin/runc', '/bin/busybox']) {
+  for (const bin of ['containerd', 'ctr', 'containerd-shim-runc-v2'])
+    if (!existsSync(join(CONTAINERD_BIN, bin)))
+      return `${join(CONTAINERD_BIN, bin)} missing (run test/harness/k8s/build.sh containerd)`;
+  for (const bin of ['/usr/sbin/runc', '/bin/busybox']) {
     if (!existsSync(bin) && !existsSync(bin.replace('/usr/sbin/', '/usr/bin/')))
-      return `${bin} missing (apt-get install containerd runc busybox-static)`;
+      return `${bin} missing (apt-get install runc busybox-static)`;
   }
   return process.getuid?.() === 0 ? '' : 'needs root';
 }
@@ -125,6 +133,8 @@ export interface Containerd {
   readonly dir: string;
   readonly socket: string;
   readonly cniConfDir: string;
+  /** Where containerd reads CDI specs. */
+  readonly cdiSpecDirs: readonly string[];
   readonly cri: grpc.Client & Record<string, (...args: unknown[]) => unknown>;
   /** Calls a CRI RuntimeService method. */
   call<T>(method: string, req: object, timeoutMs?: number): Promise<T>;
@@ -141,6 +151,8 @@ export interface ContainerdOptions {
   readonly sandboxImage: string;
   /** OCI archives to import into the k8s.io namespace. */
   readonly images: readonly string[];
+  /** Where containerd reads CDI specs (default: a dir of its own, `<dir>/cdi`). */
+  readonly cdiSpecDirs?: readonly string[];
 }
 
 function loadCri(): grpc.ServiceClientConstructor {
@@ -152,9 +164,9 @@ function loadCri(): grpc.ServiceClientConstructor {
   });
   return (
     grpc.loadPackageDefinition(def).runtime as {
-      v1alpha2: { RuntimeService: grpc.ServiceClientConstructor };
+      v1: { RuntimeService: grpc.ServiceClientConstructor };
     }
-  ).v1alpha2.RuntimeService;
+  ).v1.RuntimeService;
 }
 
 /** PIDs of containerd-shim processes whose arguments include `dir` (read from /proc). */
@@ -185,28 +197,36 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
     writeFileSync(join(cniConfDir, '10-test.conflist'), JSON.stringify(opts.cni.conflist, null, 2));
   }
 
+  const cdiSpecDirs = opts.cdiSpecDirs ?? [join(dir, 'cdi')];
+  // containerd 2's configuration version 3: the CRI plugin split into images and runtime parts.
+  // CDI is always on in containerd 2 (enable_cdi went away); its spec dirs are ours.
   writeFileSync(
     join(dir, 'config.toml'),
     [
-      'version = 2',
+      'version = 3',
       `root = "${dir}/root"`,
       `state = "${dir}/state"`,
-      'disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp"]',
+      'disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.erofs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing", "io.containerd.nri.v1.nri"]',
       '[grpc]',
       `  address = "${socket}"`,
       '[ttrpc]',
       `  address = "${socket}.ttrpc"`,
       '[plugins."io.containerd.internal.v1.opt"]',
       `  path = "${dir}/opt"`,
-      '[plugins."io.containerd.grpc.v1.cri"]',
-      `  sandbox_image = "${opts.sandboxImage}"`,
+      '[plugins."io.containerd.cri.v1.images"]',
+      // The native snapshotter works on any filesystem (overlay-on-overlay does not).
+      '  snapshotter = "native"',
+      '  [plugins."io.containerd.cri.v1.images".pinned_images]',
+      `    sandbox = "${opts.sandboxImage}"`,
+      '[plugins."io.containerd.cri.v1.runtime"]',
       // Without it containerd refuses to lower its own oom_score_adj in this environment.
       '  restrict_oom_score_adj = true',
-      '  [plugins."io.containerd.grpc.v1.cri".containerd]',
-      // The native snapshotter works on any filesystem (overlay-on-overlay does not).
+      `  cdi_spec_dirs = [${cdiSpecDirs.map((d) => JSON.stringify(d)).join(', ')}]`,
+      '  [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]',
+      '    runtime_type = "io.containerd.runc.v2"',
       '    snapshotter = "native"',
-      '  [plugins."io.containerd.grpc.v1.cri".cni]',
-      `    bin_dir = "${cniBinDir}"`,
+      '  [plugins."io.containerd.cri.v1.runtime".cni]',
+      `    bin_dirs = ["${cniBinDir}"]`,
       `    conf_dir = "${cniConfDir}"`,
       '',
     ].join('\n'),
@@ -214,18 +234,31 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
   let logs = '';
   const child: ChildProcess = spawn(
     'nsenter',
-    [...opts.enter, 'containerd', '--config', join(dir, 'config.toml'), '--log-level', 'info'],
+    [
+      ...opts.enter,
+      join(CONTAINERD_BIN, 'containerd'),
+      '--config',
+      join(dir, 'config.toml'),
+      '--log-level',
+      'info',
+    ],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
+      // The runc shim is looked up on PATH.
+      env: { ...process.env, PATH: `${CONTAINERD_BIN}:${process.env.PATH ?? ''}` },
     },
   );
   child.stdout?.on('data', (d: Buffer) => (logs += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (logs += d.toString()));
   const ctr = (args: readonly string[]): string =>
-    execFileSync('ctr', ['--address', socket, '--namespace', 'k8s.io', ...args], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    execFileSync(
+      join(CONTAINERD_BIN, 'ctr'),
+      ['--address', socket, '--namespace', 'k8s.io', ...args],
+      {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
   const RuntimeService = loadCri();
   const cri = new RuntimeService(
     `unix://${socket}`,
@@ -273,7 +306,7 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
       if (child.exitCode !== null) throw new Error(`containerd exited: ${logs.slice(-3000)}`);
       if (existsSync(socket)) {
         try {
-          await call('Version', { version: 'v1alpha2' }, 2000);
+          await call('Version', { version: 'v1' }, 2000);
           break;
         } catch {
           // CRI plugin not up yet
@@ -284,7 +317,7 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
       await new Promise((r) => setTimeout(r, 200));
     }
     for (const image of opts.images) ctr(['images', 'import', '--snapshotter', 'native', image]);
-    return { dir, socket, cniConfDir, cri, call, ctr, logs: () => logs, stop };
+    return { dir, socket, cniConfDir, cdiSpecDirs, cri, call, ctr, logs: () => logs, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -1,7 +1,7 @@
 // The shipped kustomizations built as users build them: with kustomize v5 (the one in the kubectl
 // of API servers 1.27 and later), here Debian trixie's, run in the cached trixie chroot
-// (test/smcr-vm/trixie-chroot.sh). The harness's kubectl 1.20 embeds kustomize v2.0.3, which
-// builds only the test overlays written for it.
+// (test/smcr-vm/trixie-chroot.sh). kubectl 1.37's built-in kustomize
+// (v5) is the other builder the suites use.
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';

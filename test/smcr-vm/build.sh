@@ -134,7 +134,11 @@ rsync -a --exclude test --exclude idlelib --exclude tkinter --exclude turtledemo
 with_libs /usr/lib/python3.11/lib-dynload/*.so
 mkdir -p "$root/runtimes"
 cp "$here/runtimes/get.py" "$here/runtimes/http.mjs" "$root/runtimes/"
-(cd "$here/runtimes" && CGO_ENABLED=0 GOFLAGS=-trimpath GOCACHE=${GOCACHE:-$cache/go-build} go build -ldflags=-s -o "$root/runtimes/go-http" http.go)
+# Debian's golang-go by path: the machine's own Go (1.26 in /usr/local/go) may come first on PATH,
+# and the suite's claims (Go's net tests, their known skips) are about the Go Debian ships.
+go=/usr/lib/go/bin/go
+[ -x "$go" ] || { log "Debian's golang-go missing ($go)"; exit 1; }
+(cd "$here/runtimes" && CGO_ENABLED=0 GOFLAGS=-trimpath GOTOOLCHAIN=local GOCACHE=${GOCACHE:-$cache/go-build} "$go" build -ldflags=-s -o "$root/runtimes/go-http" http.go)
 file "$root/runtimes/go-http" | grep -q 'statically linked' || { log "go-http is not static"; exit 1; }
 # Dynamically linked: the preload library reaches them.
 gcc -O2 -Wall -Wextra -Werror -o "$root/bin/sock-loop" "$here/sock-loop.c"
@@ -200,9 +204,9 @@ if [ "${SMCR_VM_PYTEST:-0}" = 1 ]; then
   # them (the standard library's source), built static (CGO off: Go's own resolver, raw system
   # calls, as Go programs in images are), with their testdata. Run under bpf only: a static program
   # never loads the preload library.
-  goroot=$(go env GOROOT)
-  (cd "$goroot/src/net" && CGO_ENABLED=0 GOFLAGS=-trimpath GOCACHE=${GOCACHE:-$cache/go-build} \
-    go test -c -o "$root/bin/go-net.test" net)
+  goroot=$("$go" env GOROOT)
+  (cd "$goroot/src/net" && CGO_ENABLED=0 GOFLAGS=-trimpath GOTOOLCHAIN=local GOCACHE=${GOCACHE:-$cache/go-build} \
+    "$go" test -c -o "$root/bin/go-net.test" net)
   mkdir -p "$root/gonet" && cp -r "$goroot/src/net/testdata" "$root/gonet/"
 fi
 echo "${SMCR_VM_WATCHDOG:-240}" > "$root/watchdog"

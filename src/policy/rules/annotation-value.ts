@@ -38,7 +38,7 @@ function yamlType(v: unknown): string {
 /**
  * Our annotations with a value that is not a string: an unquoted `true` or `262144` in YAML. Only
  * `check` can see them: kubectl cannot decode such a manifest, and the API server answers a raw
- * request with 400 ("cannot be handled as a Pod: ... Annotations: ReadString: expects \" or n")
+ * request with 400 (1.37: "cannot be handled as a Pod: json: cannot unmarshal bool into ... annotations")
  * before any webhook is called.
  */
 export function nonStringAnnotations(loc: PodLocation): Denial[] {

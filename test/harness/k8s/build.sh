@@ -1,105 +1,99 @@
 #!/usr/bin/env bash
-# Builds Kubernetes v1.20.2 control-plane binaries and kubelet from Debian's `kubernetes` source
-# package (with our patches in patches/), and
-# unpacks Debian's etcd, into a cache outside the repo. Idempotent: a second run with the same
-# recipe only checks the stamp. Usage: build.sh [component...] (default: the control plane).
-# Env: ERDMA_SMCR_CACHE (default /var/cache/erdma-smcr).
+# Builds the cluster suites' binaries from the Go module proxy with `go build`, one wrapper module
+# each under modules/ (go.mod + go.sum committed; gen.sh writes the Kubernetes ones):
+#   Kubernetes 1.37 (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy,
+#   kubectl), Kubernetes 1.35 (kube-apiserver, kubectl), etcd 3.7.0 (1.37's build/dependencies.yaml),
+#   containerd 2.4.2, ctr and the runc shim (containerd's RELEASES.md for 1.37).
+# Everything lands in a cache outside the repo, by version; Go's module and build caches live there
+# too, so a cold run downloads and compiles each package once and a warm run only checks stamps.
+# Usage: build.sh [target...]  targets: k8s-1.37 k8s-1.35 etcd containerd (default: all)
+# Env: ERDMA_SMCR_CACHE (default /var/cache/erdma-smcr); GO (default /usr/local/go/bin/go, else `go`).
 set -euo pipefail
 
 CACHE_ROOT=${ERDMA_SMCR_CACHE:-/var/cache/erdma-smcr}
-K8S=$CACHE_ROOT/k8s-v1.20.2
-BIN=$K8S/bin
 HERE=$(cd "$(dirname "$0")" && pwd)
-COMPONENTS=("$@")
-[ ${#COMPONENTS[@]} -gt 0 ] || COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
-# The recipe's identity: this script, the apt helper and the patches. A change rebuilds.
-shopt -s nullglob
-PATCHES=("$HERE"/patches/*.patch)
-APT_SRC=$HERE/../../../native/scripts/apt-src.sh # Debian source packages via a private deb-src setup
-RECIPE=$(cat "$0" "$APT_SRC" "${PATCHES[@]}" | sha256sum | cut -c1-16)
+MODS=$HERE/modules
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(k8s-1.37 k8s-1.35 etcd containerd)
 
-log() { printf '[k8s-build %s] %s\n' "$(date +%T)" "$*" >&2; }
-
-need_build() {
-  for c in "${COMPONENTS[@]}"; do
-    [ -x "$BIN/$c" ] && [ "$(cat "$BIN/$c.recipe" 2>/dev/null)" = "$RECIPE" ] || return 0
-  done
-  [ -x "$BIN/etcd" ] || return 0
-  return 1
-}
-
-if ! need_build; then
-  log "cached: ${COMPONENTS[*]} etcd in $BIN"
-  exit 0
+# Go 1.26 is what the modules declare; Debian's golang-go (1.19) may come first on the PATH.
+GO=${GO:-}
+if [ -z "$GO" ]; then
+  if [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go; else GO=$(command -v go); fi
 fi
+export GOMODCACHE=$CACHE_ROOT/go/mod GOCACHE=$CACHE_ROOT/go/build GOPATH=$CACHE_ROOT/go/path
+export GOTOOLCHAIN=local GOFLAGS=-mod=readonly CGO_ENABLED=0
+# Tools that bring their own TLS roots need /etc/ssl/certs: the proxy is reached over HTTPS.
+[ -d /etc/ssl/certs ] || { echo "build.sh: /etc/ssl/certs missing (install ca-certificates)" >&2; exit 1; }
 
-mkdir -p "$K8S" "$BIN"
-exec 9>"$K8S/.lock"
+log() { printf '[harness-build %s] %s\n' "$(date +%T)" "$*" >&2; }
+mkdir -p "$CACHE_ROOT" "$GOMODCACHE" "$GOCACHE"
+exec 9>"$CACHE_ROOT/.build.lock"
 flock 9 # one build at a time per machine
 
-export DEBIAN_FRONTEND=noninteractive
-missing=()
-command -v go >/dev/null || missing+=(golang-go)
-command -v rsync >/dev/null || missing+=(rsync)
-command -v make >/dev/null || missing+=(make)
-if [ ${#missing[@]} -gt 0 ]; then
-  log "installing ${missing[*]}"
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# The module's pinned version of a dependency, from its go.mod.
+pinned() { sed -n "s#^\t*\(require \)\{0,1\}$2 \(v[^ ]*\).*#\2#p" "$MODS/$1/go.mod" | head -n1; }
 
-aptsrc() { "$APT_SRC" "$K8S/apt" "$@"; }
+# build MODULE_DIR OUT_DIR LDFLAGS PKG... : one `go build` for all of a module's binaries, so shared
+# packages compile once; skipped when OUT_DIR's stamp matches the module, the flags, the packages
+# and Go (not this whole script: a comment changed here must not relink 500 MB of binaries).
+build() {
+  local mod=$1 out=$2 ldflags=$3; shift 3
+  local recipe
+  recipe=$({ cat "$MODS/$mod/go.mod" "$MODS/$mod/go.sum" "$MODS/$mod"/*/*.go 2>/dev/null
+    echo "$ldflags ${TAGS:-} $*"; } | sha256sum | cut -c1-16)-$("$GO" env GOVERSION)
+  local all=1
+  for p in "$@"; do [ -x "$out/$(basename "$p")" ] || all=0; done
+  if [ "$all" = 1 ] && [ "$(cat "$out/.recipe" 2>/dev/null)" = "$recipe" ]; then
+    log "cached: $mod in $out"
+    return 0
+  fi
+  log "building $mod: $(for p in "$@"; do printf '%s ' "$(basename "$p")"; done)(cold: several minutes)"
+  mkdir -p "$out.tmp"
+  local started=$SECONDS
+  (cd "$MODS/$mod" && "$GO" build -trimpath -tags "${TAGS:-}" -ldflags "-s -w $ldflags" -o "$out.tmp/" "$@") \
+    >"$CACHE_ROOT/build-$mod.log" 2>&1 || { tail -n 40 "$CACHE_ROOT/build-$mod.log" >&2; exit 1; }
+  mkdir -p "$out"
+  for p in "$@"; do mv -f "$out.tmp/$(basename "$p")" "$out/"; done
+  rmdir "$out.tmp"
+  echo "$recipe" >"$out/.recipe"
+  log "built $mod in $((SECONDS - started)) s"
+}
 
-SRC=$K8S/src
-if [ ! -f "$SRC/.unpacked" ]; then
-  log "downloading the kubernetes source package"
-  rm -rf "$SRC" "$K8S/dl" && mkdir -p "$K8S/dl" "$SRC"
-  (cd "$K8S/dl" && aptsrc source --download-only kubernetes >/dev/null)
-  tarball=$(ls "$K8S"/dl/kubernetes_*.orig.tar.* | head -n1)
-  log "unpacking $(basename "$tarball")"
-  tar -xf "$tarball" -C "$SRC" --strip-components=1
-  rm -rf "$K8S/dl"
+k8s() {
+  local minor=$1; shift
+  local v; v=$(pinned "v$minor" k8s.io/kubernetes)
+  local pkgs=() b
+  for b in "$@"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
+  # kubectl version and the API's /version read these (hack/lib/version.sh sets the same).
+  local x="" p
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    x+=" -X $p.gitVersion=$v -X $p.gitMajor=1 -X $p.gitMinor=${minor#1.} -X $p.gitTreeState=archive"
+    x+=" -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  build "v$minor" "$CACHE_ROOT/k8s-$v/bin" "$x" "${pkgs[@]}"
+  ln -sfn "k8s-$v" "$CACHE_ROOT/k8s-$minor"
+}
 
-  # Go >= 1.18 breaks the vendored reflect2 v1.0.1 (SIGSEGV when the apiserver records a webhook
-  # patch): swap in Debian's reflect2 1.0.2.
-  log "replacing vendored modern-go/reflect2 with Debian's 1.0.2"
-  tmp=$(mktemp -d)
-  (cd "$tmp" && apt-get download golang-github-modern-go-reflect2-dev >/dev/null && dpkg-deb -x ./*.deb x)
-  r2=$(find "$tmp/x" -type d -path '*github.com/modern-go/reflect2' | head -n1)
-  rm -rf "$SRC/vendor/github.com/modern-go/reflect2"
-  mkdir -p "$SRC/vendor/github.com/modern-go/reflect2"
-  cp "$r2"/*.go "$SRC/vendor/github.com/modern-go/reflect2/"
-  rm -f "$SRC"/vendor/github.com/modern-go/reflect2/*_test.go
-  sed -i 's#^\(github.com/modern-go/reflect2\) v1.0.1#\1 v1.0.2#' "$SRC/vendor/modules.txt"
-  sed -i 's#\(github.com/modern-go/reflect2\) v1.0.1#\1 v1.0.2#' "$SRC/go.mod"
-  sed -i '/github.com\/modern-go\/reflect2 v1.0.1/d' "$SRC/go.sum"
-  rm -rf "$tmp"
-  touch "$SRC/.unpacked"
-fi
-# Our patches (each applied once; a stamp per patch, so one added later applies to a cached tree).
-for p in "${PATCHES[@]}"; do
-  stamp="$SRC/.applied-$(basename "$p")"
-  [ -f "$stamp" ] && continue
-  log "applying $(basename "$p")"
-  patch -s -d "$SRC" -p1 --forward < "$p"
-  touch "$stamp"
+for t in "${TARGETS[@]}"; do
+  case $t in
+    k8s-1.37) k8s 1.37 kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl ;;
+    k8s-1.35) k8s 1.35 kube-apiserver kubectl ;;
+    etcd)
+      v=$(pinned etcd go.etcd.io/etcd/server/v3)
+      build etcd "$CACHE_ROOT/etcd-$v/bin" "" ./etcd
+      ln -sfn "etcd-$v" "$CACHE_ROOT/etcd"
+      ;;
+    containerd)
+      v=$(pinned containerd github.com/containerd/containerd/v2)
+      # btrfs and devmapper snapshotters need cgo; the suites use overlayfs and native.
+      TAGS="no_btrfs no_devmapper no_zfs" build containerd "$CACHE_ROOT/containerd-$v/bin" \
+        "-X github.com/containerd/containerd/v2/version.Version=$v" \
+        github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/ctr \
+        github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+      ln -sfn "containerd-$v" "$CACHE_ROOT/containerd"
+      ;;
+    *) echo "build.sh: unknown target $t (k8s-1.37 k8s-1.35 etcd containerd)" >&2; exit 2 ;;
+  esac
 done
-
-export CGO_ENABLED=0 KUBE_GIT_VERSION=v1.20.2 KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR=20 KUBE_GIT_TREE_STATE=archive
-export GOCACHE=$K8S/gocache GOPATH=$K8S/gopath GOFLAGS=-mod=vendor GOTOOLCHAIN=local
-for c in "${COMPONENTS[@]}"; do
-  if [ -x "$BIN/$c" ] && [ "$(cat "$BIN/$c.recipe" 2>/dev/null)" = "$RECIPE" ]; then continue; fi
-  log "building $c (the first build takes about 10 minutes)"
-  make -C "$SRC" WHAT="cmd/$c" >"$K8S/build-$c.log" 2>&1 || { tail -n 40 "$K8S/build-$c.log" >&2; exit 1; }
-  out=$(find "$SRC/_output" -type f -name "$c" -path '*/bin/*' | head -n1)
-  install -m 0755 "$out" "$BIN/$c.tmp" && mv "$BIN/$c.tmp" "$BIN/$c"
-  echo "$RECIPE" > "$BIN/$c.recipe"
-done
-
-if [ ! -x "$BIN/etcd" ]; then
-  log "unpacking Debian's etcd-server"
-  tmp=$(mktemp -d)
-  (cd "$tmp" && apt-get download etcd-server >/dev/null && dpkg-deb -x ./*.deb x)
-  install -m 0755 "$(find "$tmp/x" -type f -name etcd -path '*bin*' | head -n1)" "$BIN/etcd"
-  rm -rf "$tmp"
-fi
-log "done: $(ls "$BIN" | grep -v recipe | tr '\n' ' ')"
+log "done"

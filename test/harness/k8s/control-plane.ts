@@ -1,5 +1,6 @@
 // A real Kubernetes control plane for tests: etcd and kube-apiserver (and, when asked,
-// kube-controller-manager) v1.20.2 built from Debian's source package by build.sh, on free
+// kube-controller-manager and kube-scheduler), Kubernetes 1.37 (or the API server and kubectl of
+// 1.35) built from the Go module proxy by build.sh, with 1.37's default feature gates, on free
 // loopback ports in a temp dir, with a PKI made here. Everything is stopped and removed by stop().
 //
 // Webhooks registered with `clientConfig.service` are reached through the Service's ClusterIP:
@@ -15,27 +16,37 @@ import { generateCA, generateServingCert } from '../../../src/certs/pki.js';
 import { clientCert } from './pki.js';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 
-export const K8S_BIN = join(
-  process.env.ERDMA_SMCR_CACHE ?? '/var/cache/erdma-smcr',
-  'k8s-v1.20.2',
-  'bin',
-);
+/** Where test/harness/k8s/build.sh caches what it builds. */
+export const CACHE = process.env.ERDMA_SMCR_CACHE ?? '/var/cache/erdma-smcr';
+
+/** The Kubernetes minors the harness builds: the newest, and the oldest ACK and upstream support. */
+export type KubeMinor = '1.37' | '1.35';
+export const NEWEST: KubeMinor = '1.37';
+
+/** Kubernetes 1.37's binaries (build.sh links k8s-1.37 to k8s-v1.37.y). */
+export const K8S_BIN = join(CACHE, `k8s-${NEWEST}`, 'bin');
 export const SERVICE_CIDR = '127.100.0.0/24';
 
-/** Debian's kubectl from the harness cache (test/harness/k8s/fetch-kubectl.sh). */
-export const KUBECTL = join(K8S_BIN, 'kubectl');
+/** Where one binary of the harness is: Kubernetes' by minor, etcd's and containerd's by name. */
+export function binPath(name: string, minor: KubeMinor = NEWEST): string {
+  if (name === 'etcd') return join(CACHE, 'etcd', 'bin', 'etcd');
+  if (name.startsWith('containerd')) return join(CACHE, 'containerd', 'bin', name);
+  return join(CACHE, `k8s-${minor}`, 'bin', name);
+}
+
+/** kubectl 1.37 (with its built-in kustomize) from the harness cache. */
+export const KUBECTL = binPath('kubectl');
 
 /** '' when the cached kubectl is there, else why not (test/helpers/requires.ts turns that into a skip or, in CI, a failure). */
 export function kubectlMissing(): string {
-  return existsSync(KUBECTL)
-    ? ''
-    : `no kubectl at ${KUBECTL} (run test/harness/k8s/fetch-kubectl.sh)`;
+  return existsSync(KUBECTL) ? '' : `no kubectl at ${KUBECTL} (run test/harness/k8s/build.sh)`;
 }
 
 export function binariesPresent(
   names: readonly string[] = ['etcd', 'kube-apiserver', 'kubectl'],
+  minor: KubeMinor = NEWEST,
 ): string[] {
-  return names.filter((n) => !existsSync(join(K8S_BIN, n)));
+  return names.filter((n) => !existsSync(binPath(n, minor)));
 }
 
 /** Builds (or finds cached) binaries; returns '' or why they are not there. Slow only the first time. */
@@ -51,11 +62,10 @@ export function ensureBinaries(): string {
   if (binariesPresent(all).length === 0) return '';
   const build = spawnSync('bash', ['test/harness/k8s/build.sh'], {
     stdio: 'inherit',
-    timeout: 40 * 60_000,
+    timeout: 60 * 60_000,
   });
-  const kubectl = spawnSync('bash', ['test/harness/k8s/fetch-kubectl.sh'], { stdio: 'inherit' });
-  if (build.status !== 0 || kubectl.status !== 0)
-    return "building Kubernetes from Debian's source package failed (see the log above)";
+  if (build.status !== 0)
+    return 'building Kubernetes from the Go module proxy failed (see the log above)';
   const missing = binariesPresent(all);
   return missing.length ? `missing after build: ${missing.join(', ')}` : '';
 }
@@ -103,12 +113,14 @@ export function runKubectl(
   args: readonly string[],
   input?: string,
   netns?: string,
+  minor: KubeMinor = NEWEST,
 ): Promise<KubectlResult> {
   return new Promise((resolve) => {
     const argv = ['--kubeconfig', kubeconfig, ...args];
+    const kubectl = binPath('kubectl', minor);
     const child = netns
-      ? spawn('nsenter', [`--net=${netns}`, KUBECTL, ...argv], { stdio: ['pipe', 'pipe', 'pipe'] })
-      : spawn(KUBECTL, argv, { stdio: ['pipe', 'pipe', 'pipe'] });
+      ? spawn('nsenter', [`--net=${netns}`, kubectl, ...argv], { stdio: ['pipe', 'pipe', 'pipe'] })
+      : spawn(kubectl, argv, { stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
@@ -137,7 +149,9 @@ export interface ControlPlane {
    * the API server's ServiceAccount authenticator validates it): RBAC applies as in a pod.
    */
   kubeconfigFor(namespace: string, name: string): Promise<string>;
-  /** Runs Debian's kubectl against this control plane (asynchronously: webhooks in this process keep serving). */
+  /** The API server's (and kubectl's) Kubernetes minor. */
+  readonly minor: KubeMinor;
+  /** Runs kubectl of the same minor against this control plane (asynchronously: webhooks in this process keep serving). */
   kubectl(args: readonly string[], input?: string): Promise<KubectlResult>;
   /** The process ID of a running component (etcd, kube-apiserver, kube-scheduler, ...). */
   pid(component: string): number | undefined;
@@ -164,15 +178,21 @@ interface Proc {
   child: ChildProcess;
 }
 
-function startProc(dir: string, name: string, args: string[], netns?: string): Proc {
+function startProc(
+  dir: string,
+  name: string,
+  args: string[],
+  netns?: string,
+  minor: KubeMinor = NEWEST,
+): Proc {
   const log = openSync(join(dir, `${name}.log`), 'a');
   const env = { PATH: process.env.PATH ?? '' };
   const child = netns
-    ? spawn('nsenter', [`--net=${netns}`, join(K8S_BIN, name), ...args], {
+    ? spawn('nsenter', [`--net=${netns}`, binPath(name, minor), ...args], {
         stdio: ['ignore', log, log],
         env,
       })
-    : spawn(join(K8S_BIN, name), args, { stdio: ['ignore', log, log], env });
+    : spawn(binPath(name, minor), args, { stdio: ['ignore', log, log], env });
   return { name, child };
 }
 
@@ -273,6 +293,8 @@ export interface ControlPlaneOptions {
    * Endpoints; and the Job controller (the in-cluster suite's outage step runs an annotated Job).
    */
   readonly inClusterPods?: { readonly nodeIp: string; readonly serviceCidr: string };
+  /** The API server's and kubectl's minor (default 1.37; 1.35 builds only those two). */
+  readonly minor?: KubeMinor;
   /** More kube-apiserver flags (e.g. `--watch-cache-sizes` to send one resource's watches to etcd). */
   readonly apiserverArgs?: readonly string[];
 }
@@ -284,6 +306,7 @@ export function firstServiceIp(cidr: string): string {
 
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const dir = mkdtempSync(join(tmpdir(), 'k8s-'));
+  const minor = opts.minor ?? NEWEST;
   const procs: Proc[] = [];
   // A component that dies after start (a port clash killed the scheduler once, and a run hung
   // with every pod Pending) fails every later call at once, with its log.
@@ -345,7 +368,6 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
                   '--endpoint-reconciler-type=none',
                 ]),
             `--secure-port=${apiPort}`,
-            '--insecure-port=0',
             `--tls-cert-file=${join(dir, 'apiserver.crt')}`,
             `--tls-private-key-file=${join(dir, 'apiserver.key')}`,
             `--client-ca-file=${join(dir, 'ca.crt')}`,
@@ -365,13 +387,14 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
             ...(opts.apiserverArgs ?? []),
           ],
           opts.netns,
+          minor,
         ),
       ),
     );
     const kubeconfig = join(dir, 'kubeconfig');
     writeFileSync(kubeconfig, kubeconfigYaml(url, caPem, token), { mode: 0o600 });
     const kubectl = (args: readonly string[], input?: string): Promise<KubectlResult> =>
-      died ? Promise.reject(died) : runKubectl(kubeconfig, args, input, opts.netns);
+      died ? Promise.reject(died) : runKubectl(kubeconfig, args, input, opts.netns, minor);
     await waitFor(
       'kube-apiserver /readyz',
       async () => (await kubectl(['get', '--raw', '/readyz'])).status === 0,
@@ -406,7 +429,6 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
               `--kubeconfig=${kubeconfig}`,
               '--bind-address=127.0.0.1',
               `--secure-port=${await freePort()}`,
-              '--port=0',
               '--leader-elect=false',
               '--v=1',
             ],
@@ -426,7 +448,6 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
               `--kubeconfig=${kubeconfig}`,
               '--bind-address=127.0.0.1',
               `--secure-port=${cmPort}`,
-              '--port=0',
               '--leader-elect=false',
               '--use-service-account-credentials=false',
               `--service-account-private-key-file=${join(dir, 'sa.key')}`,
@@ -467,6 +488,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       token,
       kubeconfig,
       netns: opts.netns ?? '',
+      minor,
       etcdUrl: `http://127.0.0.1:${etcdPort}`,
       kubeconfigFor,
       kubectl,

@@ -1,7 +1,7 @@
-// A real Kubernetes node for tests: kubelet v1.20.2 (built with the control plane, with our
-// device-plugin :authority backport) and Debian's containerd, in the network namespace of the
-// control plane (node IP on a veth kept inside it) and a private mount namespace, so the node
-// changes nothing on the host: tmpfs on /run, an overlay on /var/lib (kubelet 1.20 hardcodes
+// A real Kubernetes node for tests: kubelet 1.37 (built with the control plane, unpatched) and
+// containerd 2 (CDI on), in the network namespace of the control plane (node IP on a veth kept
+// inside it) and a private mount namespace, so the node changes nothing on the host: tmpfs on /run
+// (so /var/run/cdi is the node's own), an overlay on /var/lib (the kubelet hardcodes
 // /var/lib/kubelet/device-plugins), a bind on /var/log, and files with kubelet's wanted values
 // bound over the three /proc/sys knobs it would otherwise write. The host paths the node agent
 // shares with the runtime (CNI state, PNETID file, CNI log) are bound from the agent's host root,
@@ -18,7 +18,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { startContainerd, type Containerd } from '../containerd.js';
-import { K8S_BIN, type ControlPlane } from './control-plane.js';
+import { binPath, type ControlPlane } from './control-plane.js';
 import { clientCert } from './pki.js';
 
 export const CGROUP_HIERARCHIES = [
@@ -217,41 +217,47 @@ export async function startNode(o: NodeOptions): Promise<KubeNode> {
       '',
     ].join('\n'),
   );
-  writeFileSync(
-    join(dir, 'kubelet.yaml'),
-    JSON.stringify({
-      apiVersion: 'kubelet.config.k8s.io/v1beta1',
-      kind: 'KubeletConfiguration',
-      address: o.ip,
-      port: 10250,
-      readOnlyPort: 0,
-      healthzBindAddress: '127.0.0.1',
-      healthzPort: 10248,
-      authentication: {
-        anonymous: { enabled: false },
-        webhook: { enabled: true },
-        x509: { clientCAFile: join(cp.dir, 'ca.crt') },
-      },
-      authorization: { mode: 'Webhook' },
-      cgroupDriver: 'cgroupfs',
-      cgroupRoot,
-      failSwapOn: false,
-      makeIPTablesUtilChains: false,
-      volumePluginDir: join(dir, 'volume-plugins'),
-      evictionHard: {
-        'memory.available': '1Mi',
-        'nodefs.available': '1%',
-        'imagefs.available': '1%',
-      },
-      imageGCHighThresholdPercent: 100,
-      imageGCLowThresholdPercent: 99,
-      resolvConf: '',
-      serializeImagePulls: false,
-      syncFrequency: '5s',
-      nodeStatusUpdateFrequency: '2s',
-      fileCheckFrequency: '5s',
-    }),
-  );
+  // Written when the kubelet starts: it names containerd's socket.
+  const writeKubeletConfig = (containerdSocket: string): void =>
+    writeFileSync(
+      join(dir, 'kubelet.yaml'),
+      JSON.stringify({
+        apiVersion: 'kubelet.config.k8s.io/v1beta1',
+        kind: 'KubeletConfiguration',
+        address: o.ip,
+        port: 10250,
+        readOnlyPort: 0,
+        healthzBindAddress: '127.0.0.1',
+        healthzPort: 10248,
+        authentication: {
+          anonymous: { enabled: false },
+          webhook: { enabled: true },
+          x509: { clientCAFile: join(cp.dir, 'ca.crt') },
+        },
+        authorization: { mode: 'Webhook' },
+        cgroupDriver: 'cgroupfs',
+        cgroupRoot,
+        // This machine mounts cgroup v1; from 1.35 the kubelet refuses it unless told (a real node
+        // runs cgroup v2, where the default, true, is right).
+        failCgroupV1: false,
+        containerRuntimeEndpoint: `unix://${containerdSocket}`,
+        failSwapOn: false,
+        makeIPTablesUtilChains: false,
+        volumePluginDir: join(dir, 'volume-plugins'),
+        evictionHard: {
+          'memory.available': '1Mi',
+          'nodefs.available': '1%',
+          'imagefs.available': '1%',
+        },
+        imageGCHighThresholdPercent: 100,
+        imageGCLowThresholdPercent: 99,
+        resolvConf: '',
+        serializeImagePulls: false,
+        syncFrequency: '5s',
+        nodeStatusUpdateFrequency: '2s',
+        fileCheckFrequency: '5s',
+      }),
+    );
 
   // kubelet requires its cgroupRoot to exist in every hierarchy.
   for (const h of CGROUP_HIERARCHIES)
@@ -259,14 +265,13 @@ export async function startNode(o: NodeOptions): Promise<KubeNode> {
       mkdirSync(join('/sys/fs/cgroup', h, cgroupRoot), { recursive: true });
 
   const startKubelet = (): void => {
+    writeKubeletConfig((containerd as Containerd).socket);
     kubelet = spawnInNode(
-      join(K8S_BIN, 'kubelet'),
+      binPath('kubelet'),
       [
         `--config=${join(dir, 'kubelet.yaml')}`,
         `--kubeconfig=${join(dir, 'kubelet.kubeconfig')}`,
         `--cert-dir=${join(dir, 'kubelet-pki')}`,
-        '--container-runtime=remote',
-        `--container-runtime-endpoint=unix://${(containerd as Containerd).socket}`,
         `--node-ip=${o.ip}`,
         `--hostname-override=${name}`,
         '--v=1',

@@ -1,5 +1,5 @@
 // Certificate bootstrap and rotation, and the live cluster view, against the real kube-apiserver
-// (v1.20.2 from Debian's source package). Everything runs as the webhook's ServiceAccount, with a
+// (1.37, built from the Go module proxy). Everything runs as the webhook's ServiceAccount, with a
 // real token from the TokenRequest API, under the RBAC in manifests/base: a permission we forgot
 // fails here.
 // Certificates are tested by using them: TLS handshakes with the caBundle the API server holds,

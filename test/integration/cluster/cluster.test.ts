@@ -1,5 +1,5 @@
 // The whole path on a real single-node cluster: kube-apiserver, controller-manager, scheduler and
-// kubelet v1.20.2 (Debian's source package), Debian's containerd and runc, our webhook (secret
+// kubelet 1.37 (built from the Go module proxy, unpatched), containerd 2 and Debian's runc, our webhook (secret
 // mode, live view) registered with our manifests' objects, and our node agent (device plugin,
 // labels, CNI chaining, Events) with its real ServiceAccount token. An annotated Deployment's pods
 // are mutated, scheduled onto the labelled node, get an aliyun/erdma device from our plugin, and
@@ -84,8 +84,8 @@ describe.skipIf(why !== '')(
       const ns = createNetns('cluster');
       cp = await startControlPlane({ controllerManager: true, scheduler: true, netns: ns.path });
 
-      // Our manifests' objects that a 1.20 API server serves (no policy/v1 PDB; Deployment and
-      // DaemonSet run as processes here), validated by kubectl as an admin's apply would be.
+      // Our manifests' objects but the PDB (Deployment and DaemonSet run as processes here),
+      // validated by kubectl as an admin's apply would be.
       const rendered = execFileSync(KUBECTL, ['kustomize', 'manifests/base'], { encoding: 'utf8' });
       const keep = [
         'Namespace',

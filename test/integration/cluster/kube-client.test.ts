@@ -1,5 +1,5 @@
 // The webhook's and the agent's own Kubernetes client (src/cluster/client.ts) against the real
-// kube-apiserver (v1.20.2 from Debian's source package): each way of choosing and authenticating
+// kube-apiserver (1.37, built from the Go module proxy): each way of choosing and authenticating
 // that kubectl knows and the client claims, the watch protocol, and errors that say what to fix.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// The webhook's live view at production size, against the harness's real v1.20.2 API server (#37):
+// The webhook's live view at production size, against the harness's real 1.37 API server (#37):
 // ACK-shaped Nodes (test/harness/k8s/nodes.ts) listed in pages and cut to facts, each watch event
 // applied to the node index; and `serve --cluster live` as its own process, with the NODE_OPTIONS
 // of its Deployment, within #37's memory targets at 5,000 nodes. Speed (ready time, CPU, p99)

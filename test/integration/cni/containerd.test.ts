@@ -1,4 +1,4 @@
-// Our plugin invoked by a real container runtime: Debian's containerd and runc run pod sandboxes
+// Our plugin invoked by a real container runtime: containerd 2 (built from the Go module proxy) and Debian's runc run pod sandboxes
 // asked for over the CRI (gRPC on a unix socket, as kubelet does), and containerd itself runs the
 // chain bridge + host-local + erdma-smcr with the pod annotations it passes through the
 // io.kubernetes.cri.pod-annotations capability. containerd runs in a network namespace the test
@@ -126,11 +126,14 @@ describe.skipIf(why !== '')('our plugin run by containerd through the CRI', () =
   const records = (): string[] =>
     existsSync(join(dir, 'state')) ? readdirSync(join(dir, 'state')) : [];
 
-  it('speaks CRI v1alpha2 with containerd', async () => {
-    const v = await ctrd.call<{ runtime_name: string; runtime_api_version: string }>('Version', {
-      version: 'v1alpha2',
-    });
-    expect(v).toMatchObject({ runtime_name: 'containerd', runtime_api_version: 'v1alpha2' });
+  it('speaks CRI v1 with containerd 2', async () => {
+    const v = await ctrd.call<{
+      runtime_name: string;
+      runtime_version: string;
+      runtime_api_version: string;
+    }>('Version', { version: 'v1' });
+    expect(v).toMatchObject({ runtime_name: 'containerd', runtime_api_version: 'v1' });
+    expect(v.runtime_version).toMatch(/^v2\./);
   });
 
   it('an SMC-R pod sandbox: containerd passes the annotations, our plugin sets up its netns and records it; stopping it runs our DEL', async () => {

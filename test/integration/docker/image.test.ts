@@ -6,7 +6,12 @@ import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { containerdAvailable, startContainerd, type Containerd } from '../../harness/containerd.js';
+import {
+  CONTAINERD_BIN,
+  containerdAvailable,
+  startContainerd,
+  type Containerd,
+} from '../../harness/containerd.js';
 import { cleanupNetns, createNetns } from '../../helpers/netns.js';
 import { requires } from '../../helpers/requires.js';
 
@@ -198,7 +203,7 @@ describe.skipIf(skip)('the image built from our Dockerfile', () => {
 
   it('serves with its default command and no arguments: generated certificates, a real TLS answer, exit 0 on SIGTERM', async () => {
     const child = spawn(
-      'ctr',
+      join(CONTAINERD_BIN, 'ctr'),
       [
         '--address',
         containerd!.socket,

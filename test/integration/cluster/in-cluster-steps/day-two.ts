@@ -1,6 +1,7 @@
 // Day two on the harness (#80 items 1 and 4): a webhook outage stalls no update of an annotated
 // pod, and the runbooks of docs/install.md (upgrade, roll back, uninstall) run as written, each
 // command against the cluster.
+import yaml from 'js-yaml';
 import { expect } from 'vitest';
 import { podWebhookCalled, type Json } from '../../../helpers/cel.js';
 import { APP, HOST, NODE, type InCluster, type Obj } from './context.js';
@@ -37,15 +38,27 @@ async function annotatedPodRuns(c: InCluster, name: string): Promise<void> {
 }
 
 /**
- * #80 item 1. The fail-closed pod webhook of manifests/overlays/match-conditions lets only the
- * creation of an annotated pod, and an update of our own keys, wait on the webhook. The harness's
- * API server (1.20) has no matchConditions, so the webhook configuration here is put in the form
- * 1.20 can express for the requests below: pods, failurePolicy Fail, CREATE only. The overlay's
- * CEL, run by a CEL library on the very objects of the label update, says a 1.28+ server would
- * not call the webhook for it either.
+ * #80 item 1, on the real overlay (#84). The fail-closed pod webhook of
+ * manifests/overlays/match-conditions lets only the creation of an annotated pod, and an update of
+ * our own keys, wait on the webhook. The negative control first: the base's rules failing closed
+ * without matchConditions refuse a plain label update of an annotated pod. Then the overlay's own
+ * matchConditions and failurePolicy (rendered by kubectl's kustomize from the overlay) are put on
+ * the installed webhook, and the 1.37 API server evaluates their CEL itself: labels, the Job
+ * controller's finalizer removal and the garbage collector's patch go through, a change of our
+ * tuning key and the creation of an annotated pod are refused, an unannotated pod is created.
  */
 export async function outageStallsOnlyCreation(c: InCluster, overlay: string): Promise<void> {
   const { cp, kubectl, getJson, until, rolledOut } = c;
+  const rendered = yaml.loadAll(
+    await kubectl('kustomize', 'manifests/overlays/match-conditions'),
+  ) as Obj[];
+  const shipped = (
+    rendered.find((o) => o.kind === 'MutatingWebhookConfiguration') as unknown as {
+      webhooks: { name: string; failurePolicy: string; matchConditions: unknown[] }[];
+    }
+  ).webhooks[0]!;
+  expect(shipped.name).toBe('pods.smcr.erdma.io');
+  expect(shipped.failurePolicy).toBe('Fail');
   const job = {
     apiVersion: 'batch/v1',
     kind: 'Job',
@@ -118,22 +131,42 @@ export async function outageStallsOnlyCreation(c: InCluster, overlay: string): P
     expect(refused.stderr).toMatch(/failed calling webhook/);
     console.log(`outage, UPDATE failing closed: kubectl label refused: ${refused.stderr.trim()}`);
 
-    // Only creation waits on the webhook now.
+    // The overlay's matchConditions, evaluated by the API server.
     await patchWebhook([
-      { op: 'replace', path: '/webhooks/0/rules/0/operations', value: ['CREATE'] },
+      { op: 'add', path: '/webhooks/0/matchConditions', value: shipped.matchConditions },
     ]);
-    const before = await getJson('pod', '-n', NS, podName);
-    await kubectl('label', 'pod', '-n', NS, podName, 'team=a');
+    const relabel = await cp.kubectl(['label', 'pod', '-n', NS, podName, 'team=a']);
+    expect(relabel.status, relabel.stderr).toBe(0);
     const after = await getJson('pod', '-n', NS, podName);
     expect(after.metadata.labels?.['team']).toBe('a');
-    expect(podWebhookCalled(after as unknown as Json, before as unknown as Json, 'UPDATE')).toBe(
-      false,
-    );
-    const tuned = JSON.parse(JSON.stringify(after)) as Obj;
-    tuned.metadata.annotations!['smcr.erdma.io/wmem'] = '1048576';
-    expect(podWebhookCalled(tuned as unknown as Json, after as unknown as Json, 'UPDATE')).toBe(
+    console.log(`outage, the overlay's matchConditions: kubectl label: ${relabel.stdout.trim()}`);
+    // A change of our own tuning key must still be reviewed: refused while the webhook is down.
+    const tuned = await cp.kubectl([
+      'annotate',
+      'pod',
+      '-n',
+      NS,
+      podName,
+      'smcr.erdma.io/wmem=1048576',
+    ]);
+    expect(tuned.status, 'a tuning change while the webhook is down').not.toBe(0);
+    expect(tuned.stderr).toMatch(/failed calling webhook "pods\.smcr\.erdma\.io"/);
+    console.log(`outage, the overlay: our tuning key refused: ${tuned.stderr.trim()}`);
+    // The CEL library the unit tests use agrees with the API server on both requests.
+    const tunedObj = JSON.parse(JSON.stringify(after)) as Obj;
+    tunedObj.metadata.annotations!['smcr.erdma.io/wmem'] = '1048576';
+    expect(podWebhookCalled(tunedObj as unknown as Json, after as unknown as Json, 'UPDATE')).toBe(
       true,
     );
+    const unannotated = await cp.kubectl(
+      ['create', '-f', '-'],
+      JSON.stringify({
+        ...annotatedPod('plain-during-outage'),
+        metadata: { name: 'plain-during-outage', namespace: NS },
+      }),
+    );
+    expect(unannotated.status, unannotated.stderr).toBe(0);
+    await kubectl('delete', 'pod', '-n', NS, 'plain-during-outage', '--wait=false');
     await until(
       'the annotated Job complete',
       async () => (await getJson('job', '-n', NS, 'outage')).status.succeeded === 1 || undefined,
@@ -154,13 +187,22 @@ export async function outageStallsOnlyCreation(c: InCluster, overlay: string): P
     );
     expect(created.status, 'an annotated pod created while the webhook is down').not.toBe(0);
     expect(created.stderr).toMatch(/failed calling webhook/);
+    console.log(`outage, the overlay: annotated pod creation refused: ${created.stderr.trim()}`);
   } finally {
+    // apply's three-way merge keeps a field it never applied: the matchConditions go first.
+    const now = (await getJson('mutatingwebhookconfiguration', 'erdma-smcr')).webhooks[0];
+    if (now.matchConditions)
+      await patchWebhook([{ op: 'remove', path: '/webhooks/0/matchConditions' }]);
     await kubectl('apply', '-k', overlay); // the configuration and 2 replicas as installed
     await rolledOut('deployment', 'erdma-smcr-webhook');
     await cp.kubectl(['delete', 'pod', '-n', NS, podName, '--wait=false']);
   }
   const wh = (await getJson('mutatingwebhookconfiguration', 'erdma-smcr')).webhooks[0];
-  expect([wh.failurePolicy, wh.rules[0].operations]).toEqual(['Ignore', ['CREATE', 'UPDATE']]);
+  expect([wh.failurePolicy, wh.rules[0].operations, wh.matchConditions]).toEqual([
+    'Ignore',
+    ['CREATE', 'UPDATE'],
+    undefined,
+  ]);
   await annotatedPodRuns(c, 'after-outage');
 }
 
