@@ -218,6 +218,12 @@ export async function startContainerd(opts: ContainerdOptions): Promise<Containe
       '  snapshotter = "native"',
       '  [plugins."io.containerd.cri.v1.images".pinned_images]',
       `    sandbox = "${opts.sandboxImage}"`,
+      // ctr's image import goes through the transfer service, which unpacks only for the
+      // platforms and snapshotters listed here (its default is overlayfs').
+      '[plugins."io.containerd.transfer.v1.local"]',
+      '  [[plugins."io.containerd.transfer.v1.local".unpack_config]]',
+      '    platform = "linux/amd64"',
+      '    snapshotter = "native"',
       '[plugins."io.containerd.cri.v1.runtime"]',
       // Without it containerd refuses to lower its own oom_score_adj in this environment.
       '  restrict_oom_score_adj = true',
