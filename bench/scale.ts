@@ -140,7 +140,7 @@ function reviewOnce(port: number, ca: string, body: string, agent: Agent | false
 /** The SMC-R review of the fixtures, and one pinned by nodeSelector where capable nodes are (found among the usable nodes). */
 function reviews(): string[] {
   const base = JSON.parse(
-    readFileSync('test/fixtures/apiserver-v1.20.2/admissionreview-pod-create.json', 'utf8'),
+    readFileSync('test/fixtures/apiserver-v1.37.2/admissionreview-pod-create.json', 'utf8'),
   ) as {
     request: {
       object: { metadata: { annotations?: Record<string, string> }; spec: Record<string, unknown> };

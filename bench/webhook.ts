@@ -146,7 +146,7 @@ export async function load(
 export function review(withAnnotation: boolean): string {
   const r = JSON.parse(
     readFileSync(
-      'test/fixtures/apiserver-v1.20.2/admissionreview-pod-create-by-replicaset-controller.json',
+      'test/fixtures/apiserver-v1.37.2/admissionreview-pod-create-by-replicaset-controller.json',
       'utf8',
     ),
   );

@@ -36,8 +36,9 @@ export function injectResource(
 ): void {
   const r = config.resourceName;
   if (resourceUses(loc, r).some((u) => (deviceCount(u.limit) ?? 0) > 0)) return;
-  const containers = childArray(child(pod, 'spec'), 'containers');
   const named = annotations[CONTAINER_ANNOTATION];
+  if (named !== undefined && injectIntoSidecar(pod, loc, named, r)) return;
+  const containers = childArray(child(pod, 'spec'), 'containers');
   let first = true;
   containers.forEach((c, i) => {
     if (!isObject(c)) return;
@@ -51,6 +52,25 @@ export function injectResource(
     child(res, 'limits')[r] = '1';
     child(res, 'requests')[r] = '1';
   });
+}
+
+/**
+ * The device for the native sidecar (init container with restartPolicy: Always) the annotation
+ * names; false when it names none (then it names a container, or the container rule denies it).
+ */
+function injectIntoSidecar(pod: JsonObject, loc: PodLocation, named: string, r: string): boolean {
+  const sidecar = (c: unknown): boolean =>
+    isObject(c) && c.name === named && c.restartPolicy === 'Always';
+  if (!arrayOf(loc.spec.initContainers).some(sidecar)) return false;
+  const inits = childArray(child(pod, 'spec'), 'initContainers');
+  const i = inits.findIndex(sidecar);
+  if (i < 0) return false;
+  const copy = { ...(inits[i] as JsonObject) };
+  inits[i] = copy;
+  const res = child(copy, 'resources');
+  child(res, 'limits')[r] = '1';
+  child(res, 'requests')[r] = '1';
+  return true;
 }
 
 const OWN_EXPRESSION: JsonObject = {

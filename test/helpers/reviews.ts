@@ -1,4 +1,4 @@
-// AdmissionReview fixtures captured from a real kube-apiserver v1.20.2, with helpers to add our
+// AdmissionReview fixtures captured from a real kube-apiserver v1.37.2 (test/harness/capture-reviews.ts), with helpers to add our
 // annotation the way a user would (the captures carry none).
 import { readFileSync } from 'node:fs';
 import fastJsonPatch from 'fast-json-patch';
@@ -17,11 +17,14 @@ export type FixtureName =
   | 'pod-create-by-replicaset-controller'
   | 'pod-create-dryrun'
   | 'pod-create'
-  | 'pod-update';
+  | 'pod-create-native-sidecar'
+  | 'pod-create-pod-level-resources'
+  | 'pod-update'
+  | 'pod-update-resize';
 
 export function fixture(name: FixtureName): JsonObject {
   return JSON.parse(
-    readFileSync(`test/fixtures/apiserver-v1.20.2/admissionreview-${name}.json`, 'utf8'),
+    readFileSync(`test/fixtures/apiserver-v1.37.2/admissionreview-${name}.json`, 'utf8'),
   ) as JsonObject;
 }
 

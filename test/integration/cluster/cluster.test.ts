@@ -375,6 +375,101 @@ describe.skipIf(why !== '')(
       ).toBe(0);
     }, 240_000);
 
+    it('runs an annotated pod with a native sidecar the device is named for; a CPU resize is neither refused nor undone, the device stays', async () => {
+      const cpu = (n: string): object => ({ requests: { cpu: n }, limits: { cpu: n } });
+      const made = await cp.kubectl(
+        ['create', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: {
+            name: 'sidecar',
+            namespace: 'apps',
+            annotations: {
+              'network.alibabacloud.com/erdma-smcr': 'true',
+              'smcr.erdma.io/container': 'proxy',
+            },
+          },
+          spec: {
+            automountServiceAccountToken: false,
+            terminationGracePeriodSeconds: 1,
+            initContainers: [
+              { name: 'proxy', image: APP, imagePullPolicy: 'Never', restartPolicy: 'Always' },
+            ],
+            containers: [
+              { name: 'app', image: APP, imagePullPolicy: 'Never', resources: cpu('100m') },
+            ],
+          },
+        }),
+      );
+      expect(made.status, made.stderr).toBe(0);
+      const pod = await until(
+        'the sidecar pod Running',
+        async () => {
+          const p = await getJson('pod', '-n', 'apps', 'sidecar');
+          return p.status.phase === 'Running' ? p : undefined;
+        },
+        120_000,
+      );
+      expect(pod.spec.initContainers[0].resources.limits['aliyun/erdma']).toBe('1');
+      expect(pod.spec.containers[0].resources.limits['aliyun/erdma']).toBeUndefined();
+      const inside = async (container: string, ...cmd: string[]): Promise<string> =>
+        (await kubectl('exec', '-n', 'apps', 'sidecar', '-c', container, '--', ...cmd)).trim();
+      // The settings applied in the pod's netns (shared by both), the device only in the sidecar.
+      expect(await inside('app', 'cat', '/proc/sys/net/ipv6/conf/all/disable_ipv6')).toBe('1');
+      expect((await inside('proxy', 'ls', '/dev/infiniband')).split(/\s+/)).toEqual(
+        expect.arrayContaining(['rdma_cm', 'uverbs0']),
+      );
+      expect(
+        (
+          await cp.kubectl([
+            'exec',
+            '-n',
+            'apps',
+            'sidecar',
+            '-c',
+            'app',
+            '--',
+            'ls',
+            '/dev/infiniband',
+          ])
+        ).status,
+      ).not.toBe(0);
+
+      // In-place resize (GA in 1.35): our webhook sees pods/resize not at all, so nothing undoes it.
+      const resized = await cp.kubectl([
+        'patch',
+        'pod',
+        '-n',
+        'apps',
+        'sidecar',
+        '--subresource',
+        'resize',
+        '-p',
+        JSON.stringify({ spec: { containers: [{ name: 'app', resources: cpu('200m') }] } }),
+      ]);
+      expect(resized.status, resized.stderr).toBe(0);
+      const after = await until(
+        'the kubelet applied the resize',
+        async () => {
+          const p = await getJson('pod', '-n', 'apps', 'sidecar');
+          const st = p.status.containerStatuses?.find((c: { name: string }) => c.name === 'app');
+          return st?.resources?.limits?.cpu === '200m' ? p : undefined;
+        },
+        60_000,
+      );
+      expect(after.spec.containers[0].resources.limits.cpu).toBe('200m');
+      expect(after.spec.initContainers[0].resources.limits['aliyun/erdma']).toBe('1');
+      expect(after.metadata.uid).toBe(pod.metadata.uid);
+      expect((await inside('proxy', 'ls', '/dev/infiniband')).split(/\s+/)).toContain('uverbs0');
+      console.log(
+        `resize: app cpu ${pod.spec.containers[0].resources.limits.cpu} -> ${after.status.containerStatuses.find((c: { name: string }) => c.name === 'app').resources.limits.cpu}, restarts ${after.status.containerStatuses.find((c: { name: string }) => c.name === 'app').restartCount}`,
+      );
+      expect(
+        (await cp.kubectl(['delete', 'pod', '-n', 'apps', 'sidecar', '--wait=true'])).status,
+      ).toBe(0);
+    }, 240_000);
+
     it('refuses a pod the policy denies, at dry-run and at create, with our message', async () => {
       const pod = JSON.stringify({
         apiVersion: 'v1',

@@ -25,7 +25,10 @@ const FIXTURES: FixtureName[] = [
   'pod-create-by-replicaset-controller',
   'pod-create-dryrun',
   'pod-create',
+  'pod-create-native-sidecar',
+  'pod-create-pod-level-resources',
   'pod-update',
+  'pod-update-resize',
 ];
 const { app } = testApp();
 afterAll(() => app.close());

@@ -16,7 +16,7 @@ import type { PluginRecord } from '../../../src/native/contract.js';
 function runningPod(): V1Pod {
   const review = JSON.parse(
     readFileSync(
-      'test/fixtures/apiserver-v1.20.2/admissionreview-pod-create-by-replicaset-controller.json',
+      'test/fixtures/apiserver-v1.37.2/admissionreview-pod-create-by-replicaset-controller.json',
       'utf8',
     ),
   ) as { request: { object: V1Pod } };

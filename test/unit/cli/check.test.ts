@@ -410,11 +410,12 @@ ${podMeta}    spec:
     // A real API server's review, its pod given the annotation.
     const review = JSON.parse(
       readFileSync(
-        'test/fixtures/apiserver-v1.20.2/admissionreview-pod-create-dryrun.json',
+        'test/fixtures/apiserver-v1.37.2/admissionreview-pod-create-dryrun.json',
         'utf8',
       ),
-    ) as { request: { object: { metadata: { annotations: Record<string, string> } } } };
-    review.request.object.metadata.annotations['network.alibabacloud.com/erdma-smcr'] = 'true';
+    ) as { request: { object: { metadata: { annotations?: Record<string, string> } } } };
+    (review.request.object.metadata.annotations ??= {})['network.alibabacloud.com/erdma-smcr'] =
+      'true';
     const r = await runCli(['check', '-o', 'json', '-'], { stdin: JSON.stringify(review) });
     const [res] = (JSON.parse(r.stdout) as { results: Record<string, unknown>[] }).results;
     expect(res).toMatchObject({ kind: 'Pod', annotated: true, judged: true });

@@ -15,6 +15,20 @@ describe('rule container', () => {
       expect(evaluate(p, unknownView, config).allowed).toBe(true);
   });
 
+  it('allows a native sidecar (an init container with restartPolicy Always), not another init container', () => {
+    const spec = (restartPolicy?: string): Record<string, unknown> => ({
+      containers: [{ name: 'app' }],
+      initContainers: [{ name: 'proxy', ...(restartPolicy ? { restartPolicy } : {}) }],
+    });
+    const named = { [CONTAINER_ANNOTATION]: 'proxy' };
+    expect(
+      evaluate(pod({ annotations: named, spec: spec('Always') }), unknownView, config).allowed,
+    ).toBe(true);
+    expect(
+      evaluate(pod({ annotations: named, spec: spec() }), unknownView, config).denials,
+    ).toEqual([expect.objectContaining({ rule: 'container' })]);
+  });
+
   it('refuses a name the pod lacks, at the annotation, naming the containers there are', () => {
     const r = evaluate(
       pod({ annotations: { [CONTAINER_ANNOTATION]: 'web' }, spec: twoContainers }),
@@ -27,7 +41,7 @@ describe('rule container', () => {
       {
         rule: 'container',
         path: `metadata.annotations[${CONTAINER_ANNOTATION}]`,
-        message: `${CONTAINER_ANNOTATION} names container "web", which the pod does not have (containers: app, sidecar).`,
+        message: `${CONTAINER_ANNOTATION} names container "web", which the pod does not have (containers and native sidecars: app, sidecar).`,
       },
     ]);
   });
