@@ -1,6 +1,6 @@
 // Our YAML reading resolves plain scalars as kubectl does (sigs.k8s.io/yaml over go-yaml v2,
 // YAML 1.1), so `check` judges the object the API server will receive. The comparison with
-// Debian's kubectl runs wherever the Kubernetes build of the e2e suites is present (always in CI).
+// kubectl 1.37 (test/harness/k8s/build.sh) runs wherever the Kubernetes build of the e2e suites is present (always in CI).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,9 +13,9 @@ import { requires } from '../helpers/requires.js';
 
 const CORPUS = 'test/fixtures/yaml/scalars.yaml';
 const kubectl = KUBECTL;
-const why = requires("YAML reading against Debian's kubectl", kubectlMissing);
+const why = requires('YAML reading against kubectl 1.37', kubectlMissing);
 
-describe.skipIf(why !== '')("against Debian's kubectl", () => {
+describe.skipIf(why !== '')('against kubectl 1.37', () => {
   const dir = mkdtempSync(join(tmpdir(), 'yaml-kubectl-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

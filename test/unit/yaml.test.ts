@@ -1,6 +1,6 @@
 // Our YAML reading resolves plain scalars as kubectl does (sigs.k8s.io/yaml over go-yaml v2,
 // YAML 1.1), so `check` judges the object the API server will receive. The comparison with
-// Debian's kubectl runs wherever the Kubernetes build of the e2e suites is present (always in CI).
+// kubectl 1.37 (test/harness/k8s/build.sh) runs wherever the Kubernetes build of the e2e suites is present (always in CI).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -25,10 +25,10 @@ beforeAll(() => {
 });
 afterAll(() => removeCheckTrees(trees));
 
-const why = requires("check's reading against Debian's kubectl", kubectlMissing);
+const why = requires("check's reading against kubectl 1.37", kubectlMissing);
 
 describe.skipIf(why !== '')('check reads what kubectl reads', () => {
-  it("finds the same objects as Debian's kubectl -R in that tree", async () => {
+  it('finds the same objects as kubectl 1.37 -R in that tree', async () => {
     const k = spawnSync(KUBECTL, ['annotate', '--local', '-R', '-f', tree, 'x=y', '-o', 'name'], {
       encoding: 'utf8',
     });

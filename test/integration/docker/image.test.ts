@@ -1,5 +1,5 @@
 // The image itself, built from our Dockerfile by buildah (test/harness/image/build.sh; the suite
-// substitutes only the base image, see the README) and run by Debian's containerd and runc the
+// substitutes only the base image, see the README) and run by containerd 2 and Debian's runc the
 // way people try an image first: `--version`, then the default command with no arguments.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
