@@ -7,6 +7,7 @@ import pidtree from 'pidtree';
 import { benchCheck } from './check.js';
 import { benchCni } from './cni.js';
 import { benchNodePods } from './memory/agent-pods.js';
+import { benchPodsStart } from './pods-start.js';
 import { benchMemory } from './memory/daemons.js';
 import { benchScale } from './scale.js';
 import { benchSmc } from './smc.js';
@@ -24,6 +25,7 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   'smc-gain': benchSmcGain,
   memory: benchMemory,
   pods: benchNodePods,
+  'pods-start': benchPodsStart,
   scale: benchScale,
 };
 

@@ -22,7 +22,9 @@ if [ -z "$GO" ]; then
   if [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go; else GO=$(command -v go); fi
 fi
 export GOMODCACHE=$CACHE_ROOT/go/mod GOCACHE=$CACHE_ROOT/go/build GOPATH=$CACHE_ROOT/go/path
-export GOTOOLCHAIN=local GOFLAGS=-mod=readonly CGO_ENABLED=0
+# -buildvcs=false: the modules sit in our checkout, whose git may refuse a checkout owned by
+# another user ("dubious ownership"); no binary needs our commit stamped in.
+export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false" CGO_ENABLED=0
 # Tools that bring their own TLS roots need /etc/ssl/certs: the proxy is reached over HTTPS.
 [ -d /etc/ssl/certs ] || { echo "build.sh: /etc/ssl/certs missing (install ca-certificates)" >&2; exit 1; }
 

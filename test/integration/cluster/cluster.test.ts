@@ -5,23 +5,13 @@
 // are mutated, scheduled onto the labelled node, get an aliyun/erdma device from our plugin, and
 // containerd runs our CNI plugin with the annotations. Everything runs in a network namespace and
 // the node in a private mount namespace (test/harness/k8s/node.ts).
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildBusyboxImage, containerdAvailable } from '../../harness/containerd.js';
-import {
-  ensureBinaries,
-  KUBECTL,
-  startControlPlane,
-  type ControlPlane,
-} from '../../harness/k8s/control-plane.js';
-import { startNode, type KubeNode } from '../../harness/k8s/node.js';
-import { startWebhookProc, type WebhookProc } from '../../harness/webhook-proc.js';
-import { writeFakeProc, writeHostTree } from '../../harness/k8s/host-tree.js';
-import { cleanupNetns, createNetns } from '../../helpers/netns.js';
+import { containerdAvailable } from '../../harness/containerd.js';
+import { ensureBinaries, type ControlPlane } from '../../harness/k8s/control-plane.js';
+import type { KubeNode } from '../../harness/k8s/node.js';
+import { APP, startSingleNode, type SingleNode } from '../../harness/k8s/single-node.js';
 import { smcrDeployment } from '../../helpers/deployments.js';
 import { until as poll } from '../../helpers/wait.js';
 import { eventsWithReason } from '../../harness/k8s/events.js';
@@ -31,8 +21,6 @@ const why = requires('the cluster suite', ensureBinaries, containerdAvailable, c
 
 const NODE = 'ecs-erdma-1';
 const NODE_IP = '10.200.0.2';
-const APP = 'erdma-smcr.test/app:1';
-const PAUSE = 'erdma-smcr.test/pause:1';
 
 type Obj = {
   kind: string;
@@ -50,11 +38,10 @@ type Obj = {
 describe.skipIf(why !== '')(
   'a real single-node cluster: webhook → scheduler → kubelet → device plugin → containerd → our CNI plugin',
   () => {
-    let dir: string;
     let cp: ControlPlane;
     let node: KubeNode;
-    let hook: WebhookProc;
     let hostRoot: string;
+    let cluster: SingleNode | undefined;
 
     const kubectl = async (...args: string[]): Promise<string> => {
       const r = await cp.kubectl(args);
@@ -80,151 +67,29 @@ describe.skipIf(why !== '')(
       Number((await getJson('node', NODE)).status?.capacity?.['aliyun/erdma'] ?? 0);
 
     beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'cluster-'));
-      const ns = createNetns('cluster');
-      cp = await startControlPlane({ controllerManager: true, scheduler: true, netns: ns.path });
-
-      // Our manifests' objects but the PDB (Deployment and DaemonSet run as processes here),
-      // validated by kubectl as an admin's apply would be.
-      const rendered = execFileSync(KUBECTL, ['kustomize', 'manifests/base'], { encoding: 'utf8' });
-      const keep = [
-        'Namespace',
-        'ServiceAccount',
-        'ClusterRole',
-        'ClusterRoleBinding',
-        'Role',
-        'RoleBinding',
-        'ConfigMap',
-        'Service',
-        'MutatingWebhookConfiguration',
-        'ValidatingWebhookConfiguration',
-      ];
-      const objects = (yaml.loadAll(rendered) as Obj[]).filter((o) => keep.includes(o.kind));
-      const applied = await cp.kubectl(
-        ['apply', '-f', '-'],
-        JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }),
-      );
-      expect(applied.status, applied.stderr).toBe(0);
-      await kubectl('create', 'namespace', 'apps');
-      const clusterIP = (await getJson('service', '-n', 'erdma-smcr', 'erdma-smcr-webhook')).spec
-        .clusterIP as string;
-
-      // Our webhook, on the Service's ClusterIP (a loopback address in this cluster), port 443.
-      hook = await startWebhookProc(
-        clusterIP,
-        [
-          '--port',
-          '443',
-          '--cert-source',
-          'secret',
-          '--cluster',
-          'live',
-          '--kubeconfig',
-          await cp.kubeconfigFor('erdma-smcr', 'erdma-smcr-webhook'),
-        ],
-        ns.path,
-      );
-
-      // The node's host tree as the agent sees it (test/harness/k8s/host-tree.ts).
-      hostRoot = join(dir, 'host');
-      writeHostTree(hostRoot, { ipamDir: join(dir, 'ipam'), podCidr: '10.244.0.0/24' });
-      const proc = join(dir, 'proc');
-      writeFakeProc(proc);
-
-      buildBusyboxImage(PAUSE, join(dir, 'pause.tar'), ['/bin/sleep', '2147483647']);
-      buildBusyboxImage(APP, join(dir, 'app.tar'), ['/bin/sleep', '2147483647']);
-      node = await startNode({
-        cp,
-        name: NODE,
-        ip: NODE_IP,
-        dir: join(dir, 'node'),
-        hostRoot,
-        sandboxImage: PAUSE,
-        images: [join(dir, 'pause.tar'), join(dir, 'app.tar')],
-      });
-
-      // Our node agent, inside the node, with its ServiceAccount token.
-      writeFileSync(
-        join(dir, 'agent.yaml'),
-        yaml.dump({
-          agent: {
-            procRoot: proc,
-            deviceRoot: hostRoot,
-            lateApply: false,
-            refreshMs: 1000,
-            podGraceMs: 5000,
-            metricsPort: 0,
-            pollMs: 500,
-            // Two resources, as on a node with eRDMA and a Mellanox HCA (the fixture has both), and
-            // an optional third this node has no device for (one DaemonSet for mixed nodes).
-            resources: [
-              { name: 'aliyun/erdma', selector: { vendors: ['0x1ded'] } },
-              {
-                name: 'rdma/hca',
-                selector: { drivers: ['mlx5_core'] },
-                mode: 'shared',
-                slots: 1000,
-              },
-              {
-                name: 'example.com/bnxt',
-                selector: { drivers: ['bnxt_re'] },
-                mode: 'shared',
-                optional: true,
-              },
-            ],
+      cluster = await startSingleNode({
+        node: NODE,
+        nodeIp: NODE_IP,
+        // Two resources, as on a node with eRDMA and a Mellanox HCA (the fixture has both), and
+        // an optional third this node has no device for (one DaemonSet for mixed nodes).
+        resources: [
+          { name: 'aliyun/erdma', selector: { vendors: ['0x1ded'] } },
+          { name: 'rdma/hca', selector: { drivers: ['mlx5_core'] }, mode: 'shared', slots: 1000 },
+          {
+            name: 'example.com/bnxt',
+            selector: { drivers: ['bnxt_re'] },
+            mode: 'shared',
+            optional: true,
           },
-        }),
-      );
-      node.spawnInNode(
-        process.execPath,
-        [
-          join(process.cwd(), 'bin/erdma-smcr.js'),
-          '-c',
-          join(dir, 'agent.yaml'),
-          'agent',
-          '--host-root',
-          hostRoot,
-          '--node-name',
-          NODE,
-          '--kubeconfig',
-          await cp.kubeconfigFor('erdma-smcr', 'erdma-smcr-agent'),
         ],
-        'agent',
-      );
-
-      await until(
-        'node Ready',
-        async () => {
-          const n = await getJson('node', NODE);
-          return n.status.conditions?.find(
-            (c: { type: string; status: string }) => c.type === 'Ready',
-          )?.status === 'True'
-            ? true
-            : undefined;
-        },
-        90_000,
-      );
-      await until(
-        'node labelled capable with aliyun/erdma and rdma/hca capacity, and example.com/bnxt at 0',
-        async () => {
-          const n = await getJson('node', NODE);
-          const c = n.status.capacity ?? {};
-          return n.metadata.labels?.['smcr.erdma.io/capable'] === 'true' &&
-            Number(n.status.allocatable?.['aliyun/erdma'] ?? 0) > 0 &&
-            c['rdma/hca'] === '1k' &&
-            c['example.com/bnxt'] === '0'
-            ? true
-            : undefined;
-        },
-      );
+        nodeReady: (n) =>
+          n.status.capacity?.['rdma/hca'] === '1k' && n.status.capacity['example.com/bnxt'] === '0',
+      });
+      ({ cp, node, hostRoot } = cluster);
     }, 240_000);
 
     afterAll(async () => {
-      await hook?.stop();
-      await node?.stop();
-      await cp?.stop();
-      cleanupNetns();
-      if (dir && !process.env.ERDMA_SMCR_KEEP_K8S) rmSync(dir, { recursive: true, force: true });
+      await cluster?.stop();
     }, 60_000);
 
     const deployment = (name: string, replicas: number): string =>

@@ -1,0 +1,132 @@
+// What the annotation costs a pod's start (#84 item 5), on the real kubelet 1.37 and containerd 2 of
+// a single-node cluster (test/harness/k8s/single-node.ts) with our webhook, device plugin and CNI
+// plugin in the path: N annotated and N plain pods created alternately at a fixed rate in the same
+// run, each timed from the start of its create call to the moment a watch (`kubectl get pods -w`,
+// in the cluster's netns) first reports it Ready. The plain pods are the baseline: they cross the
+// same API server, webhook call (the base configuration sends every pod; it skips them), scheduler,
+// kubelet and CNI chain, but get no device and no SMC-R settings. aliyun/erdma is served shared
+// (many slots per device) so that devices do not limit how many annotated pods run at once.
+// ERDMA_SMCR_BENCH_PODS: pods of each kind (default 30); ERDMA_SMCR_BENCH_POD_INTERVAL_MS: time
+// between two creations (default 400).
+import { spawn } from 'node:child_process';
+import type { BenchRow } from './report.js';
+import { median } from './report.js';
+import { percentile } from './paced.js';
+import { binPath, binariesPresent } from '../test/harness/k8s/control-plane.js';
+import { APP, startSingleNode } from '../test/harness/k8s/single-node.js';
+
+const N = Number(process.env.ERDMA_SMCR_BENCH_PODS ?? 30);
+const INTERVAL_MS = Number(process.env.ERDMA_SMCR_BENCH_POD_INTERVAL_MS ?? 400);
+const TARGET_P99 = 1.1;
+
+const pod = (name: string, annotated: boolean): string =>
+  JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      namespace: 'apps',
+      ...(annotated ? { annotations: { 'network.alibabacloud.com/erdma-smcr': 'true' } } : {}),
+    },
+    spec: {
+      automountServiceAccountToken: false,
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'app', image: APP, imagePullPolicy: 'Never' }],
+    },
+  });
+
+export async function benchPodsStart(): Promise<BenchRow[]> {
+  if (binariesPresent(['etcd', 'kube-apiserver', 'kubelet', 'kubectl']).length > 0)
+    throw new Error('bench pods-start needs the harness: run test/harness/k8s/build.sh');
+  const cluster = await startSingleNode({
+    node: 'ecs-bench-1',
+    nodeIp: '10.203.0.2',
+    resources: [
+      { name: 'aliyun/erdma', selector: { vendors: ['0x1ded'] }, mode: 'shared', slots: 1000 },
+    ],
+  });
+  const { cp } = cluster;
+  const ready = new Map<string, number>();
+  const watch = spawn(
+    'nsenter',
+    [
+      `--net=${cp.netns}`,
+      binPath('kubectl'),
+      '--kubeconfig',
+      cp.kubeconfig,
+      'get',
+      'pods',
+      '-n',
+      'apps',
+      '-w',
+      '-o',
+      'jsonpath={.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}',
+    ],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  let buf = '';
+  watch.stdout.on('data', (d: Buffer) => {
+    const now = performance.now();
+    buf += d.toString();
+    const lines = buf.split('\n');
+    buf = lines.pop()!;
+    for (const l of lines) {
+      const [name, status] = l.trim().split(' ');
+      if (name && status === 'True' && !ready.has(name)) ready.set(name, now);
+    }
+  });
+  try {
+    const started = new Map<string, number>();
+    const creations: Promise<unknown>[] = [];
+    for (let i = 0; i < N; i++) {
+      for (const annotated of [i % 2 === 0, i % 2 !== 0]) {
+        const name = `${annotated ? 'smcr' : 'plain'}-${i}`;
+        started.set(name, performance.now());
+        creations.push(
+          cp.kubectl(['create', '-f', '-'], pod(name, annotated)).then((r) => {
+            if (r.status !== 0) throw new Error(`create ${name}: ${r.stderr}`);
+          }),
+        );
+        await new Promise((r) => setTimeout(r, INTERVAL_MS));
+      }
+    }
+    await Promise.all(creations);
+    const deadline = Date.now() + 180_000;
+    while (ready.size < started.size) {
+      if (Date.now() > deadline)
+        throw new Error(`only ${ready.size} of ${started.size} pods became Ready in 3 minutes`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const times = (prefix: string): number[] =>
+      [...started]
+        .filter(([n]) => n.startsWith(prefix))
+        .map(([n, t]) => ready.get(n)! - t)
+        .sort((a, b) => a - b);
+    const plain = times('plain-');
+    const smcr = times('smcr-');
+    const p99 = (xs: number[]): number => percentile(xs, 0.99);
+    const ratio50 = median(smcr) / median(plain);
+    const ratio99 = p99(smcr) / p99(plain);
+    const at = `${N} of each, one every ${(INTERVAL_MS * 2) / 1000} s`;
+    return [
+      {
+        bench: 'pods-start',
+        case: `plain pod, creation → Ready p50 / p99 (${at})`,
+        value: median(plain),
+        unit: `ms p50 / ${p99(plain).toFixed(0)} ms p99`,
+      },
+      {
+        bench: 'pods-start',
+        case: 'annotated pod: webhook, device plugin, our CNI plugin in the path, p50 / p99',
+        value: median(smcr),
+        unit: `ms p50 / ${p99(smcr).toFixed(0)} ms p99`,
+        ratio: ratio99,
+        target: `p99 ≤ ${TARGET_P99}× plain: ${ratio99 <= TARGET_P99 ? 'met' : 'not met'}`,
+        extra: `p50 ${ratio50.toFixed(2)}× plain`,
+      },
+    ];
+  } finally {
+    watch.kill();
+    await cluster.stop();
+  }
+}
