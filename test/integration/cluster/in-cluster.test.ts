@@ -442,7 +442,7 @@ describe.skipIf(why !== '')(
       await webhookRollsUnderLoad(ctx);
     }, 600_000);
 
-    it('fails no pod while the agent is updated, killed and restarted, under a steady 5 pods/s asking for aliyun/erdma', async () => {
+    it('fails no pod while the agent is updated, killed and restarted, under a steady 2 pods/s asking for aliyun/erdma', async () => {
       await agentRollsUnderLoad(ctx);
     }, 1_500_000);
 

@@ -74,6 +74,15 @@ export async function webhookRollsUnderLoad(c: InCluster): Promise<void> {
   ).toBe(0);
 }
 
+/**
+ * Pods per second of the agent-lifecycle stream. 5/s on 1.20; kubelet 1.37 here starts about 3 a
+ * second, so a 5/s stream piles up to the node's 110-pod limit, and 1.37's scheduler leaves the
+ * pods it then finds "Too many pods" in its unschedulable queue until the periodic flush (a pod
+ * turning Succeeded is no event that requeues them): 200 pods sat Pending for over 10 minutes.
+ * At 2/s the node keeps up and the window still sees hundreds of pods.
+ */
+const STREAM_RATE = 2;
+
 export async function agentRollsUnderLoad(c: InCluster): Promise<void> {
   const { dir, cp, node, kubectl, getJson, until, rolledOut } = c;
   // The device plugin runs in its own DaemonSet (manifests/base/device-plugin.yaml): nothing
@@ -107,7 +116,7 @@ export async function agentRollsUnderLoad(c: InCluster): Promise<void> {
       cp.token,
       join(cp.dir, 'ca.crt'),
       'apps',
-      '5',
+      String(STREAM_RATE),
       stop,
       APP,
     ],
@@ -178,7 +187,7 @@ export async function agentRollsUnderLoad(c: InCluster): Promise<void> {
       return items.every((p) => p.status.phase !== 'Pending') ? items : undefined;
     },
     // The kubelet here starts about 4 pods a second when the machine is otherwise idle, and
-    // fewer under the other suites: the backlog of a 5/s stream drains after it stops.
+    // fewer under the other suites: a backlog drains after the stream stops.
     720_000,
   );
   const failed = pods
@@ -189,7 +198,7 @@ export async function agentRollsUnderLoad(c: InCluster): Promise<void> {
     .filter((p) => p.status.phase === 'Failed')
     .map((p) => `${p.metadata.name}: ${p.status.reason ?? ''} ${p.status.message ?? ''}`);
   console.log(
-    `agent ${steps.join(', ')} under ${sent.sent} pods at 5/s (${sent.created} created): ` +
+    `agent ${steps.join(', ')} under ${sent.sent} pods at ${STREAM_RATE}/s (${sent.created} created): ` +
       `${pods.filter((p) => p.status.phase === 'Succeeded').length} succeeded, ${failed.length} failed; ` +
       `Deployment pods ${during.length}, failed ${duringFailed.length}`,
   );
