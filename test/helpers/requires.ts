@@ -44,3 +44,9 @@ export const onPath =
     (process.env.PATH ?? '').split(':').some((dir) => dir !== '' && existsSync(`${dir}/${program}`))
       ? ''
       : `${program} missing (apt-get install ${debianPackage})`;
+
+/** kube-apiserver and kubectl of 1.35, the oldest minor the suites run (build.sh k8s-1.35). */
+export const k8s135: Check = () =>
+  binariesPresent(['kube-apiserver', 'kubectl'], '1.35').length === 0
+    ? ''
+    : 'Kubernetes 1.35 not built (run test/harness/k8s/build.sh k8s-1.35)';

@@ -16,16 +16,13 @@ import {
 import { startWebhookProc, type WebhookProc } from '../../harness/webhook-proc.js';
 import { registration, WEBHOOK_IP } from '../../harness/registration.js';
 import { smcrDeployment } from '../../helpers/deployments.js';
-import { requires } from '../../helpers/requires.js';
+import { k8s135, requires } from '../../helpers/requires.js';
 import { until } from '../../helpers/wait.js';
 
 const why = requires(
   'the match-conditions suite (real API servers 1.37 and 1.35)',
   ensureBinaries,
-  () =>
-    spawnSync(binPath('kube-apiserver', '1.35'), ['--version']).status === 0
-      ? ''
-      : 'kube-apiserver 1.35 not built (run test/harness/k8s/build.sh k8s-1.35)',
+  k8s135,
 );
 
 const SMCR = 'network.alibabacloud.com/erdma-smcr';

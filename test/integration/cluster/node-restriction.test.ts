@@ -6,7 +6,6 @@
 // (src/agent/node/labels.ts) with that token labels node A; the same token is refused on node B,
 // and on a label key that is not ours, with the API server's own message. The negative control:
 // without the policy, the same token labels node B (RBAC alone cannot say "your own Node").
-import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -15,21 +14,17 @@ import { NodeLabeler } from '../../../src/agent/node/labels.js';
 import { ApiError, type KubeClient } from '../../../src/cluster/client.js';
 import { loadKubeClient } from '../../../src/cluster/kubeconfig.js';
 import {
-  binPath,
   ensureBinaries,
   startControlPlane,
   type ControlPlane,
 } from '../../harness/k8s/control-plane.js';
-import { requires } from '../../helpers/requires.js';
+import { k8s135, requires } from '../../helpers/requires.js';
 import { until } from '../../helpers/wait.js';
 
 const why = requires(
   'the node-restriction suite (real API servers 1.37 and 1.35)',
   ensureBinaries,
-  () =>
-    spawnSync(binPath('kube-apiserver', '1.35'), ['--version']).status === 0
-      ? ''
-      : 'kube-apiserver 1.35 not built (run test/harness/k8s/build.sh k8s-1.35)',
+  k8s135,
 );
 const POLICY = 'manifests/components/node-restriction/policy.yaml';
 const CAPABLE = 'smcr.erdma.io/capable';

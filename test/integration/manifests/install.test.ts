@@ -15,15 +15,12 @@ import {
   type KubeMinor,
 } from '../../harness/k8s/control-plane.js';
 import { until } from '../../helpers/wait.js';
-import { k8sBinaries, requires } from '../../helpers/requires.js';
+import { k8s135, k8sBinaries, requires } from '../../helpers/requires.js';
 
 const why = requires(
   'the install suite (kubectl, real API servers 1.37 and 1.35)',
   k8sBinaries(['etcd', 'kube-apiserver', 'kube-controller-manager', 'kubectl']),
-  () =>
-    spawnSync(binPath('kube-apiserver', '1.35'), ['--version']).status === 0
-      ? ''
-      : 'kube-apiserver 1.35 not built (run test/harness/k8s/build.sh k8s-1.35)',
+  k8s135,
 );
 const OVERLAY = 'test/integration/manifests/local-image';
 /** The match-conditions overlay with the node-restriction component. */
