@@ -156,6 +156,34 @@ describe.skipIf(why !== '').each(['1.37', '1.35'] as const)(
       expect(after).toBe(before);
     });
 
+    it('with the overlay, kubectl apply --dry-run=server shows our denial and our warning, and stores nothing', async () => {
+      const denied = await cp.kubectl(
+        ['apply', '--dry-run=server', '-f', '-'],
+        JSON.stringify({
+          ...(JSON.parse(pod('dry-hostnet', { [SMCR]: 'true' })) as Record<string, unknown>),
+          spec: {
+            hostNetwork: true,
+            automountServiceAccountToken: false,
+            containers: [{ name: 'app', image: 'registry.invalid/app:1' }],
+          },
+        }),
+      );
+      expect(denied.status).not.toBe(0);
+      expect(denied.stderr).toMatch(
+        /admission webhook "pods\.smcr\.erdma\.io" denied the request: \[host-network\] spec\.hostNetwork: SMC-R cannot be enabled for a hostNetwork pod/,
+      );
+      const warned = await cp.kubectl(
+        ['apply', '--dry-run=server', '-f', '-'],
+        pod('dry-true', { [SMCR]: 'True' }),
+      );
+      expect(warned.status, warned.stderr).toBe(0);
+      expect(warned.stderr).toMatch(
+        /Warning: network\.alibabacloud\.com\/erdma-smcr: "True" is read as "true"/,
+      );
+      for (const name of ['dry-hostnet', 'dry-true'])
+        expect((await cp.kubectl(['get', 'pod', '-n', 'e2e', name])).stderr).toMatch(/NotFound/);
+    });
+
     it('with the overlay, an annotated pod reaches the webhook and is stored mutated', async () => {
       const before = await reviews(hook);
       const r = await cp.kubectl(
