@@ -11,6 +11,7 @@ import { startWebhookProc, type WebhookProc } from '../../harness/webhook-proc.j
 import { registration, WEBHOOK_IP } from '../../harness/registration.js';
 import { smcrDeployment } from '../../helpers/deployments.js';
 import { requires } from '../../helpers/requires.js';
+import { e2ePod } from '../../helpers/e2e-pod.js';
 
 const why = requires('the API server webhook suite', ensureBinaries);
 
@@ -18,17 +19,7 @@ const pod = (
   name: string,
   spec: Record<string, unknown> = {},
   annotations: Record<string, string> = { 'network.alibabacloud.com/erdma-smcr': 'true' },
-) =>
-  JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: 'e2e', annotations },
-    spec: {
-      automountServiceAccountToken: false,
-      containers: [{ name: 'app', image: 'registry.invalid/app:1' }],
-      ...spec,
-    },
-  });
+): string => e2ePod(name, annotations, spec);
 
 const deployment = (name: string, podSpec: Record<string, unknown> = {}) =>
   JSON.stringify(

@@ -18,6 +18,7 @@ import { registration, WEBHOOK_IP } from '../../harness/registration.js';
 import { smcrDeployment } from '../../helpers/deployments.js';
 import { k8s135, requires } from '../../helpers/requires.js';
 import { until } from '../../helpers/wait.js';
+import { e2ePod } from '../../helpers/e2e-pod.js';
 
 const why = requires(
   'the match-conditions suite (real API servers 1.37 and 1.35)',
@@ -43,15 +44,7 @@ function overlayHooks(): Map<string, Hook> {
 }
 
 const pod = (name: string, annotations: Record<string, string> = {}): string =>
-  JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: 'e2e', annotations },
-    spec: {
-      automountServiceAccountToken: false,
-      containers: [{ name: 'app', image: 'registry.invalid/app:1' }],
-    },
-  });
+  e2ePod(name, annotations);
 
 /** Reviews the webhook answered so far, over every endpoint, operation, kind and verdict. */
 async function reviews(hook: WebhookProc): Promise<number> {
