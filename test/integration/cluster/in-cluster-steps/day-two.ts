@@ -20,6 +20,29 @@ const annotatedPod = (name: string): object => ({
   },
 });
 
+/**
+ * Until the API server's own call reaches the webhook: a server-side dry run of an annotated pod
+ * comes back mutated. A Deployment's available replicas are not enough after an outage: the API
+ * server dials the Service's ClusterIP, which routes to the new pods only once kube-proxy has
+ * synced their endpoints, and under `Ignore` a pod created in that gap is admitted unmutated (a
+ * fresh-clone CI run met it: `resources.limits` undefined right after the rollout).
+ */
+async function webhookAnswers(c: InCluster): Promise<void> {
+  await c.until(
+    'the webhook answering the API server through its Service',
+    async () => {
+      const r = await c.cp.kubectl(
+        ['create', '--dry-run=server', '-o', 'json', '-f', '-'],
+        JSON.stringify(annotatedPod('probe')),
+      );
+      if (r.status !== 0) return undefined;
+      const p = JSON.parse(r.stdout) as Obj;
+      return p.spec.containers[0].resources?.limits?.['aliyun/erdma'] ? true : undefined;
+    },
+    120_000,
+  );
+}
+
 /** An annotated pod created now runs, mutated, with its device: the whole path works. */
 async function annotatedPodRuns(c: InCluster, name: string): Promise<void> {
   const created = await c.cp.kubectl(['create', '-f', '-'], JSON.stringify(annotatedPod(name)));
@@ -195,6 +218,7 @@ export async function outageStallsOnlyCreation(c: InCluster, overlay: string): P
       await patchWebhook([{ op: 'remove', path: '/webhooks/0/matchConditions' }]);
     await kubectl('apply', '-k', overlay); // the configuration and 2 replicas as installed
     await rolledOut('deployment', 'erdma-smcr-webhook');
+    await webhookAnswers(c);
     await cp.kubectl(['delete', 'pod', '-n', NS, podName, '--wait=false']);
   }
   const wh = (await getJson('mutatingwebhookconfiguration', 'erdma-smcr')).webhooks[0];
