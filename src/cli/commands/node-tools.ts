@@ -20,6 +20,28 @@ export const NODE_TOOLS: Readonly<Record<string, string>> = {
 /** Output kept from one call: `smc sockets` of a netns with 100,000 sockets is about 30 MB. */
 const MAX_OUTPUT = 256 << 20;
 
+const asksForHelp = (args: readonly string[]): boolean =>
+  args[0] === 'help' || args.some((a) => a === '--help' || a === '-h');
+
+/** The usage of a node tool, for a machine without the node binary. */
+export function toolUsage(name: string, what: string, binary: string): string {
+  return [
+    `Usage: erdma-smcr ${name} [args...]`,
+    '',
+    `${what[0]!.toUpperCase()}${what.slice(1)}.`,
+    '',
+    `A command of the node binary (native/build/erdma-smcr, the CNI plugin's), which is not at`,
+    `${binary} on this machine. It runs as root on an eRDMA node, and the agent's image has it:`,
+    '',
+    `  pod=$(kubectl -n erdma-smcr get pods -l app.kubernetes.io/component=agent \\`,
+    `    --field-selector spec.nodeName=NODE -o name)`,
+    `  kubectl -n erdma-smcr exec "$pod" -- node /app/bin/erdma-smcr.js ${name} --help`,
+    '',
+    'In a checkout: make -C native, then erdma-smcr ' + name + ' --help gives its own usage.',
+    '',
+  ].join('\n');
+}
+
 export function nodeToolsCommand({ program, io, configFor, setCode }: CommandContext): void {
   for (const [name, what] of Object.entries(NODE_TOOLS))
     program
@@ -40,6 +62,12 @@ export function nodeToolsCommand({ program, io, configFor, setCode }: CommandCon
         const r = spawnSync(binary, [name, ...args], { maxBuffer: MAX_OUTPUT });
         if (r.error) {
           const missing = (r.error as NodeJS.ErrnoException).code === 'ENOENT';
+          // Asked for help where the binary is not (a laptop, CI): what the command is and where
+          // it runs, not the error meant for running it (#85 item 3).
+          if (missing && asksForHelp(args)) {
+            io.out(toolUsage(name, what, binary));
+            return;
+          }
           throw new AppError(
             'USAGE',
             missing

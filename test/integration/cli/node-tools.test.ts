@@ -44,6 +44,30 @@ describe("the node binary's tools through erdma-smcr", () => {
     );
   });
 
+  // #85 item 3: on a machine without the binary, --help printed the error meant for running it.
+  it.each([
+    ['mechanisms', '--help'],
+    ['smc', 'sockets', '--help'],
+    ['pnet', 'help'],
+    ['bpf', '-h'],
+  ])(
+    'prints the usage of %s and where it runs when the binary is missing (exit 0)',
+    async (...args) => {
+      const dir = mkdtempSync(join(tmpdir(), 'node-tools-'));
+      const cfg = join(dir, 'config.yaml');
+      writeFileSync(cfg, 'agent:\n  nativeBinary: /nonexistent/erdma-smcr\n');
+      const r = await runCli(['-c', cfg, ...args]);
+      rmSync(dir, { recursive: true, force: true });
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain(`Usage: erdma-smcr ${args[0]} [args...]`);
+      expect(r.stdout).toMatch(/not at\s+\/nonexistent\/erdma-smcr on this machine/);
+      expect(r.stdout).toContain(
+        `kubectl -n erdma-smcr exec "$pod" -- node /app/bin/erdma-smcr.js ${args[0]} --help`,
+      );
+    },
+  );
+
   it.each([['nosuch'], ['nosuch', '--help'], ['-c', 'x.yaml', 'nosuch', '--help']])(
     'refuses an unknown command: %s',
     async (...args) => {
