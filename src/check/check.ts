@@ -16,6 +16,7 @@ import type {
 } from '../policy/types.js';
 import {
   expandPaths,
+  type SpecialFile,
   inputReader,
   visitInputs,
   type InputError,
@@ -283,7 +284,8 @@ export function checkPaths(
   notObjects: 'skip' | 'error' = 'skip',
 ): CheckReport {
   const errors: InputError[] = [];
-  const files = expandPaths(paths, errors).filter(
+  const specials: SpecialFile[] = [];
+  const files = expandPaths(paths, errors, specials).filter(
     (f) => f === '-' || !exclude.some((re) => re.test(f)),
   );
   let stdinText: string | undefined;
@@ -339,13 +341,15 @@ export function checkPaths(
   const unused = choice.profileFile
     ? profiles.filter((p) => resolve(p.file) !== resolve(choice.profileFile!))
     : [];
+  const noted = specials.filter((f) => !exclude.some((re) => re.test(f.path)));
   const notices = [
     ...(unused.length > 0
       ? [
-          `--profile ${choice.profileFile} judges every manifest; the ClusterProfile in ${unused.map((p) => p.profile.source).join(', ')} is not used`,
+          `--profile ${choice.profileFile} judges every manifest; the ClusterProfile${unused.length > 1 ? 's' : ''} in ${unused.map((p) => p.profile.source).join(', ')} ${unused.length > 1 ? 'are' : 'is'} not used`,
         ]
       : []),
     ...(skippedDocs.length > 0 ? [notObjectsNote(skippedDocs)] : []),
+    ...(noted.length > 0 ? [specialFilesNote(noted)] : []),
     ...(blind > 0
       ? [
           `node list unknown: the node checks (kernel, driver mode, capability) were skipped for ${blind} SMC-R object(s); give the cluster's nodes with --profile or --nodes to run them`,
@@ -379,6 +383,16 @@ export function runCheck(
     warnings: results.reduce((n, r) => n + r.warnings.length, 0),
     skipped: results.filter(skipped).length,
   });
+}
+
+/** One note for the files of the walk that are not regular files: how many, which, what each is. */
+function specialFilesNote(files: readonly SpecialFile[]): string {
+  const shown = files
+    .slice(0, 5)
+    .map((f) => `${f.path} (${f.kind})`)
+    .join(', ');
+  const more = files.length > 5 ? ` and ${files.length - 5} more` : '';
+  return `skipped ${files.length} file(s) in the directories that are not regular files: ${shown}${more}; to check what one holds, name it as an input (a named pipe is read as stdin is) or pass it on stdin with -`;
 }
 
 /** One note for the documents skipped as not Kubernetes objects: how many, in which files. */

@@ -47,6 +47,7 @@ export const reservedPorts: Rule = {
   scope: 'smcr',
   when: 'never: it warns when a container declares a port (containerPort, hostPort, a probe) inside a range that capable nodes reserve in every network namespace for eRDMA (labels `smcr.erdma.io/erdma-reserved-ports`, `smc-reserved-ports`)',
   fix: 'use another port, or change the module parameter the warning names on those nodes',
+  example: 'examples/reserved-ports/listener.yaml',
   check: (ctx) => {
     const ranges = [...ctx.view.nodes.reservedPorts].flatMap(([key, nodes]) => {
       const [label = '', value = ''] = key.split('=');

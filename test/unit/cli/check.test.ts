@@ -101,7 +101,7 @@ describe('erdma-smcr check', () => {
   it('says when --profile leaves a ClusterProfile of the tree unused', async () => {
     const r = await runCli(['check', '--profile', 'examples/cluster-profile.yaml', 'examples/']);
     expect(r.stderr).toBe(
-      'erdma-smcr: --profile examples/cluster-profile.yaml judges every manifest; the ClusterProfile in examples/compat-cluster/cluster-profile.yaml:4 is not used\n',
+      'erdma-smcr: --profile examples/cluster-profile.yaml judges every manifest; the ClusterProfiles in examples/compat-cluster/cluster-profile.yaml:4, examples/reserved-ports/cluster-profile.yaml:5 are not used\n',
     );
     const same = await runCli([
       'check',

@@ -1,6 +1,8 @@
 // The rule catalogue `erdma-smcr rules` prints: the same rows as docs/policy.md, each example
 // denied by its rule, and the command's answers.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { plain, RULE_CATALOGUE } from '../../../src/policy/catalogue.js';
 import { POD_RULES, RULES } from '../../../src/policy/rules/index.js';
@@ -36,19 +38,57 @@ describe('the rule catalogue', () => {
     expect(rows).toEqual(RULE_CATALOGUE.map(({ id, when, fix }) => ({ id, when, fix })));
   });
 
-  it.each(RULE_CATALOGUE.filter((r) => r.example).map((r) => [r.id, r.example!]))(
+  type Result = { file: string; denials: { rule: string }[]; warnings: string[] };
+  const results = async (path: string, example: string): Promise<Result[]> => {
+    const r = await runCli(['check', '-o', 'json', path]);
+    return (JSON.parse(r.stdout).results as Result[]).filter((x) => x.file.endsWith(example));
+  };
+  const denying = RULE_CATALOGUE.filter((r) => r.example && !r.when.startsWith('never'));
+  const warning = RULE_CATALOGUE.filter((r) => r.example && r.when.startsWith('never'));
+
+  it.each(denying.map((r) => [r.id, r.example!]))(
     '%s: its example %s is denied by it',
     async (id, example) => {
       expect(existsSync(example)).toBe(true);
       // The example's directory, so its ClusterProfile judges it as `check examples/` does.
-      const r = await runCli(['check', '-o', 'json', example.replace(/\/[^/]+$/, '/..')]);
-      const result = (
-        JSON.parse(r.stdout).results as { file: string; denials: { rule: string }[] }[]
-      ).filter((x) => x.file === example);
+      const result = await results(example.replace(/\/[^/]+$/, '/..'), example);
       expect(result.length).toBeGreaterThan(0);
       expect(result.flatMap((x) => x.denials.map((d) => d.rule))).toContain(id);
     },
   );
+
+  // A warning names no rule: the example warns under its directory's profile, and alone (the
+  // nodes of no profile) it does not, so the warnings are the profile's nodes' (#85 item 2).
+  it.each(warning.map((r) => [r.id, r.example!]))(
+    '%s: its example %s is warned by it under its profile, and not without it',
+    async (_id, example) => {
+      expect(existsSync(example)).toBe(true);
+      const under = await results(example.replace(/\/[^/]+$/, '/..'), example);
+      expect(under.length).toBe(1);
+      expect(under[0]!.denials).toEqual([]);
+      expect(under[0]!.warnings.length).toBeGreaterThan(0);
+      const dir = mkdtempSync(join(tmpdir(), 'example-'));
+      try {
+        copyFileSync(example, join(dir, 'alone.yaml'));
+        const alone = await results(dir, 'alone.yaml');
+        expect(alone.length).toBe(1);
+        expect(alone[0]!.warnings).toEqual([]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+
+  it('gives every rule a manifest can trigger its example', () => {
+    // object-kind and object-size judge what no example manifest should carry (a foreign kind, a
+    // megabyte of annotations): the unit tests make those.
+    expect(
+      RULE_CATALOGUE.filter((r) => !r.example)
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual(['object-kind', 'object-size']);
+    expect(warning.map((r) => r.id)).toEqual(['reserved-ports']);
+  });
 
   it('reads as plain text on a terminal', () => {
     expect(plain('`hostNetwork: true` ([support-matrix.md](support-matrix.md#kernels))')).toBe(
