@@ -78,9 +78,31 @@ function fileInput(p: string, st: Stats, top: boolean, out: string[], errors: In
  * `kubectl apply -R -f` reads: files ending in .yaml, .yml or .json, in dot-directories and
  * dot-files too, symlinked files followed. Symlinked directories are followed as well (kubectl
  * does not descend into them; checking more is the safe side), each real directory once, so a
- * cycle ends. `.git` is skipped.
+ * cycle ends. `.git` is skipped. Named pipes, sockets and devices inside a directory are not
+ * read (a pipe would block, a device never ends): each goes into `specials` for the run's notices.
  */
-export function expandPaths(paths: readonly string[], errors: InputError[] = []): string[] {
+/** A file met in a directory that is not a regular file: never read, told in the run's notices. */
+export interface SpecialFile {
+  readonly path: string;
+  readonly kind: 'named pipe' | 'socket' | 'character device' | 'block device';
+}
+
+const specialKind = (st: Stats): SpecialFile['kind'] | undefined =>
+  st.isFIFO()
+    ? 'named pipe'
+    : st.isSocket()
+      ? 'socket'
+      : st.isCharacterDevice()
+        ? 'character device'
+        : st.isBlockDevice()
+          ? 'block device'
+          : undefined;
+
+export function expandPaths(
+  paths: readonly string[],
+  errors: InputError[] = [],
+  specials?: SpecialFile[],
+): string[] {
   const out: string[] = [];
   const seenDirs = new Set<string>();
   const visit = (p: string, top: boolean): void => {
@@ -94,6 +116,11 @@ export function expandPaths(paths: readonly string[], errors: InputError[] = [])
     }
     if (!st.isDirectory()) {
       if (top || (st.isFile() && MANIFEST_EXT.test(p))) fileInput(p, st, top, out, errors);
+      else {
+        // A pipe would block the walk and a device never ends: not read, but named (#85 item 4).
+        const kind = specialKind(st);
+        if (kind) specials?.push({ path: p, kind });
+      }
       return;
     }
     let real: string;

@@ -207,6 +207,43 @@ describe('check checks something, or fails', () => {
     );
   });
 
+  // #85 item 4: a FIFO, a socket or a device inside a directory was skipped without a word.
+  it('names the named pipes, sockets and devices of a walk it skipped, in every format', async () => {
+    file('walk/pod.yaml', POD('walked'));
+    expect(spawnSync('mkfifo', [join(dir, 'walk/pipe.yaml')]).status).toBe(0);
+    const bound = spawnSync('python3', [
+      '-c',
+      'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])',
+      join(dir, 'walk/agent.sock'),
+    ]);
+    expect(bound.status, bound.stderr.toString()).toBe(0);
+    symlinkSync('/dev/null', join(dir, 'walk/null.yaml'));
+    const walk = join(dir, 'walk');
+    const r = await runCli(['check', '-o', 'json', walk]);
+    expect(r.code).toBe(1); // the pod is read and judged (denied: hostNetwork)
+    const report = JSON.parse(r.stdout) as { notices: string[]; summary: { objects: number } };
+    expect(report.summary.objects).toBe(1);
+    expect(report.notices).toContain(
+      `skipped 3 file(s) in the directories that are not regular files: ${walk}/agent.sock (socket), ${walk}/null.yaml (character device), ${walk}/pipe.yaml (named pipe); to check what one holds, name it as an input (a named pipe is read as stdin is) or pass it on stdin with -`,
+    );
+    for (const [format, where] of [
+      ['text', 'stderr'],
+      ['sarif', 'stdout'],
+      ['junit', 'stdout'],
+      ['github', 'stdout'],
+      ['yaml', 'stdout'],
+    ] as const) {
+      const out = await runCli(['check', '-o', format, walk]);
+      expect(out[where], format).toMatch(
+        /skipped 3 file\(s\) in the directories that are not regular/,
+      );
+    }
+    const excluded = await runCli(['check', '-o', 'json', '--exclude', 'pipe|sock|null', walk]);
+    expect((JSON.parse(excluded.stdout) as typeof report).notices.join('\n')).not.toMatch(
+      /not regular files/,
+    );
+  });
+
   it('skips node_modules as it skips .git, and names stdin once', async () => {
     file('repo/node_modules/dep/pod.yaml', POD('dependency'));
     file('repo/pod.yaml', POD('ours'));
