@@ -338,24 +338,7 @@ export function checkPaths(
     read,
     notObjects === 'skip' ? skippedDocs : undefined,
   );
-  const unused = choice.profileFile
-    ? profiles.filter((p) => resolve(p.file) !== resolve(choice.profileFile!))
-    : [];
-  const noted = specials.filter((f) => !exclude.some((re) => re.test(f.path)));
-  const notices = [
-    ...(unused.length > 0
-      ? [
-          `--profile ${choice.profileFile} judges every manifest; the ClusterProfile${unused.length > 1 ? 's' : ''} in ${unused.map((p) => p.profile.source).join(', ')} ${unused.length > 1 ? 'are' : 'is'} not used`,
-        ]
-      : []),
-    ...(skippedDocs.length > 0 ? [notObjectsNote(skippedDocs)] : []),
-    ...(noted.length > 0 ? [specialFilesNote(noted)] : []),
-    ...(blind > 0
-      ? [
-          `node list unknown: the node checks (kernel, driver mode, capability) were skipped for ${blind} SMC-R object(s); give the cluster's nodes with --profile or --nodes to run them`,
-        ]
-      : []),
-  ];
+  const notices = runNotices(choice, profiles, skippedDocs, specials, exclude, blind);
   // A gate that checked nothing must not pass, in any format: an empty or mistyped tree, an
   // empty stdin, a tree of nothing but skipped documents is an input error of its own (#70).
   if (objects === 0 && errors.length === 0)
@@ -383,6 +366,35 @@ export function runCheck(
     warnings: results.reduce((n, r) => n + r.warnings.length, 0),
     skipped: results.filter(skipped).length,
   });
+}
+
+/** The run's notices: unused profiles, skipped documents and special files, unknown nodes. */
+function runNotices(
+  choice: ProfileChoice,
+  profiles: readonly FoundProfile[],
+  skippedDocs: readonly NotObject[],
+  specials: readonly SpecialFile[],
+  exclude: readonly RegExp[],
+  blind: number,
+): string[] {
+  const unused = choice.profileFile
+    ? profiles.filter((p) => resolve(p.file) !== resolve(choice.profileFile!))
+    : [];
+  const noted = specials.filter((f) => !exclude.some((re) => re.test(f.path)));
+  return [
+    ...(unused.length > 0
+      ? [
+          `--profile ${choice.profileFile} judges every manifest; the ClusterProfile${unused.length > 1 ? 's' : ''} in ${unused.map((p) => p.profile.source).join(', ')} ${unused.length > 1 ? 'are' : 'is'} not used`,
+        ]
+      : []),
+    ...(skippedDocs.length > 0 ? [notObjectsNote(skippedDocs)] : []),
+    ...(noted.length > 0 ? [specialFilesNote(noted)] : []),
+    ...(blind > 0
+      ? [
+          `node list unknown: the node checks (kernel, driver mode, capability) were skipped for ${blind} SMC-R object(s); give the cluster's nodes with --profile or --nodes to run them`,
+        ]
+      : []),
+  ];
 }
 
 /** One note for the files of the walk that are not regular files: how many, which, what each is. */
