@@ -1,8 +1,9 @@
 // The webhook's live view at production size, against the harness's real 1.37 API server (#37):
 // ACK-shaped Nodes (test/harness/k8s/nodes.ts) listed in pages and cut to facts, each watch event
 // applied to the node index; and `serve --cluster live` as its own process, with the NODE_OPTIONS
-// of its Deployment, within #37's memory targets at 5,000 nodes. Speed (ready time, CPU, p99)
+// of its Deployment, within its Deployment's memory limit at 5,000 nodes. Speed (ready time, CPU, p99)
 // is measured by `npm run bench scale`, not here.
+import yaml from 'js-yaml';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +27,21 @@ const why = requires('the live view at scale', ensureBinaries);
 
 const NODES = 5000;
 const MB = 1e6;
+
+/** The webhook container's memory limit in manifests/base/webhook.yaml, in bytes. */
+const WEBHOOK_MEMORY_LIMIT = ((): number => {
+  const docs = yaml.loadAll(readFileSync('manifests/base/webhook.yaml', 'utf8')) as {
+    kind?: string;
+    spec?: {
+      template: { spec: { containers: { resources?: { limits?: { memory?: string } } }[] } };
+    };
+  }[];
+  const limit = docs.find((d) => d?.kind === 'Deployment')?.spec?.template.spec.containers[0]
+    ?.resources?.limits?.memory;
+  const m = /^(\d+)Mi$/.exec(limit ?? '');
+  if (!m) throw new Error(`the webhook's memory limit is not in Mi: ${limit}`);
+  return Number(m[1]) * 2 ** 20;
+})();
 
 describe.skipIf(why !== '')('the live view at 5,000 ACK-shaped nodes', () => {
   let cp: ControlPlane;
@@ -105,7 +121,7 @@ describe.skipIf(why !== '')('the live view at 5,000 ACK-shaped nodes', () => {
     }
   }, 120_000);
 
-  it('serve stays within 128 MB idle and 192 MB from the first list through kubelet status updates', async () => {
+  it("serve stays within its Deployment's memory limit from the first list through kubelet status updates", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'live-scale-'));
     const server = await startWebhookProc({
       certDir: dir,
@@ -139,8 +155,10 @@ describe.skipIf(why !== '')('the live view at 5,000 ACK-shaped nodes', () => {
         `serve at ${NODES} nodes: RSS idle ${(idle / MB).toFixed(0)} MB, peak ${(peak / MB).toFixed(0)} MB over ${updates.sent()} status updates`,
       );
       expect(updates.sent()).toBeGreaterThan(100);
-      expect(idle).toBeLessThan(128 * MB);
-      expect(peak).toBeLessThan(192 * MB);
+      // The contract is the Deployment's memory limit: at 5,000 nodes under churn the webhook is
+      // never OOM-killed. Its RSS itself moves with load and V8's collector: a figure of
+      // `npm run bench scale` (docs/webhook.md), not a bound here (#85 item 5).
+      expect(peak).toBeLessThan(WEBHOOK_MEMORY_LIMIT);
     } finally {
       await server.stop();
       rmSync(dir, { recursive: true, force: true });
