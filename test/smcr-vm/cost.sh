@@ -53,6 +53,24 @@ bulk() { # mechanism case client server env
 pod_add p '{}'
 pod_add t '{}'
 serve t ""
+# smcr_cost_rounds=R (bench smc-loopback): only the preload library's loopback connects, with the
+# library as it ships and with SMC_PRELOAD_LOOPBACK=smc, alternated R times in this one boot, each
+# round beside the plain-TCP baseline.
+ROUNDS=$(sed -n 's/.*smcr_cost_rounds=\([0-9]*\).*/\1/p' /proc/cmdline)
+if [ -n "$ROUNDS" ]; then
+  ON='{"network.alibabacloud.com/erdma-smcr":"true","smcr.erdma.io/mechanism":"preload"}'
+  pod_add cpreload "$ON"
+  ip netns exec cpreload env $PRELOAD /bin/smc-cost server 7100 > /run/cost-server-lo.out 2>&1 &
+  sleep 1
+  r=1
+  while [ "$r" -le "$ROUNDS" ]; do
+    run "preload" "tcp#$r" p t ""
+    run_to "preload" "loopback#$r" cpreload 127.0.0.1 "$PRELOAD" 7100
+    run_to "preload" "loopback_smc#$r" cpreload 127.0.0.1 "$PRELOAD SMC_PRELOAD_LOOPBACK=smc" 7100
+    r=$((r + 1))
+  done
+  MECHS=""
+fi
 for m in $MECHS; do
   if [ "$m" = bpf ]; then
     ON='{"network.alibabacloud.com/erdma-smcr":"true"}'
