@@ -1,7 +1,7 @@
-// Writes proto/deviceplugin/v1beta1/api.json: the JSON descriptor of api.proto beside it, which the
-// device plugin loads with protobufjs's light build (src/agent/deviceplugin/api.ts), so that no
+// Writes each proto/**/api.json: the JSON descriptor of the api.proto beside it, which the device
+// plugin and the DRA driver load with protobufjs's light build (src/agent/grpc-api.ts), so that no
 // process parses .proto text at start. Field names stay as the .proto spells them. Run it after
-// changing api.proto; test/unit/agent/deviceplugin-api.test.ts fails while the two differ.
+// changing an api.proto; test/unit/agent/deviceplugin-api.test.ts fails while the two differ.
 // Usage: node scripts/proto-json.mjs
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,15 @@ import protobuf from 'protobufjs';
 export const API_PROTO = 'proto/deviceplugin/v1beta1/api.proto';
 export const API_JSON = 'proto/deviceplugin/v1beta1/api.json';
 
+/** Every API of ours: [api.proto, api.json]. */
+export const API_FILES = [
+  [API_PROTO, API_JSON],
+  ...['pluginregistration/v1', 'dra/v1', 'dra/v1beta1'].map((d) => [
+    `proto/${d}/api.proto`,
+    `proto/${d}/api.json`,
+  ]),
+];
+
 /** The descriptor of a .proto file as the JSON text written beside it. */
 export function protoJson(file) {
   const { root } = protobuf.parse(readFileSync(file, 'utf8'), { keepCase: true });
@@ -17,4 +26,4 @@ export function protoJson(file) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url))
-  writeFileSync(API_JSON, protoJson(API_PROTO));
+  for (const [proto, json] of API_FILES) writeFileSync(json, protoJson(proto));

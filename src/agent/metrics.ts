@@ -57,6 +57,12 @@ export class AgentMetrics {
     labelNames: ['namespace', 'pod', 'reason'] as const,
     registers: [this.registry],
   });
+  readonly podLoopbackFallbacks = new Gauge({
+    name: 'erdma_smcr_pod_loopback_fallback_connections',
+    help: 'Connections of each SMC-R pod to or from a loopback address that fell back to TCP, at the last sample: expected (no RDMA device serves lo), so not in erdma_smcr_pod_fallback_connections.',
+    labelNames: ['namespace', 'pod'] as const,
+    registers: [this.registry],
+  });
   readonly podBytes = new Gauge({
     name: 'erdma_smcr_pod_smcr_bytes',
     help: "Bytes moved by each SMC-R pod's open SMC-R connections (send/receive buffer cursors), at the last sample.",
@@ -101,6 +107,52 @@ export class DevicePluginMetrics {
         for (const p of plugins()) this.set({ resource: p.resourceName }, p.isRegistered ? 1 : 0);
       },
     });
+  }
+}
+
+/** The DRA driver's /metrics: registration, prepared claims, slice writes. */
+export class DraPluginMetrics {
+  readonly registry = new Registry();
+
+  constructor(
+    state: () => {
+      registered: boolean;
+      prepared: number;
+      sliceWrites: number;
+      sliceProblem: boolean;
+    },
+  ) {
+    collectDaemonDefaultMetrics(this.registry);
+    const gauge = (name: string, help: string, value: () => number): void => {
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(value());
+        },
+      });
+    };
+    gauge(
+      'erdma_smcr_dra_registered',
+      '1 when the DRA driver is registered with the kubelet.',
+      () => (state().registered ? 1 : 0),
+    );
+    gauge(
+      'erdma_smcr_dra_prepared_claims',
+      'ResourceClaims prepared on this node (its checkpoint).',
+      () => state().prepared,
+    );
+    gauge(
+      'erdma_smcr_dra_slice_writes',
+      'ResourceSlice creates and updates by this process (it writes only when something changed).',
+      () => state().sliceWrites,
+    );
+    gauge(
+      'erdma_smcr_dra_slice_failing',
+      '1 while the last attempt to publish the ResourceSlice failed.',
+      () => (state().sliceProblem ? 1 : 0),
+    );
   }
 }
 

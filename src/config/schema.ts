@@ -230,6 +230,10 @@ export const agentSchema = z.strictObject({
   bpfDir: z._default(z.string(), '/sys/fs/bpf/erdma-smcr'),
   /** Our native binary (CNI plugin and pnet tool) in the image; default: native/build/erdma-smcr of this package. */
   nativeBinary: z.optional(z.string()),
+  /** The DRA driver (`erdma-smcr dra-plugin`): where the runtime reads CDI specs (containerd's cdi_spec_dirs). */
+  cdiDir: z._default(z.string(), '/var/run/cdi'),
+  /** How often the DRA driver reads its Node and ResourceSlice again when its devices did not change. */
+  sliceResyncMs: z._default(z.number().check(z.int(), z.gte(1000)), 300_000),
   /** Duties, each can be switched off. */
   devicePlugin: z._default(z.boolean(), true),
   nodeLabels: z._default(z.boolean(), true),

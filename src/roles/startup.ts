@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { AppError, isAppError } from '../errors.js';
 
-export type Daemon = 'agent' | 'device plugin';
+export type Daemon = 'agent' | 'device plugin' | 'DRA driver';
 
 /**
  * The source of a copy is what this package ships (the native binary, the preload library): on a

@@ -49,7 +49,7 @@ const MAX_REQUEST_BYTES = 1024 * 1024;
 const MAX_LISTED_IDS = 5;
 
 /** Graceful shutdown that cannot hang: calls still open after graceMs are cancelled. */
-async function shutdown(server: grpc.Server, graceMs: number): Promise<void> {
+export async function shutdown(server: grpc.Server, graceMs: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const graceful = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
   const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
@@ -108,7 +108,7 @@ export function grpcLogsTo(logger: Logger): void {
  * added out of total 1 resolved errors: [...]"; the directory's own errno (EACCES, EROFS), when
  * it has one, names the cause and the path.
  */
-function bindFailure(dir: string, socket: string, err: unknown): unknown {
+export function bindFailure(dir: string, socket: string, err: unknown): unknown {
   try {
     accessSync(dir, constants.W_OK | constants.X_OK);
   } catch (dirErr) {

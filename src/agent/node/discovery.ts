@@ -1,7 +1,7 @@
 // eRDMA device discovery from sysfs under a configurable host root. A device is eRDMA when its
 // driver is `erdma` or its PCI vendor is 0x1ded, whatever its name (erdma_N, or rocepXsY in compat
 // mode). Nothing here writes; every path hangs off hostRoot so tests use fake trees.
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { DriverMode } from '../../policy/types.js';
 import { sysClass } from '../host.js';
@@ -35,6 +35,9 @@ export interface RdmaDevice {
   readonly driverMode: DriverMode;
   readonly smcrCapable: boolean;
   readonly healthy: boolean;
+  /** The PCI function (0000:00:05.0) and its PCIe root complex (pci0000:00), where sysfs links them. */
+  readonly pciAddress?: string;
+  readonly pcieRoot?: string;
 }
 
 export interface DiscoveryOptions {
@@ -155,6 +158,22 @@ function netdevByMac(root: string, mac: string, cache: DiscoveryCache | undefine
   return match ?? '';
 }
 
+const PCI_ADDRESS = /^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$/;
+const PCIE_ROOT = /^pci[0-9a-f]{4}:[0-9a-f]{2}$/;
+
+/** The device's PCI function and root complex from its sysfs `device` link, where it is one. */
+function pciOf(devDir: string): { pciAddress?: string; pcieRoot?: string } {
+  try {
+    const parts = realpathSync(`${devDir}/device`).split('/');
+    const address = parts.at(-1) ?? '';
+    if (!PCI_ADDRESS.test(address)) return {};
+    const root = parts.find((x) => PCIE_ROOT.test(x));
+    return { pciAddress: address, ...(root ? { pcieRoot: root } : {}) };
+  } catch {
+    return {};
+  }
+}
+
 function modeOf(name: string, opt: DiscoveryOptions['driverMode']): DriverMode {
   if (opt && opt !== 'auto') return opt;
   return name.startsWith('roce') ? 'compat' : 'default';
@@ -192,6 +211,7 @@ function deviceAt(
     driverMode,
     smcrCapable: driverMode === 'default' && healthy,
     healthy,
+    ...pciOf(devDir),
   };
 }
 

@@ -1,5 +1,6 @@
-// `erdma-smcr agent` and `erdma-smcr device-plugin`: the node daemons. The commands read their
-// flags; each process loads when it runs (src/roles/agent.ts, src/roles/device-plugin.ts).
+// `erdma-smcr agent`, `erdma-smcr device-plugin` and `erdma-smcr dra-plugin`: the node daemons.
+// The commands read their flags; each process loads when it runs (src/roles/agent.ts,
+// src/roles/device-plugin.ts, src/roles/dra.ts).
 import type { Command } from 'commander';
 import type { CommandContext } from '../config.js';
 
@@ -79,4 +80,25 @@ export function agentCommand({ program, io, configFor, setCode }: CommandContext
     await runDevicePlugin(config, io);
     setCode(0);
   });
+  hostOptions(
+    program
+      .command('dra-plugin')
+      .description(
+        "serve the node's eRDMA devices through Dynamic Resource Allocation: the kubelet's DRA plugin (driver erdma.smcr.erdma.io, CDI) and the node's ResourceSlice (docs/agent.md)",
+      ),
+  )
+    .option('--node-name <name>', 'this node (default: $ERDMA_SMCR_NODE_NAME)')
+    .option('--kubeconfig <file>', 'kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)')
+    .option('--cdi-dir <dir>', 'where the runtime reads CDI specs (default: /var/run/cdi)')
+    .action(async (opts: AgentOpts & { cdiDir?: string }) => {
+      const config = await configFor({
+        ...hostFlags(opts),
+        'agent.nodeName': opts.nodeName,
+        'agent.cdiDir': opts.cdiDir,
+        'cluster.kubeconfig': opts.kubeconfig,
+      });
+      const { runDraPlugin } = await import('../../roles/dra.js');
+      await runDraPlugin(config, io);
+      setCode(0);
+    });
 }

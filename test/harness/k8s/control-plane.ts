@@ -452,7 +452,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
               '--use-service-account-credentials=false',
               `--service-account-private-key-file=${join(dir, 'sa.key')}`,
               `--root-ca-file=${join(dir, 'ca.crt')}`,
-              `--controllers=deployment,replicaset,daemonset,serviceaccount-token,namespace,garbagecollector,nodelifecycle${pods ? ',serviceaccount,root-ca-cert-publisher,endpoint,endpointslice,job' : ''}`,
+              `--controllers=deployment,replicaset,daemonset,serviceaccount-token,namespace,garbagecollector,nodelifecycle,resourceclaim-controller${pods ? ',serviceaccount,root-ca-cert-publisher,endpoint,endpointslice,job' : ''}`,
               '--v=1',
             ],
             opts.netns,

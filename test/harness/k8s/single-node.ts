@@ -25,6 +25,8 @@ export interface SingleNodeOptions {
   readonly nodeIp: string;
   /** The agent's `resources` (default: aliyun/erdma for eRDMA devices). */
   readonly resources?: readonly object[];
+  /** Whether the agent serves aliyun/erdma with its device plugin (default true; false for DRA). */
+  readonly devicePlugin?: boolean;
   /** Condition the node must meet before start resolves, beyond Ready, capable and aliyun/erdma. */
   readonly nodeReady?: (node: { status: { capacity?: Record<string, string> } }) => boolean;
 }
@@ -129,6 +131,7 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
           podGraceMs: 5000,
           metricsPort: 0,
           pollMs: 500,
+          devicePlugin: o.devicePlugin ?? true,
           resources: o.resources ?? [{ name: 'aliyun/erdma', selector: { vendors: ['0x1ded'] } }],
         },
       }),
@@ -151,7 +154,9 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
     );
     const started = node;
     await until(
-      'node Ready, labelled capable, with aliyun/erdma capacity',
+      o.devicePlugin === false
+        ? 'node Ready, labelled capable'
+        : 'node Ready, labelled capable, with aliyun/erdma capacity',
       async () => {
         const n = JSON.parse(await kubectl('get', '-o', 'json', 'node', o.node)) as {
           metadata: { labels?: Record<string, string> };
@@ -164,7 +169,7 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
         return (
           n.status.conditions?.find((c) => c.type === 'Ready')?.status === 'True' &&
           n.metadata.labels?.['smcr.erdma.io/capable'] === 'true' &&
-          Number(n.status.allocatable?.['aliyun/erdma'] ?? 0) > 0 &&
+          (o.devicePlugin === false || Number(n.status.allocatable?.['aliyun/erdma'] ?? 0) > 0) &&
           (o.nodeReady?.(n) ?? true)
         );
       },
