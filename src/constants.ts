@@ -12,6 +12,12 @@ export const SETTINGS_ANNOTATION = `${OWN_PREFIX}settings`;
 /** Optional per-pod annotation naming the container that gets the eRDMA resource. */
 export const CONTAINER_ANNOTATION = `${OWN_PREFIX}container`;
 
+/**
+ * Optional per-pod annotation naming the pod's ResourceClaim (spec.resourceClaims[].name) that gives
+ * it its eRDMA device through DRA: the webhook then injects no aliyun/erdma beside it.
+ */
+export const DEVICE_CLAIM_ANNOTATION = `${OWN_PREFIX}device-claim`;
+
 /** Optional per-pod tuning annotations (validated), each mapped to one per-netns knob. */
 export const TUNING_ANNOTATIONS = {
   wmem: `${OWN_PREFIX}wmem`,

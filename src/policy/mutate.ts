@@ -4,7 +4,12 @@
 // input is never changed and untouched subtrees stay shared (the diff skips them cheaply). The
 // affinity of a pod that had none is added whole: a frozen constant shared by every copy, whose
 // JSON is computed once (patch.ts's sharedConstant).
-import { CONTAINER_ANNOTATION, NODE_LABELS, SETTINGS_ANNOTATION } from '../constants.js';
+import {
+  CONTAINER_ANNOTATION,
+  DEVICE_CLAIM_ANNOTATION,
+  NODE_LABELS,
+  SETTINGS_ANNOTATION,
+} from '../constants.js';
 import type { PolicyConfig } from '../config/schema.js';
 import { arrayOf, isObject } from '../util/json.js';
 import { sharedConstant } from './patch.js';
@@ -36,6 +41,8 @@ export function injectResource(
 ): void {
   const r = config.resourceName;
   if (resourceUses(loc, r).some((u) => (deviceCount(u.limit) ?? 0) > 0)) return;
+  // The device comes from a ResourceClaim through DRA (the device-claim rule checks the name).
+  if (annotations[DEVICE_CLAIM_ANNOTATION] !== undefined) return;
   const named = annotations[CONTAINER_ANNOTATION];
   if (named !== undefined && injectIntoSidecar(pod, loc, named, r)) return;
   const containers = childArray(child(pod, 'spec'), 'containers');

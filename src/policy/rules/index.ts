@@ -2,6 +2,7 @@
 // test in test/unit/policy/rules/.
 import { annotationValue } from './annotation-value.js';
 import { container } from './container.js';
+import { deviceClaim } from './device-claim.js';
 import { driverMode } from './driver-mode.js';
 import { erdmaResource } from './erdma-resource.js';
 import { hostNetwork } from './host-network.js';
@@ -26,6 +27,7 @@ export const RULES: readonly Rule[] = [
   erdmaResource,
   tuning,
   container,
+  deviceClaim,
   reservedPorts,
   objectSize,
   rdmaHostNetwork,

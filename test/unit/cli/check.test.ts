@@ -124,6 +124,7 @@ describe('erdma-smcr check', () => {
       'examples/invalid/acl4-and-ofed.yaml',
       'examples/invalid/annotation-value.yaml',
       'examples/invalid/container-missing.yaml',
+      'examples/invalid/device-claim-missing.yaml',
       'examples/invalid/erdma-mismatch.yaml',
       'examples/invalid/erdma-zero.yaml',
       'examples/invalid/host-network.yaml',
