@@ -30,6 +30,7 @@ const SHIPPED = [
   'manifests/base',
   'manifests/overlays/match-conditions',
   'manifests/overlays/cert-manager',
+  'manifests/overlays/dra',
 ] as const;
 
 type Obj = {
@@ -108,6 +109,26 @@ describe.skipIf(why !== '').each(['1.37', '1.35'] as const)(
         );
       },
     );
+
+    // #86 item 3: DRAExtendedResource is GA in 1.37 and alpha (off) in 1.35, whose API server drops
+    // the field: there aliyun/erdma stays the device plugin's (docs/agent.md, the install table).
+    it(`the DRA DeviceClass keeps extendedResourceName on ${minor === '1.37' ? '1.37' : '1.35 only if its gate is on: it is dropped'}`, async () => {
+      const cls = render('manifests/overlays/dra', minor).find((o) => o.kind === 'DeviceClass')!;
+      const r = await cp.kubectl(
+        ['create', '--dry-run=server', '-o', 'json', '-f', '-'],
+        JSON.stringify(cls),
+      );
+      expect(r.status, r.stderr).toBe(0);
+      const stored = JSON.parse(r.stdout) as {
+        spec: { extendedResourceName?: string; selectors: unknown[] };
+      };
+      expect(stored.spec.selectors).toHaveLength(1);
+      console.log(
+        `DeviceClass on ${minor}: extendedResourceName ${stored.spec.extendedResourceName ?? '(dropped)'}`,
+      );
+      if (minor === '1.37') expect(stored.spec.extendedResourceName).toBe('aliyun/erdma');
+      else expect(stored.spec.extendedResourceName).toBeUndefined();
+    });
 
     it('the node-restriction component (a ValidatingAdmissionPolicy and its binding) passes a server-side dry run', async () => {
       const r = await cp.kubectl(['apply', '-k', NODE_RESTRICTION, '--dry-run=server']);
