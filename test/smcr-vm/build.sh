@@ -148,6 +148,7 @@ musl-gcc -O2 -Wall -Wextra -Werror -o "$root/bin/sock-loop-musl" "$here/sock-loo
 cp -L /usr/lib/x86_64-linux-musl/libc.so "$root/lib/ld-musl-x86_64.so.1"
 gcc -O2 -Wall -Wextra -Werror -o "$root/bin/smc-cost" "$here/smc-cost.c"
 gcc -O2 -Wall -Wextra -Werror -o "$root/bin/loopback" "$here/loopback.c"
+gcc -O2 -Wall -Wextra -Werror -o "$root/bin/listen-stop" "$here/listen-stop.c" -lpthread
 # The preload library's threads/signals/fork test (native/test/preload_threads.c) under
 # ThreadSanitizer, its runtime linked in: where the kernel has AF_SMC the loopback swap runs in every
 # racing thread, which it cannot on a machine without SMC.
