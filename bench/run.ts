@@ -11,7 +11,7 @@ import { benchPodsStart } from './pods-start.js';
 import { benchMemory } from './memory/daemons.js';
 import { benchScale } from './scale.js';
 import { benchSmc } from './smc.js';
-import { benchSmcCost, benchSmcLoopback } from './smc-cost.js';
+import { benchSmcCost } from './smc-cost.js';
 import { benchSmcGain } from './smc-gain.js';
 import { table, type BenchRow } from './report.js';
 import { benchWebhook } from './webhook.js';
@@ -22,7 +22,6 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   cni: benchCni,
   smc: benchSmc,
   'smc-cost': benchSmcCost,
-  'smc-loopback': benchSmcLoopback,
   'smc-gain': benchSmcGain,
   memory: benchMemory,
   pods: benchNodePods,

@@ -22,13 +22,10 @@ const CASES: Readonly<Record<string, string>> = {
   nosmc: 'SMC-R client → pod without SMC',
   decline: 'SMC-R client → SMC pod with no shared RDMA device (declined)',
   server: 'plain client → SMC-R pod (its SMC listener)',
-  loopback: 'SMC-R client → a server in its own pod over 127.0.0.1',
-  loopback_smc:
-    'the same over 127.0.0.1, as the preload library did before it left loopback to TCP (SMC_PRELOAD_LOOPBACK=smc)',
+  loopback:
+    'SMC-R client → a server in its own pod over 127.0.0.1 (falls back: no device serves lo)',
   loopback_nb:
     'SMC-R client → a server in its own pod over 127.0.0.1, connecting as an event loop does (non-blocking, then poll)',
-  loopback_nb_smc:
-    'the same, non-blocking, as the preload library did before it swapped sockets no epoll set watches (SMC_PRELOAD_LOOPBACK=smc)',
 };
 
 interface Timing {
@@ -155,64 +152,5 @@ export async function benchSmcCost(): Promise<BenchRow[]> {
     target:
       "no Debian kernel has it (Alibaba Cloud Linux 3's kernels do): its socket is the same SMC socket the BPF program gives, so the same costs are expected",
   });
-  return rows;
-}
-
-/** Connects per round of the loopback decision (#85): five rounds in one boot of 6.1. */
-const ROUNDS = 5;
-
-/**
- * The loopback decision of #85 as measured: in one boot of Debian's 6.1 (where the swap was
- * meant to pay), ROUNDS rounds of N loopback connects from a preload pod, each with the library as
- * it ships and with SMC_PRELOAD_LOOPBACK=smc (no swap), beside plain TCP in the same round. The
- * swap stays only if connect p50 without it is at least 1.2× slower than with it in every round.
- */
-export function loopbackRows(lines: readonly VmRecord[]): BenchRow[] {
-  const runs = lines.filter((l) => l.mech === 'preload' && l.mode === 'connect' && l.case);
-  const at = (c: string): VmRecord | undefined => runs.find((r) => r.case === c);
-  const rows: BenchRow[] = [];
-  const ratios: number[] = [];
-  for (let r = 1; ; r++) {
-    const tcp = at(`tcp#${r}`);
-    const swap = at(`loopback#${r}`);
-    const none = at(`loopback_smc#${r}`);
-    if (!tcp || !swap || !none) break;
-    const ratio = +none.p50_us! / +swap.p50_us!;
-    ratios.push(ratio);
-    rows.push({
-      bench: 'smc-loopback',
-      case: `bookworm 6.1, round ${r}: loopback connect p50 without the swap (× with it)`,
-      value: +none.p50_us!,
-      unit: 'µs',
-      ratio,
-      extra: `with the swap ${us(+swap.p50_us!)} (socket ${swap.proto}), without ${us(+none.p50_us!)} (socket ${none.proto}), plain TCP ${us(+tcp.p50_us!)}; client CPU a connection with ${us(+swap.cpu_us_per!)}, without ${us(+none.cpu_us_per!)} (${(+none.cpu_us_per! / +swap.cpu_us_per!).toFixed(2)}×)`,
-    });
-  }
-  if (ratios.length === 0) return rows;
-  const keep = ratios.length >= ROUNDS && ratios.every((x) => x >= 1.2);
-  rows.push({
-    bench: 'smc-loopback',
-    case: `the decision: without the swap ≥ 1.2× slower in each of ${ROUNDS} rounds?`,
-    value: Math.min(...ratios),
-    unit: 'lowest ratio',
-    target: keep ? 'yes: the swap pays, keep it' : 'no: the swap does not pay, remove it',
-  });
-  return rows;
-}
-
-export async function benchSmcLoopback(): Promise<BenchRow[]> {
-  const vm = await bootVm({
-    kernel: 'bookworm',
-    append: `smcr_scenario=cost smcr_cost_n=${N} smcr_cost_rounds=${ROUNDS}`,
-    watchdogSec: 1500,
-  });
-  const failed = vm.lines.find((l) => l.FAIL !== undefined);
-  if (failed || !vm.lines.some((l) => l.DONE === 'ok'))
-    throw new Error(
-      `the loopback rounds did not finish (${failed?.FAIL ?? vm.summary}):\n${vm.consoleText.slice(-3000)}`,
-    );
-  const rows = loopbackRows(vm.lines);
-  if (rows.length < ROUNDS + 1)
-    throw new Error(`fewer than ${ROUNDS} rounds timed:\n${vm.consoleText.slice(-3000)}`);
   return rows;
 }

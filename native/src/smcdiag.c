@@ -153,6 +153,77 @@ static const struct tcp_sock *clc_socket(struct sockets_ctx *c, const struct smc
 	return tcp_table_find(&c->tcp, ntohs(m->id.idiag_sport), ntohs(m->id.idiag_dport));
 }
 
+/* Whether an address (network order, as smc_diag and tcp_table hold it) is a loopback one. */
+static int loopback_addr(int v6, const uint32_t *a)
+{
+	if (!v6)
+		return (ntohl(a[0]) >> 24) == 127;
+	if ((a[0] | a[1]) == 0 && ntohl(a[2]) == 0xffff) /* ::ffff:127.x.y.z */
+		return (ntohl(a[3]) >> 24) == 127;
+	return (a[0] | a[1] | a[2]) == 0 && ntohl(a[3]) == 1; /* ::1 */
+}
+
+/* Whether a connection's peer is a loopback address; an IPPROTO_SMC socket's address is its TCP
+ * socket's (clc_socket). */
+static int loopback_peer(struct sockets_ctx *c, const struct smc_sock *s)
+{
+	const uint32_t *dst = s->msg->id.idiag_dst;
+	if (!(dst[0] | dst[1] | dst[2] | dst[3])) {
+		const struct tcp_sock *t = clc_socket(c, s->msg);
+		return t && loopback_addr(t->v6, t->raddr);
+	}
+	return loopback_addr(s->v6, dst);
+}
+
+static void count(struct sockets_ctx *c, const struct smc_sock *s)
+{
+	struct smc_summary *sum = c->sum;
+	const struct smc_diag_msg *m = s->msg;
+	size_t i;
+	if (m->diag_state == 10) {
+		sum->listening++;
+		return;
+	}
+	sum->sockets++;
+	if (m->diag_mode == SMC_DIAG_MODE_SMCR)
+		sum->smcr++;
+	else if (m->diag_mode == SMC_DIAG_MODE_SMCD)
+		sum->smcd++;
+	else
+		sum->tcp++;
+	if (s->has_conn && m->diag_mode != SMC_DIAG_MODE_FALLBACK_TCP) {
+		sum->tx_bytes += cursor_bytes(&s->conn.tx_sent, s->conn.sndbuf_size);
+		sum->rx_bytes += cursor_bytes(&s->conn.rx_prod, s->conn.rmbe_size);
+	}
+	if (m->diag_mode == SMC_DIAG_MODE_FALLBACK_TCP && loopback_peer(c, s)) {
+		sum->loopback_fallbacks++;
+		return;
+	}
+	if (m->diag_mode == SMC_DIAG_MODE_FALLBACK_TCP && s->has_fallback) {
+		for (i = 0; i < sum->n_reasons && sum->reasons[i].code != s->fb.reason; i++)
+			;
+		if (i < sum->n_reasons)
+			sum->reasons[i].count++;
+		else if (sum->n_reasons < SMC_SUMMARY_REASONS)
+			sum->reasons[sum->n_reasons++] = (struct smc_reason_count){s->fb.reason, 1};
+		else
+			sum->other_reasons++;
+	}
+	if (m->diag_mode == SMC_DIAG_MODE_SMCR && s->has_lgr) {
+		char dev[IB_DEVICE_NAME_MAX + 1];
+		safe(s->lgr.lnk[0].ibname, sizeof(s->lgr.lnk[0].ibname), dev, sizeof(dev));
+		for (i = 0; i < sum->n_devices && (strcmp(sum->devices[i].dev, dev) || sum->devices[i].port != s->lgr.lnk[0].ibport); i++)
+			;
+		if (i < sum->n_devices)
+			sum->devices[i].count++;
+		else if (sum->n_devices < SMC_SUMMARY_DEVICES) {
+			snprintf(sum->devices[sum->n_devices].dev, sizeof(sum->devices[0].dev), "%s", dev);
+			sum->devices[sum->n_devices].port = s->lgr.lnk[0].ibport;
+			sum->devices[sum->n_devices++].count = 1;
+		}
+	}
+}
+
 static void print_sock(struct sockets_ctx *c, const struct smc_sock *s)
 {
 	FILE *out = c->out;
@@ -190,50 +261,6 @@ static void print_sock(struct sockets_ctx *c, const struct smc_sock *s)
 	fputc('}', out);
 }
 
-static void count(struct smc_summary *sum, const struct smc_sock *s)
-{
-	const struct smc_diag_msg *m = s->msg;
-	size_t i;
-	if (m->diag_state == 10) {
-		sum->listening++;
-		return;
-	}
-	sum->sockets++;
-	if (m->diag_mode == SMC_DIAG_MODE_SMCR)
-		sum->smcr++;
-	else if (m->diag_mode == SMC_DIAG_MODE_SMCD)
-		sum->smcd++;
-	else
-		sum->tcp++;
-	if (s->has_conn && m->diag_mode != SMC_DIAG_MODE_FALLBACK_TCP) {
-		sum->tx_bytes += cursor_bytes(&s->conn.tx_sent, s->conn.sndbuf_size);
-		sum->rx_bytes += cursor_bytes(&s->conn.rx_prod, s->conn.rmbe_size);
-	}
-	if (m->diag_mode == SMC_DIAG_MODE_FALLBACK_TCP && s->has_fallback) {
-		for (i = 0; i < sum->n_reasons && sum->reasons[i].code != s->fb.reason; i++)
-			;
-		if (i < sum->n_reasons)
-			sum->reasons[i].count++;
-		else if (sum->n_reasons < SMC_SUMMARY_REASONS)
-			sum->reasons[sum->n_reasons++] = (struct smc_reason_count){s->fb.reason, 1};
-		else
-			sum->other_reasons++;
-	}
-	if (m->diag_mode == SMC_DIAG_MODE_SMCR && s->has_lgr) {
-		char dev[IB_DEVICE_NAME_MAX + 1];
-		safe(s->lgr.lnk[0].ibname, sizeof(s->lgr.lnk[0].ibname), dev, sizeof(dev));
-		for (i = 0; i < sum->n_devices && (strcmp(sum->devices[i].dev, dev) || sum->devices[i].port != s->lgr.lnk[0].ibport); i++)
-			;
-		if (i < sum->n_devices)
-			sum->devices[i].count++;
-		else if (sum->n_devices < SMC_SUMMARY_DEVICES) {
-			snprintf(sum->devices[sum->n_devices].dev, sizeof(sum->devices[0].dev), "%s", dev);
-			sum->devices[sum->n_devices].port = s->lgr.lnk[0].ibport;
-			sum->devices[sum->n_devices++].count = 1;
-		}
-	}
-}
-
 static int on_sock(const struct nlmsghdr *h, void *arg)
 {
 	struct sockets_ctx *c = arg;
@@ -241,7 +268,7 @@ static int on_sock(const struct nlmsghdr *h, void *arg)
 	if (parse_sock(h, &s))
 		return h->nlmsg_type == SOCK_DIAG_BY_FAMILY ? -1 : 0;
 	if (c->sum) {
-		count(c->sum, &s);
+		count(c, &s);
 		return 0;
 	}
 	fputs(c->first ? "[\n" : ",\n", c->out); /* "[" only once the kernel answered */
@@ -323,7 +350,7 @@ void smc_summary_print(FILE *out, const struct smc_summary *s)
 	size_t i;
 	fprintf(out, "{\"sockets\":%" PRIu64 ",\"listening\":%" PRIu64 ",\"byMode\":{\"SMCR\":%" PRIu64 ",\"SMCD\":%" PRIu64 ",\"TCP\":%" PRIu64 "}",
 		s->sockets, s->listening, s->smcr, s->smcd, s->tcp);
-	fprintf(out, ",\"plainTcp\":%" PRIu64, s->plain_tcp);
+	fprintf(out, ",\"plainTcp\":%" PRIu64 ",\"loopbackFallbacks\":%" PRIu64, s->plain_tcp, s->loopback_fallbacks);
 	fprintf(out, ",\"txBytes\":%" PRIu64 ",\"rxBytes\":%" PRIu64 ",\"fallbacks\":{", s->tx_bytes, s->rx_bytes);
 	for (i = 0; i < s->n_reasons; i++)
 		fprintf(out, "%s\"0x%08x\":%" PRIu64, i ? "," : "", s->reasons[i].code, s->reasons[i].count);

@@ -26,6 +26,9 @@ struct smc_summary {
 	/* Established TCP connections of the netns beyond the SMC sockets' own (plain TCP: a program
 	 * that did not go through tcp2smc, the BPF program or the preload library). */
 	uint64_t plain_tcp;
+	/* Fallen-back connections to or from a loopback address: expected (no RDMA device serves lo,
+	 * and without loopback-ism no SMC-D either), counted here and in tcp, not in reasons. */
+	uint64_t loopback_fallbacks;
 	struct smc_reason_count reasons[SMC_SUMMARY_REASONS];
 	size_t n_reasons;
 	struct smc_device_count devices[SMC_SUMMARY_DEVICES];

@@ -43,6 +43,11 @@ export interface SmcSummary {
    * did not become SMC (a static binary under the preload mechanism, a pod without SMC-R).
    */
   readonly plainTcp: number;
+  /**
+   * Of byMode.TCP, the connections to or from a loopback address (no RDMA device serves lo):
+   * expected, so not in `fallbacks`. Absent from a node binary older than #85.
+   */
+  readonly loopbackFallbacks?: number;
   readonly txBytes: number;
   readonly rxBytes: number;
   /** Local fallback reason code (0x%08x) → connections. */

@@ -53,24 +53,6 @@ bulk() { # mechanism case client server env
 pod_add p '{}'
 pod_add t '{}'
 serve t ""
-# smcr_cost_rounds=R (bench smc-loopback): only the preload library's loopback connects, with the
-# library as it ships and with SMC_PRELOAD_LOOPBACK=smc, alternated R times in this one boot, each
-# round beside the plain-TCP baseline.
-ROUNDS=$(sed -n 's/.*smcr_cost_rounds=\([0-9]*\).*/\1/p' /proc/cmdline)
-if [ -n "$ROUNDS" ]; then
-  ON='{"network.alibabacloud.com/erdma-smcr":"true","smcr.erdma.io/mechanism":"preload"}'
-  pod_add cpreload "$ON"
-  ip netns exec cpreload env $PRELOAD /bin/smc-cost server 7100 > /run/cost-server-lo.out 2>&1 &
-  sleep 1
-  r=1
-  while [ "$r" -le "$ROUNDS" ]; do
-    run "preload" "tcp#$r" p t ""
-    run_to "preload" "loopback#$r" cpreload 127.0.0.1 "$PRELOAD" 7100
-    run_to "preload" "loopback_smc#$r" cpreload 127.0.0.1 "$PRELOAD SMC_PRELOAD_LOOPBACK=smc" 7100
-    r=$((r + 1))
-  done
-  MECHS=""
-fi
 for m in $MECHS; do
   if [ "$m" = bpf ]; then
     ON='{"network.alibabacloud.com/erdma-smcr":"true"}'
@@ -94,12 +76,8 @@ for m in $MECHS; do
   run "$m" decline "c$m" "x$m" "$ENV"
   run "$m" server p "s$m" ""
   run_to "$m" loopback "c$m" 127.0.0.1 "$ENV" 7100
-  # The library before it kept loopback connections off SMC: the before of the after above.
-  [ "$m" = preload ] && run_to "$m" loopback_smc "c$m" 127.0.0.1 "$ENV SMC_PRELOAD_LOOPBACK=smc" 7100
-  # The same as an event loop connects (non-blocking, then poll): the library looks for an epoll
-  # set watching the socket before it swaps it; before that, such sockets all kept SMC.
+  # The same as an event loop connects (non-blocking, then poll).
   run_to "$m" loopback_nb "c$m" 127.0.0.1 "$ENV SMC_COST_NONBLOCK=1" 7100
-  [ "$m" = preload ] && run_to "$m" loopback_nb_smc "c$m" 127.0.0.1 "$ENV SMC_COST_NONBLOCK=1 SMC_PRELOAD_LOOPBACK=smc" 7100
   run "$m" tcp2 p t ""
   bulk "$m" tcp p t ""
   bulk "$m" smcr "c$m" "s$m" "$ENV"

@@ -101,7 +101,5 @@ if [ "$mech" = bpf ]; then
   fi
 else
   suite preload a $PRELOAD
-  suite preload_smc a $PRELOAD SMC_PRELOAD_LOOPBACK=smc
   recheck preload a $PRELOAD
-  recheck preload_smc a $PRELOAD SMC_PRELOAD_LOOPBACK=smc
 fi

@@ -1,12 +1,11 @@
 /* loopback: what the preload library gives a program that connects to 127.0.0.1, its own pod's
- * listener (test/vm/transparent.test.ts reads the line it prints). A blocking client socket with
- * TCP_NODELAY and SOCK_CLOEXEC set before connect() must come out of connect() a plain TCP socket
- * (family 2) with both kept, and carry data. So must a non-blocking one no epoll set watches yet
- * (libuv, asyncio: `nonblocking`, read as connect() returns EINPROGRESS). A non-blocking one added
- * to an epoll set before connect() (nginx's way) is left to SMC, and its registration must still
- * report it writable (`epoll`): the pod's SMC statistics count its fallback (once connected, an
- * SMC socket that fell back reads as its TCP socket). Dynamically linked, so that the library
- * reaches it. */
+ * listener (test/vm/transparent.test.ts reads the line it prints). Since #85 the library leaves
+ * such sockets SMC sockets: a blocking client with TCP_NODELAY and SOCK_CLOEXEC set before
+ * connect(), a non-blocking one (libuv, asyncio), and a non-blocking one added to an epoll set
+ * before connect() (nginx's way) all fall back to TCP in the handshake (no device serves lo), keep
+ * their options and carry data, and the epoll registration reports the socket writable. With an
+ * argument N it keeps the connections open N seconds before it exits, for the pod's summary to
+ * count them. Dynamically linked, so that the library reaches it. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,6 +14,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -27,7 +27,7 @@ static int domain_of(int fd) {
   return d;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(7300)};
   int one = 1, nodelay = 0, l, c, s, n, w, ep, before, data, nb_domain, nb_data;
   struct epoll_event ev = {.events = EPOLLOUT, .data.u64 = 7300};
@@ -76,5 +76,7 @@ int main(void) {
          epoll_wait(ep, &got, 1, 5000) == 1 && (got.events & EPOLLOUT) && got.data.u64 == 7300
              ? "writable"
              : "silent");
+  if (argc > 1)
+    sleep((unsigned)atoi(argv[1]));
   return 0;
 }

@@ -2,8 +2,8 @@
 // each difference with its reason in the kernel. docs/support-matrix.md ("What SMC changes for a
 // program") lists the same rows, by the `doc` key (test/unit/docs.test.ts holds them equal).
 
-/** The runs of cpython.sh: `bpf` on 6.12 with loopback-ism; `preload` on 6.1, as it ships and with SMC kept on loopback. */
-export type Run = 'bpf' | 'preload' | 'preload_smc';
+/** The runs of cpython.sh: `bpf` on 6.12 with loopback-ism; `preload` on 6.1 (every loopback connect through SMC, which falls back there). */
+export type Run = 'bpf' | 'preload';
 
 export interface Difference {
   /** The row's key in docs/support-matrix.md. */
@@ -42,7 +42,7 @@ export const DIFFERENCES: readonly Difference[] = [
     tests: /^test\.test_asyncio\.test_sock_lowlevel\.\w+\.test_sock_client_connect_racing$/,
     reason: /Errno 103|Software caused connection abort/,
     kind: 'skipped',
-    runs: ['bpf', 'preload_smc'],
+    runs: ['bpf', 'preload'],
     why: 'an SMC socket whose connect failed is SMC_CLOSED, and connect() on it returns ECONNABORTED (smc_connect); a TCP socket may connect again',
   },
   {
@@ -50,7 +50,7 @@ export const DIFFERENCES: readonly Difference[] = [
     tests: /./,
     reason: /^'IPv6 (required for this test|not supported or enabled)/,
     kind: 'skipped',
-    runs: ['bpf', 'preload', 'preload_smc'],
+    runs: ['bpf', 'preload'],
     why: 'not SMC: our CNI plugin turns IPv6 off in an annotated pod (SMC-R carries IPv4 only), so tests that need IPv6 skip; smcr.erdma.io/keep-ipv6 keeps it',
   },
 ];

@@ -10,7 +10,13 @@ import type { AgentMetrics } from '../metrics.js';
 import { findPodNetns } from '../host.js';
 import { type NodePod } from '../pod.js';
 import { describePlainTcp } from './programs.js';
-import { collectPodSmc, describeReason, reasonLabel, type PodSmc } from './smc.js';
+import {
+  collectPodSmc,
+  describeReason,
+  reasonLabel,
+  unexpectedFallbacks,
+  type PodSmc,
+} from './smc.js';
 
 export interface SmcDutyOptions {
   readonly binary: NativeBinary;
@@ -65,7 +71,8 @@ export class SmcDuty implements Duty {
     this.metrics(this.last);
     for (const p of this.last) {
       const pod = live?.get(p.uid);
-      if (pod && p.summary && p.summary.byMode.TCP > 0) await this.tellFallback(pod, p);
+      // Loopback connections fall back by design (no RDMA device serves lo): counted, not told.
+      if (pod && p.summary && unexpectedFallbacks(p.summary) > 0) await this.tellFallback(pod, p);
       if (pod && p.plainTcpPrograms?.some((x) => x.cause !== 'loaded'))
         await this.tellPlainTcp(pod, p);
     }
@@ -77,6 +84,7 @@ export class SmcDuty implements Duty {
     const m = this.o.metrics;
     m.podConnections.reset();
     m.podFallbacks.reset();
+    m.podLoopbackFallbacks.reset();
     m.podBytes.reset();
     m.samplePods.set({ result: 'ok' }, pods.filter((p) => p.summary).length);
     m.samplePods.set({ result: 'error' }, pods.filter((p) => !p.summary).length);
@@ -89,6 +97,7 @@ export class SmcDuty implements Duty {
       for (const [code, n] of Object.entries(s.fallbacks))
         m.podFallbacks.inc({ ...who, reason: reasonLabel(code) }, n);
       if (s.otherFallbacks > 0) m.podFallbacks.inc({ ...who, reason: 'OTHER' }, s.otherFallbacks);
+      m.podLoopbackFallbacks.set(who, s.loopbackFallbacks ?? 0);
       m.podBytes.set({ ...who, direction: 'tx' }, s.txBytes);
       m.podBytes.set({ ...who, direction: 'rx' }, s.rxBytes);
     }
@@ -116,9 +125,9 @@ export class SmcDuty implements Duty {
       const r = describeReason(c);
       return `${r.name} (${c}, ${s.fallbacks[c]} connection(s)): ${r.meaning}`;
     });
-    const total = s.byMode.SMCR + s.byMode.SMCD + s.byMode.TCP;
+    const total = s.byMode.SMCR + s.byMode.SMCD + s.byMode.TCP - (s.loopbackFallbacks ?? 0);
     const message =
-      `${s.byMode.TCP} of ${total} connection(s) fell back to TCP. ${reasons.join(' ') || 'Reason not in the sample.'}` +
+      `${unexpectedFallbacks(s)} of ${total} connection(s) fell back to TCP. ${reasons.join(' ') || 'Reason not in the sample.'}` +
       ` See erdma-smcr status --pod ${p.namespace}/${p.name}.`;
     if (await this.o.events.pod(pod, { type: 'Warning', reason: 'SMCRFallback', message }))
       this.told.told(p.uid, key);

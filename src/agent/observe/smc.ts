@@ -88,6 +88,10 @@ const REASONS: Readonly<Record<number, readonly [string, string]>> = {
   ],
 };
 
+/** Fallen-back connections that are not loopback ones (those are expected: no RDMA device serves lo). */
+export const unexpectedFallbacks = (s: SmcSummary): number =>
+  s.byMode.TCP - (s.loopbackFallbacks ?? 0);
+
 /** A fallback reason decoded; unknown codes keep their number. */
 export function describeReason(code: string): Reason {
   const n = Number.parseInt(code, 16);
@@ -196,6 +200,17 @@ function plainTcpNotes(pods: readonly PodSmc[]): string[] {
   return notes.length > 0 ? ['', 'Plain TCP:', ...notes] : [];
 }
 
+/** Pods with loopback connections that fell back: expected, said apart from the reasons. */
+function loopbackNotes(pods: readonly PodSmc[]): string[] {
+  const notes = pods
+    .filter((p) => (p.summary?.loopbackFallbacks ?? 0) > 0)
+    .map(
+      (p) =>
+        `  ${p.namespace}/${p.name}: ${p.summary!.loopbackFallbacks} connection(s) to or from 127.0.0.1 or ::1 fell back to TCP, as expected: no RDMA device serves lo (a kernel with loopback-ism makes them SMC-D)`,
+    );
+  return notes.length > 0 ? ['', 'Loopback:', ...notes] : [];
+}
+
 /** Each reason seen, once, with what it means. */
 function legend(pods: readonly PodSmc[]): string[] {
   const seen = new Set<string>();
@@ -243,6 +258,7 @@ export function formatStatus(pods: readonly PodSmc[]): string {
     `${pad('POD', 40)}${pad('SMC-R', 6)}${pad('SMC-D', 6)}${pad('TCP', 6)}${pad('TX', 10)}${pad('RX', 10)}${pad('DEVICE', 14)}FALLBACK REASONS`,
     ...pods.map(podLine),
     ...legend(pods),
+    ...loopbackNotes(pods),
     ...plainTcpNotes(pods),
     ...pods.filter((x) => x.sockets).flatMap(socketTable),
   ];

@@ -16,6 +16,7 @@ import { AgentMetrics } from '../../../src/agent/metrics.js';
 import type { PodSource } from '../../../src/agent/pod-duty.js';
 import { discover } from '../../../src/agent/node/discovery.js';
 import { SmcDuty } from '../../../src/agent/observe/smc-sampling.js';
+import { formatStatus } from '../../../src/agent/observe/smc.js';
 import type { NativeBinary } from '../../../src/native/binary.js';
 import { loadConfig } from '../../../src/config/load.js';
 
@@ -390,51 +391,59 @@ describe('the agent, in process', () => {
   });
 });
 
+/**
+ * An SmcDuty over one recorded pod (apps/NAME) whose netns the fake binary answers with `summary()`
+ * (the real one is read in test/integration/native); `dir` is removed by the caller.
+ */
+function samplingDuty(name: string, summary: () => object) {
+  const dir = mkdtempSync(join(tmpdir(), 'smc-unit-'));
+  const state = join(dir, 'state');
+  mkdirSync(state);
+  mkdirSync(join(dir, 'proc'));
+  writeFileSync(
+    join(state, 'c1_eth0.json'),
+    JSON.stringify({
+      podNamespace: 'apps',
+      podName: name,
+      podUid: `uid-${name}`,
+      netns: `/var/run/netns/${name}`,
+    }),
+  );
+  const binary = {
+    smcSummaries: async (paths: readonly string[]) => new Map(paths.map((p) => [p, summary()])),
+  } as unknown as NativeBinary;
+  const clock = new ManualClock();
+  const events = new Events();
+  const metrics = new AgentMetrics({ defaultMetrics: false });
+  const duty = new SmcDuty({
+    binary,
+    stateDir: state,
+    hostRoot: '/',
+    procRoot: join(dir, 'proc'),
+    pods: () => [smcrPod(name, `uid-${name}`, clock.t)],
+    fallbackEventMs: 60_000,
+    events,
+    metrics,
+    clock,
+    logger: pino({ level: 'silent' }),
+  });
+  return { dir, duty, clock, events, metrics };
+}
+
 describe('SMC sampling, in process', () => {
   it('labels fallbacks with the decoded reason, keeps the label set bounded, and tells each pod once a window', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'smc-unit-'));
+    const summary = {
+      sockets: 4,
+      listening: 0,
+      byMode: { SMCR: 1, SMCD: 0, TCP: 3 },
+      txBytes: 10,
+      rxBytes: 20,
+      fallbacks: { '0x03030000': 2 },
+      otherFallbacks: 1,
+      devices: [],
+    };
+    const { dir, duty, clock, events, metrics } = samplingDuty('db', () => summary);
     try {
-      const state = join(dir, 'state');
-      mkdirSync(state);
-      mkdirSync(join(dir, 'proc'));
-      writeFileSync(
-        join(state, 'c1_eth0.json'),
-        JSON.stringify({
-          podNamespace: 'apps',
-          podName: 'db',
-          podUid: 'uid-db',
-          netns: '/var/run/netns/db',
-        }),
-      );
-      const summary = {
-        sockets: 4,
-        listening: 0,
-        byMode: { SMCR: 1, SMCD: 0, TCP: 3 },
-        txBytes: 10,
-        rxBytes: 20,
-        fallbacks: { '0x03030000': 2 },
-        otherFallbacks: 1,
-        devices: [],
-      };
-      // The binary's answer for the pod's netns (the real one is read in test/integration/native).
-      const binary = {
-        smcSummaries: async (paths: readonly string[]) => new Map(paths.map((p) => [p, summary])),
-      } as unknown as NativeBinary;
-      const clock = new ManualClock();
-      const events = new Events();
-      const metrics = new AgentMetrics({ defaultMetrics: false });
-      const duty = new SmcDuty({
-        binary,
-        stateDir: state,
-        hostRoot: '/',
-        procRoot: join(dir, 'proc'),
-        pods: () => [smcrPod('db', 'uid-db', clock.t)],
-        fallbackEventMs: 60_000,
-        events,
-        metrics,
-        clock,
-        logger: pino({ level: 'silent' }),
-      });
       await duty.pass();
       const text = await metrics.registry.metrics();
       expect(text).toContain(
@@ -455,6 +464,48 @@ describe('SMC sampling, in process', () => {
       clock.t += 60_000;
       await duty.pass();
       expect(events.told).toHaveLength(2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  // #85: loopback connections fall back by design (no RDMA device serves lo): counted apart, no
+  // Event, no series of the fallback metric (which the alert reads), a line of their own in status.
+  it('counts loopback fallbacks apart: no SMCRFallback Event and no fallback series for them', async () => {
+    let summary = {
+      sockets: 4,
+      listening: 1,
+      byMode: { SMCR: 1, SMCD: 0, TCP: 3 },
+      plainTcp: 0,
+      loopbackFallbacks: 3,
+      txBytes: 10,
+      rxBytes: 20,
+      fallbacks: {} as Record<string, number>,
+      otherFallbacks: 0,
+      devices: [],
+    };
+    const { dir, duty, events, metrics } = samplingDuty('web', () => summary);
+    try {
+      await duty.pass();
+      const text = await metrics.registry.metrics();
+      expect(text).toContain(
+        'erdma_smcr_pod_loopback_fallback_connections{namespace="apps",pod="web"} 3',
+      );
+      expect(text).not.toMatch(/erdma_smcr_pod_fallback_connections\{/);
+      expect(events.told).toEqual([]);
+      expect(formatStatus(duty.last)).toMatch(
+        /\nLoopback:\n {2}apps\/web: 3 connection\(s\) to or from 127\.0\.0\.1 or ::1 fell back to TCP, as expected/,
+      );
+      // One that is not loopback among them is told, and counted as such.
+      summary = {
+        ...summary,
+        byMode: { SMCR: 1, SMCD: 0, TCP: 4 },
+        fallbacks: { '0x03010000': 1 },
+      };
+      await duty.pass();
+      expect(events.told.map((e) => e.what.message)).toEqual([
+        expect.stringMatching(/^1 of 2 connection\(s\) fell back to TCP\. PEERNOSMC/),
+      ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

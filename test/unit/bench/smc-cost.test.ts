@@ -1,7 +1,7 @@
 // The rows `npm run bench smc-cost` makes of the cost scenario's records (test/smcr-vm/cost.sh):
 // ratios to the plain TCP of the same boot, and what the client's SMC counters say of each case.
 import { describe, expect, it } from 'vitest';
-import { costRows, loopbackRows } from '../../../bench/smc-cost.js';
+import { costRows } from '../../../bench/smc-cost.js';
 import { records } from '../../helpers/vm.js';
 
 const stats = (smcr: number, reasons: [string, number][] = []): string =>
@@ -56,36 +56,5 @@ describe('the smc-cost rows', () => {
 
   it('gives no rows for a boot with no timings', () => {
     expect(costRows('bookworm', records('SMCRVM DONE ok'))).toEqual([]);
-  });
-});
-
-describe('the smc-loopback rows (the decision of #85)', () => {
-  const round = (r: number, swap: number, none: number): string[] => [
-    `SMCRVM cost mech=preload case=tcp#${r} mode=connect n=4 p50_us=100 p99_us=200 mean_us=110 cpu_us_per=50.0 proto=tcp`,
-    `SMCRVM cost mech=preload case=loopback#${r} mode=connect n=4 p50_us=${swap} p99_us=900 mean_us=400 cpu_us_per=80.0 proto=tcp`,
-    `SMCRVM cost mech=preload case=loopback_smc#${r} mode=connect n=4 p50_us=${none} p99_us=900 mean_us=400 cpu_us_per=60.0 proto=smc`,
-  ];
-  const decide = (pairs: [number, number][]): string | undefined =>
-    loopbackRows(records(pairs.flatMap(([a, b], i) => round(i + 1, a, b)).join('\n'))).at(-1)
-      ?.target;
-
-  it('gives each round the time without the swap as a ratio of the time with it', () => {
-    const rows = loopbackRows(records(round(1, 200, 300).join('\n')));
-    expect(rows[0]).toMatchObject({ value: 300, ratio: 1.5 });
-    expect(rows[0]!.extra).toContain('client CPU a connection with 80 µs, without 60 µs (0.75×)');
-  });
-
-  it('keeps the swap only when it pays 1.2× in each of five rounds', () => {
-    const pays: [number, number][] = [
-      [100, 130],
-      [100, 125],
-      [100, 150],
-      [100, 121],
-      [100, 200],
-    ];
-    expect(decide(pays)).toMatch(/^yes/);
-    expect(decide([...pays.slice(0, 4), [100, 119]])).toMatch(/^no/);
-    expect(decide(pays.slice(0, 4))).toMatch(/^no/);
-    expect(decide([])).toBeUndefined();
   });
 });
