@@ -4,7 +4,7 @@
 // agent DaemonSet run as processes: the webhook in secret mode with the live view, on the
 // Service's ClusterIP; the agent, with the device plugin in it, inside the node), each with its
 // ServiceAccount token. Everything runs in a network namespace of its own; stop() removes it all.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +27,11 @@ export interface SingleNodeOptions {
   readonly resources?: readonly object[];
   /** Whether the agent serves aliyun/erdma with its device plugin (default true; false for DRA). */
   readonly devicePlugin?: boolean;
+  /**
+   * Our DRA driver too (`erdma-smcr dra-plugin` in the node, with manifests/components/dra's RBAC
+   * and DeviceClass): start resolves once its ResourceSlice is published.
+   */
+  readonly dra?: boolean;
   /** Condition the node must meet before start resolves, beyond Ready, capable and aliyun/erdma. */
   readonly nodeReady?: (node: { status: { capacity?: Record<string, string> } }) => boolean;
 }
@@ -37,7 +42,26 @@ export interface SingleNode {
   readonly node: KubeNode;
   readonly hook: WebhookProc;
   readonly hostRoot: string;
+  /** Where containerd reads CDI specs (our DRA driver writes them there). */
+  readonly cdiDir: string;
+  /** Starts our DRA driver in the node (again, after stopDra); resolves once it is running. */
+  startDra(): Promise<void>;
+  /** Stops it with SIGTERM, as the kubelet stops its pod. */
+  stopDra(): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** The objects of manifests/components/dra the driver needs through the API (not its DaemonSet). */
+function draObjects(): { kind: string; metadata: { name: string } }[] {
+  const rendered = execFileSync(KUBECTL, ['kustomize', 'manifests/overlays/dra'], {
+    encoding: 'utf8',
+  });
+  return (yaml.loadAll(rendered) as { kind: string; metadata: { name: string } }[]).filter(
+    (o) =>
+      (['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind) &&
+        o.metadata.name === 'erdma-smcr-dra') ||
+      o.kind === 'DeviceClass',
+  );
 }
 
 /** The objects of manifests/base this cluster runs through the API (not its workloads). */
@@ -59,7 +83,17 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
   let cp: ControlPlane | undefined;
   let node: KubeNode | undefined;
   let hook: WebhookProc | undefined;
+  let dra: ChildProcess | undefined;
+  const stopDra = async (): Promise<void> => {
+    const p = dra;
+    dra = undefined;
+    if (!p || p.exitCode !== null) return;
+    const gone = new Promise((r) => p.once('exit', r));
+    p.kill('SIGTERM');
+    await gone;
+  };
   const stop = async (): Promise<void> => {
+    await stopDra();
     await hook?.stop();
     await node?.stop();
     await cp?.stop();
@@ -181,7 +215,65 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
           `--- kubelet ---\n${started.logs('kubelet').slice(-3000)}\n--- agent ---\n${started.logs('agent').slice(-2000)}`,
       },
     );
-    return { dir, cp, node, hook, hostRoot, stop };
+    const cdiDir = started.containerd.cdiSpecDirs[0]!;
+    const startDra = async (): Promise<void> => {
+      dra = started.spawnInNode(
+        process.execPath,
+        [
+          join(process.cwd(), 'bin/erdma-smcr.js'),
+          '-c',
+          join(dir, 'dra.yaml'),
+          'dra-plugin',
+          '--host-root',
+          hostRoot,
+          '--node-name',
+          o.node,
+          '--cdi-dir',
+          cdiDir,
+          '--kubeconfig',
+          await control.kubeconfigFor('erdma-smcr', 'erdma-smcr-dra'),
+        ],
+        'dra',
+      );
+    };
+    if (o.dra) {
+      const objects = draObjects();
+      const r = await cp.kubectl(
+        ['apply', '-f', '-'],
+        JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }),
+      );
+      if (r.status !== 0) throw new Error(`applying the DRA component's objects: ${r.stderr}`);
+      writeFileSync(
+        join(dir, 'dra.yaml'),
+        yaml.dump({ agent: { deviceRoot: hostRoot, pollMs: 500, metricsPort: 0 } }),
+      );
+      await startDra();
+      await until(
+        'our ResourceSlice published',
+        async () => {
+          const slices = JSON.parse(
+            await kubectl(
+              'get',
+              '-o',
+              'json',
+              'resourceslices',
+              '--field-selector',
+              `spec.nodeName=${o.node}`,
+            ),
+          ) as { items: { spec: { driver: string; devices: unknown[] } }[] };
+          return slices.items.some(
+            (x) => x.spec.driver === 'erdma.smcr.erdma.io' && x.spec.devices.length > 0,
+          );
+        },
+        {
+          timeoutMs: 90_000,
+          intervalMs: 300,
+          retryErrors: true,
+          details: () => `--- dra ---\n${started.logs('dra').slice(-3000)}`,
+        },
+      );
+    }
+    return { dir, cp, node, hook, hostRoot, cdiDir, startDra, stopDra, stop };
   } catch (err) {
     await stop();
     throw err;

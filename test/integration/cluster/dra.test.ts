@@ -7,16 +7,14 @@
 // from our CDI spec, and the container sees them.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import yaml from 'js-yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { containerdAvailable } from '../../harness/containerd.js';
-import { ensureBinaries, KUBECTL, type ControlPlane } from '../../harness/k8s/control-plane.js';
+import { ensureBinaries, type ControlPlane } from '../../harness/k8s/control-plane.js';
 import type { KubeNode } from '../../harness/k8s/node.js';
 import { APP, startSingleNode, type SingleNode } from '../../harness/k8s/single-node.js';
 import { eventsWithReason } from '../../harness/k8s/events.js';
 import { until as poll } from '../../helpers/wait.js';
 import { cniPlugins, requires } from '../../helpers/requires.js';
-import { execFileSync, type ChildProcess } from 'node:child_process';
 
 const why = requires('the DRA suite', ensureBinaries, containerdAvailable, cniPlugins);
 
@@ -40,7 +38,6 @@ describe.skipIf(why !== '')(
     let node: KubeNode;
     let hostRoot: string;
     let cdiDir: string;
-    let plugin: ChildProcess | undefined;
 
     const kubectl = async (...args: string[]): Promise<string> => {
       const r = await cp.kubectl(args);
@@ -60,34 +57,6 @@ describe.skipIf(why !== '')(
     const apply = async (obj: object): Promise<void> => {
       const r = await cp.kubectl(['apply', '-f', '-'], JSON.stringify(obj));
       if (r.status !== 0) throw new Error(`apply: ${r.stderr}`);
-    };
-    const startPlugin = async (): Promise<void> => {
-      plugin = node.spawnInNode(
-        process.execPath,
-        [
-          join(process.cwd(), 'bin/erdma-smcr.js'),
-          '-c',
-          join(cluster!.dir, 'dra.yaml'),
-          'dra-plugin',
-          '--host-root',
-          hostRoot,
-          '--node-name',
-          NODE,
-          '--cdi-dir',
-          cdiDir,
-          '--kubeconfig',
-          await cp.kubeconfigFor('erdma-smcr', 'erdma-smcr-dra'),
-        ],
-        'dra',
-      );
-    };
-    const stopPlugin = async (): Promise<void> => {
-      const p = plugin;
-      plugin = undefined;
-      if (!p || p.exitCode !== null) return;
-      const gone = new Promise((r) => p.once('exit', r));
-      p.kill('SIGTERM');
-      await gone;
     };
     const slice = async (): Promise<Obj | undefined> =>
       (await getJson('resourceslices', '--field-selector', `spec.nodeName=${NODE}`)).items.find(
@@ -119,42 +88,58 @@ describe.skipIf(why !== '')(
           `${err.message}\n--- describe ---\n${(await cp.kubectl(['describe', 'pod', '-n', 'apps', name])).stdout.slice(-3000)}`,
         );
       });
+    /** A pod with one claim from a template of our class whose request selects by `expression`. */
+    const claimPod = async (name: string, template: string, expression: string): Promise<void> => {
+      await apply({
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'ResourceClaimTemplate',
+        metadata: { name: template, namespace: 'apps' },
+        spec: {
+          spec: {
+            devices: {
+              requests: [
+                {
+                  name: 'erdma',
+                  exactly: { deviceClassName: DRIVER, selectors: [{ cel: { expression } }] },
+                },
+              ],
+            },
+          },
+        },
+      });
+      await apply(
+        pod(name, {
+          resourceClaims: [{ name: 'erdma', resourceClaimTemplateName: template }],
+          containers: [{ resources: { claims: [{ name: 'erdma' }] } }],
+        }),
+      );
+    };
+    /** The scheduler's message while a pod is unschedulable. */
+    const unschedulable = (name: string): Promise<string> =>
+      until(`${name} unschedulable`, async () => {
+        const p = await getJson('pod', '-n', 'apps', name);
+        const c = (p.status.conditions ?? []).find(
+          (x: { type: string }) => x.type === 'PodScheduled',
+        );
+        return c?.status === 'False' && c.message ? (c.message as string) : undefined;
+      });
     const inPod = async (name: string, ...cmd: string[]): Promise<string> =>
       (await kubectl('exec', '-n', 'apps', name, '--', ...cmd)).trim();
 
     beforeAll(async () => {
-      cluster = await startSingleNode({ node: NODE, nodeIp: NODE_IP, devicePlugin: false });
-      ({ cp, node, hostRoot } = cluster);
-      cdiDir = node.containerd.cdiSpecDirs[0]!;
-      // The component's RBAC and DeviceClass, as kustomize renders them.
-      const rendered = yaml.loadAll(
-        execFileSync(KUBECTL, ['kustomize', 'manifests/overlays/dra'], { encoding: 'utf8' }),
-      ) as Obj[];
-      const keep = rendered.filter(
-        (o) =>
-          (o.kind === 'ServiceAccount' && o.metadata.name === 'erdma-smcr-dra') ||
-          (o.kind.startsWith('ClusterRole') && o.metadata.name === 'erdma-smcr-dra') ||
-          o.kind === 'DeviceClass',
-      );
-      expect(keep.map((o) => o.kind).sort()).toEqual([
-        'ClusterRole',
-        'ClusterRoleBinding',
-        'DeviceClass',
-        'ServiceAccount',
-      ]);
-      await apply({ apiVersion: 'v1', kind: 'List', items: keep });
-      writeFileSync(
-        join(cluster.dir, 'dra.yaml'),
-        yaml.dump({ agent: { deviceRoot: hostRoot, pollMs: 500, metricsPort: 0 } }),
-      );
-      await startPlugin();
-      await until('our ResourceSlice published', async () =>
+      cluster = await startSingleNode({
+        node: NODE,
+        nodeIp: NODE_IP,
+        devicePlugin: false,
+        dra: true,
+      });
+      ({ cp, node, hostRoot, cdiDir } = cluster);
+      await until("our ResourceSlice with the node's three devices", async () =>
         (await slice())?.spec.devices.length === 3 ? true : undefined,
       );
     }, 300_000);
 
     afterAll(async () => {
-      await stopPlugin();
       await cluster?.stop();
     }, 60_000);
 
@@ -255,37 +240,10 @@ describe.skipIf(why !== '')(
     });
 
     it('(b) a claim whose CEL selects our SMC attribute and a NUMA node gets that device', async () => {
-      await apply({
-        apiVersion: 'resource.k8s.io/v1',
-        kind: 'ResourceClaimTemplate',
-        metadata: { name: 'smc-numa0', namespace: 'apps' },
-        spec: {
-          spec: {
-            devices: {
-              requests: [
-                {
-                  name: 'erdma',
-                  exactly: {
-                    deviceClassName: DRIVER,
-                    selectors: [
-                      {
-                        cel: {
-                          expression: `device.attributes["${DRIVER}"].smcrCapable && device.attributes["resource.kubernetes.io"].?numaNode.orValue(-1) == 0`,
-                        },
-                      },
-                    ],
-                  },
-                },
-              ],
-            },
-          },
-        },
-      });
-      await apply(
-        pod('by-cel', {
-          resourceClaims: [{ name: 'erdma', resourceClaimTemplateName: 'smc-numa0' }],
-          containers: [{ resources: { claims: [{ name: 'erdma' }] } }],
-        }),
+      await claimPod(
+        'by-cel',
+        'smc-numa0',
+        `device.attributes["${DRIVER}"].smcrCapable && device.attributes["resource.kubernetes.io"].?numaNode.orValue(-1) == 0`,
       );
       await running('by-cel');
       const claim = (await getJson('resourceclaims', '-n', 'apps')).items.find((c) =>
@@ -314,46 +272,12 @@ describe.skipIf(why !== '')(
     });
 
     it("a claim no device satisfies stays Pending with the scheduler's reason (the negative control)", async () => {
-      await apply({
-        apiVersion: 'resource.k8s.io/v1',
-        kind: 'ResourceClaimTemplate',
-        metadata: { name: 'numa7', namespace: 'apps' },
-        spec: {
-          spec: {
-            devices: {
-              requests: [
-                {
-                  name: 'erdma',
-                  exactly: {
-                    deviceClassName: DRIVER,
-                    selectors: [
-                      // A device of unknown NUMA node has no numaNode: read optionally, as a claim must.
-                      {
-                        cel: {
-                          expression: `device.attributes["${DRIVER}"].?numaNode.orValue(-1) == 7`,
-                        },
-                      },
-                    ],
-                  },
-                },
-              ],
-            },
-          },
-        },
-      });
-      await apply(
-        pod('no-such-device', {
-          resourceClaims: [{ name: 'erdma', resourceClaimTemplateName: 'numa7' }],
-          containers: [{ resources: { claims: [{ name: 'erdma' }] } }],
-        }),
+      await claimPod(
+        'no-such-device',
+        'numa7',
+        `device.attributes["${DRIVER}"].?numaNode.orValue(-1) == 7`,
       );
-      const reason = await until('FailedScheduling', async () => {
-        const p = await getJson('pod', '-n', 'apps', 'no-such-device');
-        const c = (p.status.conditions ?? []).find(
-          (x: { type: string }) => x.type === 'PodScheduled',
-        );
-        return c?.status === 'False' && c.message ? c.message : undefined;
-      });
+      const reason = await unschedulable('no-such-device');
       console.log(`negative control, the scheduler: ${reason}`);
       expect(reason).toMatch(/cannot allocate all claims/);
       expect((await getJson('pod', '-n', 'apps', 'no-such-device')).spec.nodeName).toBeUndefined();
@@ -371,45 +295,12 @@ describe.skipIf(why !== '')(
         });
         const d = (await slice())!.spec.devices.find((x: { name: string }) => x.name === 'erdma-0');
         expect(d.attributes.portState).toEqual({ string: 'DOWN' });
-        await apply({
-          apiVersion: 'resource.k8s.io/v1',
-          kind: 'ResourceClaimTemplate',
-          metadata: { name: 'erdma0', namespace: 'apps' },
-          spec: {
-            spec: {
-              devices: {
-                requests: [
-                  {
-                    name: 'erdma',
-                    exactly: {
-                      deviceClassName: DRIVER,
-                      selectors: [
-                        {
-                          cel: {
-                            expression: `device.attributes["${DRIVER}"].rdmaDevice == "erdma_0"`,
-                          },
-                        },
-                      ],
-                    },
-                  },
-                ],
-              },
-            },
-          },
-        });
-        await apply(
-          pod('on-down-port', {
-            resourceClaims: [{ name: 'erdma', resourceClaimTemplateName: 'erdma0' }],
-            containers: [{ resources: { claims: [{ name: 'erdma' }] } }],
-          }),
+        await claimPod(
+          'on-down-port',
+          'erdma0',
+          `device.attributes["${DRIVER}"].rdmaDevice == "erdma_0"`,
         );
-        const reason = await until('FailedScheduling for the down device', async () => {
-          const p = await getJson('pod', '-n', 'apps', 'on-down-port');
-          const c = (p.status.conditions ?? []).find(
-            (x: { type: string }) => x.type === 'PodScheduled',
-          );
-          return c?.status === 'False' && c.message ? c.message : undefined;
-        });
+        const reason = await unschedulable('on-down-port');
         console.log(`port down, the scheduler: ${reason}`);
         // The pods already running on it keep their devices.
         expect((await getJson('pod', '-n', 'apps', 'by-cel')).status.phase).toBe('Running');
@@ -420,10 +311,10 @@ describe.skipIf(why !== '')(
     });
 
     it('a restarted plugin answers a prepared claim from its checkpoint, and the slice a kubelet wiped comes back', async () => {
-      await stopPlugin();
+      await cluster!.stopDra();
       // What the kubelet does 30 s after a driver went away, and when it starts: delete its slices.
       await kubectl('delete', 'resourceslice', SLICE);
-      await startPlugin();
+      await cluster!.startDra();
       await until('the slice back', async () =>
         (await slice())?.spec.devices.length === 3 ? true : undefined,
       );
