@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import type * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error -- a plain .mjs build script, typed by its use here
-import { API_JSON, API_PROTO, protoJson } from '../../../scripts/proto-json.mjs';
+import { API_FILES, API_JSON, API_PROTO, protoJson } from '../../../scripts/proto-json.mjs';
+import { grpcServices } from '../../../src/agent/grpc-api.js';
 import { devicePluginApi } from '../../../src/agent/deviceplugin/api.js';
 import { protoLoaderApi } from '../../helpers/device-plugin-proto.js';
 
@@ -133,5 +134,32 @@ describe('the device plugin API as the device plugin loads it', () => {
     expect(() => allocate.requestDeserialize(Buffer.from([0x0a, 0x05, 0x0a]))).toThrow(
       /index out of range|invalid/,
     );
+  });
+});
+
+describe("the DRA driver's APIs (proto/dra, proto/pluginregistration)", () => {
+  it.each((API_FILES as [string, string][]).map(([proto, json]) => [json, proto]))(
+    '%s is the descriptor of %s',
+    (json, proto) => {
+      expect(readFileSync(json, 'utf8')).toBe((protoJson as (f: string) => string)(proto));
+    },
+  );
+
+  // The paths the kubelet calls (its generated api_grpc.pb.go names them so, v1.37.2).
+  it('serves the method paths the kubelet dials', () => {
+    const paths = (dir: string[], pkg: string, name: string): string[] =>
+      Object.values(
+        (grpcServices(dir, pkg, [name]) as Record<string, grpc.ServiceClientConstructor>)[name]!
+          .service,
+      ).map((m) => m.path);
+    expect(paths(['pluginregistration', 'v1'], 'pluginregistration', 'Registration')).toEqual([
+      '/pluginregistration.Registration/GetInfo',
+      '/pluginregistration.Registration/NotifyRegistrationStatus',
+    ]);
+    for (const v of ['v1', 'v1beta1'])
+      expect(paths(['dra', v], `k8s.io.kubelet.pkg.apis.dra.${v}`, 'DRAPlugin')).toEqual([
+        `/k8s.io.kubelet.pkg.apis.dra.${v}.DRAPlugin/NodePrepareResources`,
+        `/k8s.io.kubelet.pkg.apis.dra.${v}.DRAPlugin/NodeUnprepareResources`,
+      ]);
   });
 });
