@@ -48,6 +48,8 @@ export interface SingleNode {
   startDra(): Promise<void>;
   /** Stops it with SIGTERM, as the kubelet stops its pod. */
   stopDra(): Promise<void>;
+  /** Restarts the agent with its device plugin on or off (the node's device path changing). */
+  restartAgent(devicePlugin: boolean): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -84,6 +86,8 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
   let node: KubeNode | undefined;
   let hook: WebhookProc | undefined;
   let dra: ChildProcess | undefined;
+  let agent: ChildProcess | undefined;
+  let restartAgent: (devicePlugin: boolean) => Promise<void> = async () => undefined;
   const stopDra = async (): Promise<void> => {
     const p = dra;
     dra = undefined;
@@ -154,38 +158,53 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
       sandboxImage: PAUSE,
       images: [join(dir, 'pause.tar'), join(dir, 'app.tar')],
     });
-    writeFileSync(
-      join(dir, 'agent.yaml'),
-      yaml.dump({
-        agent: {
-          procRoot: proc,
-          deviceRoot: hostRoot,
-          lateApply: false,
-          refreshMs: 1000,
-          podGraceMs: 5000,
-          metricsPort: 0,
-          pollMs: 500,
-          devicePlugin: o.devicePlugin ?? true,
-          resources: o.resources ?? [{ name: 'aliyun/erdma', selector: { vendors: ['0x1ded'] } }],
-        },
-      }),
-    );
-    node.spawnInNode(
-      process.execPath,
-      [
-        join(process.cwd(), 'bin/erdma-smcr.js'),
-        '-c',
+    const agentConfig = (devicePlugin: boolean): void =>
+      writeFileSync(
         join(dir, 'agent.yaml'),
+        yaml.dump({
+          agent: {
+            procRoot: proc,
+            deviceRoot: hostRoot,
+            lateApply: false,
+            refreshMs: 1000,
+            podGraceMs: 5000,
+            metricsPort: 0,
+            pollMs: 500,
+            devicePlugin,
+            resources: o.resources ?? [{ name: 'aliyun/erdma', selector: { vendors: ['0x1ded'] } }],
+          },
+        }),
+      );
+    const agentToken = await cp.kubeconfigFor('erdma-smcr', 'erdma-smcr-agent');
+    const spawnAgent = (): ChildProcess =>
+      node!.spawnInNode(
+        process.execPath,
+        [
+          join(process.cwd(), 'bin/erdma-smcr.js'),
+          '-c',
+          join(dir, 'agent.yaml'),
+          'agent',
+          '--host-root',
+          hostRoot,
+          '--node-name',
+          o.node,
+          '--kubeconfig',
+          agentToken,
+        ],
         'agent',
-        '--host-root',
-        hostRoot,
-        '--node-name',
-        o.node,
-        '--kubeconfig',
-        await cp.kubeconfigFor('erdma-smcr', 'erdma-smcr-agent'),
-      ],
-      'agent',
-    );
+      );
+    agentConfig(o.devicePlugin ?? true);
+    agent = spawnAgent();
+    restartAgent = async (devicePlugin: boolean): Promise<void> => {
+      const p = agent;
+      if (p && p.exitCode === null) {
+        const gone = new Promise((r) => p.once('exit', r));
+        p.kill('SIGTERM');
+        await gone;
+      }
+      agentConfig(devicePlugin);
+      agent = spawnAgent();
+    };
     const started = node;
     await until(
       o.devicePlugin === false
@@ -273,7 +292,18 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
         },
       );
     }
-    return { dir, cp, node, hook, hostRoot, cdiDir, startDra, stopDra, stop };
+    return {
+      dir,
+      cp,
+      node,
+      hook,
+      hostRoot,
+      cdiDir,
+      startDra,
+      stopDra,
+      restartAgent: (devicePlugin) => restartAgent(devicePlugin),
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;
