@@ -3,10 +3,11 @@
 # each under modules/ (go.mod + go.sum committed; gen.sh writes the Kubernetes ones):
 #   Kubernetes 1.37 (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy,
 #   kubectl), Kubernetes 1.35 (kube-apiserver, kubectl), etcd 3.7.0 (1.37's build/dependencies.yaml),
-#   containerd 2.4.2, ctr and the runc shim (containerd's RELEASES.md for 1.37).
+#   containerd 2.4.2, ctr and the runc shim (containerd's RELEASES.md for 1.37), helm 4 (the current
+#   major line; the chart's suites).
 # Everything lands in a cache outside the repo, by version; Go's module and build caches live there
 # too, so a cold run downloads and compiles each package once and a warm run only checks stamps.
-# Usage: build.sh [target...]  targets: k8s-1.37 k8s-1.35 etcd containerd (default: all)
+# Usage: build.sh [target...]  targets: k8s-1.37 k8s-1.35 etcd containerd helm (default: all)
 # Env: ERDMA_SMCR_CACHE (default /var/cache/erdma-smcr); GO (default /usr/local/go/bin/go, else `go`).
 set -euo pipefail
 
@@ -14,7 +15,7 @@ CACHE_ROOT=${ERDMA_SMCR_CACHE:-/var/cache/erdma-smcr}
 HERE=$(cd "$(dirname "$0")" && pwd)
 MODS=$HERE/modules
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(k8s-1.37 k8s-1.35 etcd containerd)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(k8s-1.37 k8s-1.35 etcd containerd helm)
 
 # Go 1.26 is what the modules declare; Debian's golang-go (1.19) may come first on the PATH.
 GO=${GO:-}
@@ -95,7 +96,15 @@ for t in "${TARGETS[@]}"; do
         github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
       ln -sfn "containerd-$v" "$CACHE_ROOT/containerd"
       ;;
-    *) echo "build.sh: unknown target $t (k8s-1.37 k8s-1.35 etcd containerd)" >&2; exit 2 ;;
+    helm)
+      v=$(pinned helm helm.sh/helm/v4)
+      # helm version reads these (helm's Makefile sets the same for a tagged build).
+      build helm "$CACHE_ROOT/helm-$v/bin" \
+        "-X helm.sh/helm/v4/internal/version.version=$v -X helm.sh/helm/v4/internal/version.gitTreeState=clean" \
+        helm.sh/helm/v4/cmd/helm
+      ln -sfn "helm-$v" "$CACHE_ROOT/helm"
+      ;;
+    *) echo "build.sh: unknown target $t (k8s-1.37 k8s-1.35 etcd containerd helm)" >&2; exit 2 ;;
   esac
 done
 log "done"

@@ -27,9 +27,10 @@ export const NEWEST: KubeMinor = '1.37';
 export const K8S_BIN = join(CACHE, `k8s-${NEWEST}`, 'bin');
 export const SERVICE_CIDR = '127.100.0.0/24';
 
-/** Where one binary of the harness is: Kubernetes' by minor, etcd's and containerd's by name. */
+/** Where one binary of the harness is: Kubernetes' by minor, etcd's, containerd's and helm's by name. */
 export function binPath(name: string, minor: KubeMinor = NEWEST): string {
   if (name === 'etcd') return join(CACHE, 'etcd', 'bin', 'etcd');
+  if (name === 'helm') return join(CACHE, 'helm', 'bin', 'helm');
   if (name.startsWith('containerd')) return join(CACHE, 'containerd', 'bin', name);
   return join(CACHE, `k8s-${minor}`, 'bin', name);
 }
@@ -58,6 +59,7 @@ export function ensureBinaries(): string {
     'kube-scheduler',
     'kubelet',
     'kubectl',
+    'helm',
   ];
   if (binariesPresent(all).length === 0) return '';
   const build = spawnSync('bash', ['test/harness/k8s/build.sh'], {
