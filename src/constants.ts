@@ -48,6 +48,11 @@ export const NODE_LABELS = {
   erdmaReservedPorts: `${OWN_PREFIX}erdma-reserved-ports`,
   /** The same for the smc module of Alibaba's kernels (its rsvd_ports_base, 16 ports). */
   smcReservedPorts: `${OWN_PREFIX}smc-reserved-ports`,
+  /**
+   * Why our device plugin does not serve a resource on this node (absent while it does):
+   * `other-registrant`, another device plugin registered it with the kubelet first.
+   */
+  devicePluginReason: `${OWN_PREFIX}device-plugin-reason`,
 } as const;
 
 /**

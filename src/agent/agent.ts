@@ -22,6 +22,7 @@ import type { RdmaDevice } from './node/discovery.js';
 import { defaultModprobe } from './node/driver.js';
 import { CapabilityDuty, DevicesDuty, DriverDuty, LabelsDuty } from './node/duties.js';
 import { NodeLabeler } from './node/labels.js';
+import { readHeldBack } from './deviceplugin/held-back.js';
 import { Mechanisms } from './node/mechanisms.js';
 import { readDeviceCounters } from './observe/counters.js';
 import { PodsDuty, type PodSource } from './pod-duty.js';
@@ -154,11 +155,14 @@ export class NodeAgent {
     const labeler = missing
       ? undefined
       : new NodeLabeler(this.opts.client!, this.a.nodeName!, this.log);
+    const stateFile = hostPath(this.a, this.a.devicePluginStateFile);
     return new LabelsDuty(
       labeler,
       () => this.capabilityDuty.current,
       this.log,
       missing && `node labels ${missing}`,
+      () => readHeldBack(stateFile),
+      this.events,
     );
   }
 

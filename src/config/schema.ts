@@ -222,6 +222,13 @@ export const agentSchema = z.strictObject({
   cniStateDir: z._default(z.string(), '/var/lib/cni/erdma-smcr'),
   pnetIdFile: z._default(z.string(), '/run/erdma-smcr/pnetid'),
   cniLogFile: z._default(z.string(), '/var/log/erdma-smcr/cni.log'),
+  /**
+   * Serve a resource even while another device plugin (ACK's eRDMA controller) has it registered
+   * with the kubelet: the kubelet keeps the newest registration. Off: ours waits until it is gone.
+   */
+  takeOverResources: z._default(z.boolean(), false),
+  /** Host file where the device plugin says which resources it holds back for another registrant. */
+  devicePluginStateFile: z._default(z.string(), '/run/erdma-smcr/device-plugin.json'),
   /** Host file where the agent keeps the outcome it told per pod, for the next agent process. */
   podEventsFile: z._default(z.string(), '/run/erdma-smcr/pod-events.json'),
   /** Where the preload library goes on the host (the webhook mounts it into preload pods). */

@@ -13,6 +13,8 @@ import type { ErdmaDevicePlugin } from '../agent/deviceplugin/plugin.js';
 import { DevicePluginMetrics, startDaemonProbes } from '../agent/metrics.js';
 import { discover, DiscoveryCache, discoveryOptions } from '../agent/node/discovery.js';
 import { startFailure } from './startup.js';
+import { writeHeldBack } from '../agent/deviceplugin/held-back.js';
+import { inHost } from '../agent/host.js';
 
 /**
  * One kubelet registration per resource; a configuration the node's devices contradict stops here.
@@ -29,8 +31,15 @@ export async function devicePlugins(
     import('../agent/deviceplugin/grpc-service.js'),
   ]);
   grpcLogsTo(logger);
+  const stateFile = inHost(a.hostRoot, a.devicePluginStateFile);
   return servedResources(a, discoverNow).map((r) => {
     const log = logger.child({ resource: r.name });
+    // What an earlier process held back is decided again by this one.
+    try {
+      writeHeldBack(stateFile, r.name, undefined);
+    } catch {
+      // No host dir for it (a test without one): the agent then sees nothing held back.
+    }
     if (r.discover().length === 0)
       log.info(
         'no device on this node is selected for this resource: serving it with none until one appears',
@@ -46,6 +55,17 @@ export async function devicePlugins(
       discover: r.discover,
       logger: log,
       deviceRoot: a.deviceRoot,
+      takeOver: a.takeOverResources,
+      onHeldBack: (resource, others) => {
+        try {
+          writeHeldBack(stateFile, resource, others);
+        } catch (err) {
+          log.warn(
+            { err: (err as Error).message },
+            'cannot record the held-back resource for the agent',
+          );
+        }
+      },
     });
   });
 }
@@ -67,6 +87,9 @@ export async function runDevicePlugin(config: Readonly<Config>, io: CliIO): Prom
     for (const p of plugins) await p.start();
     probes = await startDaemonProbes(a, {
       ready: () => {
+        const held = plugins.filter((p) => p.heldBackFor).map((p) => p.resourceName);
+        if (held.length > 0)
+          return `not taking over ${held.join(', ')}: another device plugin registered it with the kubelet (agent.takeOverResources)`;
         const waiting = plugins.filter((p) => !p.isRegistered).map((p) => p.resourceName);
         return waiting.length > 0
           ? `not registered with the kubelet yet: ${waiting.join(', ')}`

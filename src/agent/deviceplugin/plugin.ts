@@ -13,6 +13,7 @@ import {
 } from './allocation.js';
 import { DevicePluginService, listResponse } from './grpc-service.js';
 import { Backoff, register, sockId } from './registration.js';
+import { otherRegistrant } from './registrants.js';
 
 export interface DevicePluginOptions {
   readonly kubeletDir: string;
@@ -30,6 +31,13 @@ export interface DevicePluginOptions {
   readonly logger: Logger;
   /** Prefix of device node paths on the host as kubelet and the runtime see them (default '/'). */
   readonly deviceRoot?: string;
+  /**
+   * Register even while another device plugin holds the resource (agent.takeOverResources): the
+   * kubelet keeps the newest registration, so the other one stops serving it.
+   */
+  readonly takeOver?: boolean;
+  /** Told each time the plugin starts or stops holding back for another registrant. */
+  readonly onHeldBack?: (resource: string, others: readonly string[] | undefined) => void;
 }
 
 export class ErdmaDevicePlugin {
@@ -43,6 +51,8 @@ export class ErdmaDevicePlugin {
   private stopped = false;
   /** A restart that keeps failing: logged when it starts, when its reason changes and when it ends. */
   private failing: { reason: string; since: number; attempts: number } | undefined;
+  /** Device IDs of another registrant of our resource, while we hold back for it. */
+  private others: readonly string[] | undefined;
 
   constructor(private readonly opts: DevicePluginOptions) {
     this.service = new DevicePluginService({
@@ -70,6 +80,48 @@ export class ErdmaDevicePlugin {
 
   get isRegistered(): boolean {
     return this.registered;
+  }
+  /** Another device plugin's IDs for our resource, while this one does not register for it. */
+  get heldBackFor(): readonly string[] | undefined {
+    return this.others;
+  }
+
+  /** Whether an ID is one this plugin advertises, or would with another slot count. */
+  private ours(id: string): boolean {
+    const names = new Set(
+      this.opts.mode === 'shared'
+        ? [this.sharedPrefix()]
+        : this.service.currentDevices().map((d) => d.device.name),
+    );
+    const dash = id.lastIndexOf('-');
+    return dash > 0 && /^\d+$/.test(id.slice(dash + 1)) && names.has(id.slice(0, dash));
+  }
+
+  /**
+   * Another device plugin registered our resource (the kubelet's checkpoint holds IDs that are not
+   * ours): unless told to take over, we do not register, or stop counting as registered when it
+   * registered after us, and say so (log, readiness, onHeldBack) until it is gone.
+   */
+  private holdBack(): boolean {
+    if (this.opts.takeOver) return false;
+    const others = otherRegistrant(this.dir, this.opts.resourceName, (id) => this.ours(id));
+    const was = this.others;
+    this.others = others;
+    if ((was === undefined) !== (others === undefined)) {
+      if (others)
+        this.opts.logger.warn(
+          { resource: this.opts.resourceName, theirIds: others.slice(0, 4), count: others.length },
+          'another device plugin registered this resource with the kubelet: not taking it over (set agent.takeOverResources to serve it)',
+        );
+      else
+        this.opts.logger.info(
+          { resource: this.opts.resourceName },
+          'the other registrant of this resource is gone: registering',
+        );
+      this.opts.onHeldBack?.(this.opts.resourceName, others);
+    }
+    if (others) this.registered = false;
+    return others !== undefined;
   }
   currentDevices(): readonly PluginDevice[] {
     return this.service.currentDevices();
@@ -162,6 +214,7 @@ export class ErdmaDevicePlugin {
       );
       return;
     }
+    if (this.holdBack()) return;
     if (!this.registered && kubelet !== '' && this.backoff.due()) await this.tryRegister();
   }
 
@@ -206,6 +259,7 @@ export class ErdmaDevicePlugin {
   }
 
   private async tryRegister(): Promise<void> {
+    if (this.holdBack()) return;
     const kubelet = sockId(this.kubeletSocket);
     if (kubelet === '') {
       this.opts.logger.info(

@@ -11,6 +11,8 @@ import type { RdmaDevice } from './discovery.js';
 import { reconcileDriver, type DriverPassOptions } from './driver.js';
 import type { NodeLabeler } from './labels.js';
 import type { Mechanisms } from './mechanisms.js';
+import { NODE_LABELS } from '../../constants.js';
+import type { HeldBack } from '../deviceplugin/held-back.js';
 
 /** The devices duty: reads the node's devices once per refresh, for the duties after it. */
 export class DevicesDuty implements Duty {
@@ -90,12 +92,18 @@ export class LabelsDuty implements Duty {
   readonly name = 'labels';
   private why: Problem;
 
-  /** `labeler` undefined: no API server or no node name (`missing` says which). */
+  /**
+   * `labeler` undefined: no API server or no node name (`missing` says which). `heldBack`: what
+   * the device plugin holds back for another registrant (./deviceplugin/held-back.ts), said with
+   * the smcr.erdma.io/device-plugin-reason label and a Node Event each time that label changes.
+   */
   constructor(
     private readonly labeler: NodeLabeler | undefined,
     private readonly capability: () => Capability | undefined,
     private readonly logger: Logger,
     missing?: string,
+    private readonly heldBack: () => HeldBack = () => ({}),
+    private readonly events?: EventSink,
   ) {
     this.why = labeler ? 'not labelled yet' : missing;
   }
@@ -107,13 +115,38 @@ export class LabelsDuty implements Duty {
   async pass(): Promise<void> {
     const cap = this.capability();
     if (!this.labeler || !cap) return;
+    const held = this.heldBack();
+    const resources = Object.keys(held).sort();
+    let changed: string[] = [];
     try {
-      await this.labeler.apply(capabilityLabels(cap));
+      changed = await this.labeler.apply({
+        ...capabilityLabels(cap),
+        [NODE_LABELS.devicePluginReason]: resources.length > 0 ? 'other-registrant' : null,
+      });
       this.why = undefined;
     } catch (err) {
       this.why = `cannot label node ${this.labeler.nodeName}: ${apiReason(err)}`;
       this.logger.warn({ reason: apiReason(err) }, 'node labels not updated; will retry');
     }
+    // Said when the label changes: once per hold, and once when ours serves again.
+    if (this.events && changed.includes(NODE_LABELS.devicePluginReason))
+      await this.events.node(
+        resources.length === 0
+          ? {
+              type: 'Normal',
+              reason: 'DevicePluginServing',
+              message:
+                "erdma-smcr's device plugin serves its resources: no other device plugin holds them now",
+            }
+          : {
+              type: 'Warning',
+              reason: 'DevicePluginHeldBack',
+              message:
+                `${resources.join(', ')} ${resources.length > 1 ? 'are' : 'is'} registered with the kubelet by another device plugin ` +
+                `(its device IDs: ${resources.map((r) => held[r]!.others.slice(0, 3).join(', ')).join('; ')}): erdma-smcr's device plugin does not take ` +
+                'it over. To serve it with ours, remove the other one or set agent.takeOverResources (chart: devices.takeOver=true); docs/install.md "Next to ACK\'s eRDMA controller"',
+            },
+      );
   }
 }
 

@@ -48,8 +48,11 @@ export interface SingleNode {
   startDra(): Promise<void>;
   /** Stops it with SIGTERM, as the kubelet stops its pod. */
   stopDra(): Promise<void>;
-  /** Restarts the agent with its device plugin on or off (the node's device path changing). */
-  restartAgent(devicePlugin: boolean): Promise<void>;
+  /**
+   * Restarts the agent with its device plugin on or off (the node's device path changing), and
+   * `agent` keys of its configuration to add (takeOverResources).
+   */
+  restartAgent(devicePlugin: boolean, extra?: Record<string, unknown>): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -87,7 +90,8 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
   let hook: WebhookProc | undefined;
   let dra: ChildProcess | undefined;
   let agent: ChildProcess | undefined;
-  let restartAgent: (devicePlugin: boolean) => Promise<void> = async () => undefined;
+  let restartAgent: (devicePlugin: boolean, extra?: Record<string, unknown>) => Promise<void> =
+    async () => undefined;
   const stopDra = async (): Promise<void> => {
     const p = dra;
     dra = undefined;
@@ -158,7 +162,7 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
       sandboxImage: PAUSE,
       images: [join(dir, 'pause.tar'), join(dir, 'app.tar')],
     });
-    const agentConfig = (devicePlugin: boolean): void =>
+    const agentConfig = (devicePlugin: boolean, extra: Record<string, unknown> = {}): void =>
       writeFileSync(
         join(dir, 'agent.yaml'),
         yaml.dump({
@@ -172,6 +176,7 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
             pollMs: 500,
             devicePlugin,
             resources: o.resources ?? [{ name: 'aliyun/erdma', selector: { vendors: ['0x1ded'] } }],
+            ...extra,
           },
         }),
       );
@@ -195,14 +200,14 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
       );
     agentConfig(o.devicePlugin ?? true);
     agent = spawnAgent();
-    restartAgent = async (devicePlugin: boolean): Promise<void> => {
+    restartAgent = async (devicePlugin: boolean, extra?: Record<string, unknown>): Promise<void> => {
       const p = agent;
       if (p && p.exitCode === null) {
         const gone = new Promise((r) => p.once('exit', r));
         p.kill('SIGTERM');
         await gone;
       }
-      agentConfig(devicePlugin);
+      agentConfig(devicePlugin, extra);
       agent = spawnAgent();
     };
     const started = node;
@@ -301,7 +306,7 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
       cdiDir,
       startDra,
       stopDra,
-      restartAgent: (devicePlugin) => restartAgent(devicePlugin),
+      restartAgent: (devicePlugin, extra) => restartAgent(devicePlugin, extra),
       stop,
     };
   } catch (err) {

@@ -1,6 +1,14 @@
 // The device plugin over real gRPC on unix sockets, against a test kubelet that speaks the
 // upstream protocol (see test/helpers/fake-kubelet.ts for why it is a stand-in).
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync, unlinkSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import http2 from 'node:http2';
 import { connect as netConnect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -19,7 +27,13 @@ afterEach(async () => {
 });
 
 function setup(
-  opts: { kubeletFirst?: boolean; shared?: boolean; lines?: Record<string, unknown>[] } = {},
+  opts: {
+    kubeletFirst?: boolean;
+    shared?: boolean;
+    lines?: Record<string, unknown>[];
+    takeOver?: boolean;
+    heldBack?: (resource: string, others: readonly string[] | undefined) => void;
+  } = {},
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'dp-'));
   const hostRoot = join(dir, 'host');
@@ -48,6 +62,8 @@ function setup(
     ...(opts.shared ? { mode: 'shared' as const } : {}),
     pollMs: 200,
     discover: () => discover({ hostRoot }),
+    ...(opts.takeOver ? { takeOver: true } : {}),
+    ...(opts.heldBack ? { onHeldBack: opts.heldBack } : {}),
     logger: opts.lines
       ? pino(
           { level: 'info' },
@@ -297,6 +313,67 @@ function halfSentAllocate(socketPath: string): { close: () => void } {
   stream.write(Buffer.concat([Buffer.from([0, 0, 0, 0, 100]), Buffer.alloc(10)]));
   return { close: () => session.destroy() };
 }
+
+// #87 item 5: the kubelet's device manager checkpoint, in the format kubelet 1.37 writes it
+// (pkg/kubelet/cm/devicemanager/checkpoint: Data.RegisteredDevices by resource), says who else
+// registered our resource; the real kubelet's case is test/integration/cluster/device-plugin-takeover.test.ts.
+function checkpoint(kubeletDir: string, registered: Record<string, string[]>): void {
+  mkdirSync(join(kubeletDir, 'device-plugins'), { recursive: true });
+  writeFileSync(
+    join(kubeletDir, 'device-plugins', 'kubelet_internal_checkpoint'),
+    JSON.stringify({
+      Data: { PodDeviceEntries: null, RegisteredDevices: registered },
+      Checksum: 1,
+    }),
+  );
+}
+
+describe('device plugin beside another registrant of its resource', () => {
+  it('does not register while the checkpoint holds IDs not its own, says so, and registers once they are gone', async () => {
+    const told: (readonly string[] | undefined)[] = [];
+    const made = setup({ heldBack: (_r, others) => told.push(others) });
+    await made.kubelet.start();
+    checkpoint(made.kubeletDir, {
+      'aliyun/erdma': ['1700000000-erdma-0', '1700000000-erdma-1'],
+      'nvidia.com/gpu': ['GPU-1'],
+    });
+    await made.plugin.start();
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(made.kubelet.registrations).toHaveLength(0);
+    expect(made.plugin.heldBackFor).toEqual(['1700000000-erdma-0', '1700000000-erdma-1']);
+    expect(told).toEqual([['1700000000-erdma-0', '1700000000-erdma-1']]);
+    // The kubelet drops a stopped plugin's resource after its grace period.
+    checkpoint(made.kubeletDir, { 'nvidia.com/gpu': ['GPU-1'] });
+    await until('registration', () => made.kubelet.registrations.length === 1);
+    expect(made.plugin.heldBackFor).toBeUndefined();
+    expect(told).toEqual([['1700000000-erdma-0', '1700000000-erdma-1'], undefined]);
+  });
+
+  it('registers when what the checkpoint holds is its own (its own restart, another slot count)', async () => {
+    const made = setup();
+    await made.kubelet.start();
+    checkpoint(made.kubeletDir, { 'aliyun/erdma': ['erdma_0-0', 'erdma_0-63', 'erdma_1-5'] });
+    await made.plugin.start();
+    await until('registration', () => made.kubelet.registrations.length === 1);
+  });
+
+  it('registers anyway when told to take over', async () => {
+    const made = setup({ takeOver: true });
+    await made.kubelet.start();
+    checkpoint(made.kubeletDir, { 'aliyun/erdma': ['1700000000-erdma-0'] });
+    await made.plugin.start();
+    await until('registration', () => made.kubelet.registrations.length === 1);
+    expect(made.plugin.heldBackFor).toBeUndefined();
+  });
+
+  it('stops counting itself registered when another plugin registers after it', async () => {
+    const { kubeletDir, plugin } = await registered();
+    expect(plugin.isRegistered).toBe(true);
+    checkpoint(kubeletDir, { 'aliyun/erdma': ['other-0'] });
+    await until('held back', () => plugin.heldBackFor !== undefined);
+    expect(plugin.isRegistered).toBe(false);
+  });
+});
 
 describe('device plugin with hostile clients', () => {
   it('stops within its grace period while a client holds a half-sent Allocate', async () => {
