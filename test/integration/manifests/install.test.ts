@@ -15,11 +15,12 @@ import {
   type KubeMinor,
 } from '../../harness/k8s/control-plane.js';
 import { until } from '../../helpers/wait.js';
+import { helmTemplate } from '../../harness/helm.js';
 import { k8s135, k8sBinaries, requires } from '../../helpers/requires.js';
 
 const why = requires(
   'the install suite (kubectl, real API servers 1.37 and 1.35)',
-  k8sBinaries(['etcd', 'kube-apiserver', 'kube-controller-manager', 'kubectl']),
+  k8sBinaries(['etcd', 'kube-apiserver', 'kube-controller-manager', 'kubectl', 'helm']),
   k8s135,
 );
 const OVERLAY = 'test/integration/manifests/local-image';
@@ -139,6 +140,48 @@ describe.skipIf(why !== '').each(['1.37', '1.35'] as const)(
       expect(r.stdout).toMatch(
         /validatingadmissionpolicybinding\.admissionregistration\.k8s\.io\/\S+ created \(server dry run\)/,
       );
+    });
+
+    // #87 item 4: what `helm template` renders for this API server's version, with each value
+    // that changes an object's shape, passes the API server's own validation.
+    it.each([
+      ['the defaults', []],
+      [
+        'failurePolicy Fail, node restriction, DRA and the device plugin both, cert-manager',
+        [
+          '--set',
+          'webhook.failurePolicy=Fail',
+          '--set',
+          'nodeRestriction.enabled=true',
+          '--set',
+          'devices.path=both',
+          '--set',
+          'certificates.source=cert-manager',
+        ],
+      ],
+      [
+        'all devices to a pod, rdma/hca, debug logs',
+        [
+          '--set',
+          'devices.allocation=all',
+          '--set',
+          'logLevel=debug',
+          '--set-json',
+          'devices.resources=[{"name":"aliyun/erdma","selector":{"drivers":["erdma"]}},{"name":"rdma/hca","selector":{"drivers":["erdma"]},"mode":"shared"}]',
+        ],
+      ],
+    ] as const)('helm template with %s passes a server-side dry run', async (_what, values) => {
+      const t = helmTemplate(['--kube-version', minor === '1.37' ? '1.37.0' : '1.35.0', ...values]);
+      expect(t.status, t.stderr).toBe(0);
+      // The namespace `helm install --create-namespace` makes, first.
+      const ns = await cp.kubectl(['create', 'namespace', 'erdma-smcr', '--dry-run=server']);
+      expect(ns.status, ns.stderr).toBe(0);
+      const r = await cp.kubectl(['apply', '-f', '-', '--dry-run=server'], t.stdout);
+      const errors = r.stderr.split('\n').filter((l) => l.trim() !== '' && !dryRunArtifact(l));
+      expect(errors).toEqual([]);
+      expect(r.stdout).toMatch(/daemonset\.apps\/erdma-smcr-agent created \(server dry run\)/);
+      if (minor === '1.37' && (values as readonly string[]).includes('devices.path=both'))
+        expect(r.stdout).toMatch(/deviceclass\.resource\.k8s\.io\/erdma\.smcr\.erdma\.io created/);
     });
 
     it('refuses a matchCondition whose CEL names a field that does not exist (the negative control)', async () => {
