@@ -46,9 +46,10 @@ import { agentRollsUnderLoad, webhookRollsUnderLoad } from './in-cluster-steps/r
 import { workingSetsWithinRequests } from './in-cluster-steps/working-sets.js';
 import {
   outageStallsOnlyCreation,
-  ourHostPaths,
+  uninstalledAsTheRunbookSays,
   upgradeAndRollBack,
 } from './in-cluster-steps/day-two.js';
+import { helmRunbooks } from './in-cluster-steps/helm.js';
 
 const kubeProxy = (): string =>
   binariesPresent(['kube-proxy']).length > 0
@@ -497,85 +498,15 @@ describe.skipIf(why !== '')(
     }, 900_000);
 
     it('uninstalls the overlay installed as the runbook says: the conflist as it was, our binary and labels gone, running pods untouched, and only what the runbook lists left', async () => {
-      await rolledOut('daemonset', 'erdma-smcr-agent'); // an agent pod to exec into
-      const before = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items
-        .map((p) => p.metadata.uid)
-        .sort();
-      const agents = await agentPods();
-      for (const p of agents)
-        await kubectl(
-          'exec',
-          '-n',
-          'erdma-smcr',
-          p,
-          '--',
-          'node',
-          '/app/bin/erdma-smcr.js',
-          'agent',
-          '--uninstall',
-        );
-      // As the README says, but without waiting inside kubectl (the harness kills a kubectl after 60 s,
-      // and the namespace's deletion can take about that long): the namespace must be gone after.
-      await kubectl('delete', '-k', OVERLAY, '--wait=false');
-      await until(
-        'the erdma-smcr namespace gone',
-        async () =>
-          (await cp.kubectl(['get', 'namespace', 'erdma-smcr'])).status !== 0 ? true : undefined,
-        170_000,
-      );
-      await kubectl(
-        'label',
-        'nodes',
-        '--all',
-        'smcr.erdma.io/erdma-node-',
-        'smcr.erdma.io/capable-',
-        'smcr.erdma.io/driver-mode-',
-        'smcr.erdma.io/reason-',
-        'smcr.erdma.io/mechanism-',
-        'smcr.erdma.io/smcd-loopback-',
-        'smcr.erdma.io/erdma-reserved-ports-',
-        'smcr.erdma.io/smc-reserved-ports-',
-      );
-      expect(readFileSync(CONFLIST, 'utf8')).toBe(conflistBefore);
-      expect(existsSync(join(HOST, 'opt/cni/bin/erdma-smcr'))).toBe(false);
-      expect(existsSync(join(HOST, 'opt/erdma-smcr/lib/libsmc-preload.so'))).toBe(false);
-      const nodeObj = await getJson('node', NODE);
-      const ourKeys = (m: Record<string, string> | undefined): string[] =>
-        Object.keys(m ?? {}).filter((k) => k.includes('erdma-smcr') || k.includes('smcr.erdma.io'));
-      expect(ourKeys(nodeObj.metadata.labels)).toEqual([]);
-      expect(ourKeys(nodeObj.metadata.annotations)).toEqual([]);
-      const after = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items;
-      expect(after.map((p) => p.metadata.uid).sort()).toEqual(before);
-      expect(after.every((p) => p.status.phase === 'Running')).toBe(true);
-      // Nothing of ours in the API but what the runbook lists (aliyun/erdma at 0, Events).
-      const clusterScoped = await kubectl(
-        'get',
-        'mutatingwebhookconfigurations,validatingwebhookconfigurations,clusterroles,clusterrolebindings,priorityclasses,apiservices',
-        '-o',
-        'name',
-      );
-      expect(clusterScoped.split('\n').filter((n) => /erdma|smcr/.test(n))).toEqual([]);
-      await until(
-        'aliyun/erdma at 0 once its device plugin is gone',
-        async () =>
-          Number((await getJson('node', NODE)).status.allocatable?.['aliyun/erdma'] ?? 0) === 0 ||
-          undefined,
-      );
-      // On the node: exactly the directories the runbook lists; then its command removes them.
-      const left = ourHostPaths(ctx);
-      console.log(`left on the node after the uninstall: ${left.join(' ')}`);
-      expect(left).toEqual([
-        '/opt/erdma-smcr',
-        '/run/erdma-smcr',
-        '/var/lib/cni/erdma-smcr',
-        '/var/log/erdma-smcr',
-      ]);
-      // The runbook's command (on the harness's bind mounts the directory itself stays, emptied).
-      node.exec('sh', [
-        '-c',
-        `rm -rf ${left.map((p) => (p.startsWith('/opt/') ? join(HOST, p) : p)).join(' ')}; true`,
-      ]);
-      expect(ourHostPaths(ctx)).toEqual([]);
+      await uninstalledAsTheRunbookSays(ctx, conflistBefore, async () => {
+        // As the README says, but without waiting inside kubectl (the harness kills a kubectl
+        // after 60 s, and the namespace's deletion can take about that long).
+        await kubectl('delete', '-k', OVERLAY, '--wait=false');
+      });
     }, 300_000);
+
+    it('installs the Helm chart as the README says, upgrades it under a stream of annotated pods (none failed, none unmutated), rolls back and uninstalls it as the runbook says', async () => {
+      await helmRunbooks(ctx, conflistBefore);
+    }, 1_200_000);
   },
 );

@@ -1,10 +1,12 @@
 // Day two on the harness (#80 items 1 and 4): a webhook outage stalls no update of an annotated
 // pod, and the runbooks of docs/install.md (upgrade, roll back, uninstall) run as written, each
 // command against the cluster.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { expect } from 'vitest';
 import { podWebhookCalled, type Json } from '../../../helpers/cel.js';
-import { APP, HOST, NODE, type InCluster, type Obj } from './context.js';
+import { APP, CONFLIST, HOST, NODE, type InCluster, type Obj } from './context.js';
 
 const NS = 'apps';
 const SMCR = 'network.alibabacloud.com/erdma-smcr';
@@ -27,7 +29,7 @@ const annotatedPod = (name: string): object => ({
  * synced their endpoints, and under `Ignore` a pod created in that gap is admitted unmutated (a
  * fresh-clone CI run met it: `resources.limits` undefined right after the rollout).
  */
-async function webhookAnswers(c: InCluster): Promise<void> {
+export async function webhookAnswers(c: InCluster): Promise<void> {
   await c.until(
     'the webhook answering the API server through its Service',
     async () => {
@@ -44,7 +46,7 @@ async function webhookAnswers(c: InCluster): Promise<void> {
 }
 
 /** An annotated pod created now runs, mutated, with its device: the whole path works. */
-async function annotatedPodRuns(c: InCluster, name: string): Promise<void> {
+export async function annotatedPodRuns(c: InCluster, name: string): Promise<void> {
   const created = await c.cp.kubectl(['create', '-f', '-'], JSON.stringify(annotatedPod(name)));
   expect(created.status, created.stderr).toBe(0);
   const pod = await c.until(
@@ -230,7 +232,7 @@ export async function outageStallsOnlyCreation(c: InCluster, overlay: string): P
   await annotatedPodRuns(c, 'after-outage');
 }
 
-const imagesByComponent = async (c: InCluster): Promise<Record<string, string[]>> => {
+export const imagesByComponent = async (c: InCluster): Promise<Record<string, string[]>> => {
   const out: Record<string, string[]> = {};
   for (const p of (await c.getJson('pods', '-n', 'erdma-smcr')).items) {
     if (p.metadata.deletionTimestamp) continue;
@@ -245,7 +247,7 @@ const imagesByComponent = async (c: InCluster): Promise<Record<string, string[]>
  * docs/install.md, "Device plugin, node by node": cordon, delete its pod, wait until the kubelet
  * counts the devices again, uncordon.
  */
-async function replaceDevicePluginPod(c: InCluster): Promise<void> {
+export async function replaceDevicePluginPod(c: InCluster): Promise<void> {
   const { kubectl, getJson, until } = c;
   const dp = async (): Promise<Obj | undefined> =>
     (
@@ -385,4 +387,112 @@ export function ourHostPaths(c: InCluster): string[] {
   return found.filter(
     (p) => !HARNESS_BINDS.includes(p) || c.node.exec('ls', ['-A', p]).trim() !== '',
   );
+}
+
+/**
+ * docs/install.md "Uninstall", with `remove` for the objects (kubectl delete -k, helm uninstall):
+ * the agent's --uninstall in each agent pod first, then `remove`, the namespace gone, our labels
+ * removed; then the conflist is as it was, our binary and labels gone, running pods untouched,
+ * and on the node only what the runbook lists, which its command removes.
+ */
+export async function uninstalledAsTheRunbookSays(
+  c: InCluster,
+  conflistBefore: string,
+  remove: () => Promise<void>,
+): Promise<void> {
+  const { cp, kubectl, getJson, until, rolledOut, node } = c;
+  const ctx = c;
+  const agentPods = async (): Promise<string[]> =>
+    (
+      await kubectl(
+        'get',
+        'pods',
+        '-n',
+        'erdma-smcr',
+        '-l',
+        'app.kubernetes.io/component=agent',
+        '-o',
+        'name',
+      )
+    )
+      .trim()
+      .split('\n');
+  await rolledOut('daemonset', 'erdma-smcr-agent'); // an agent pod to exec into
+  const before = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items
+    .map((p) => p.metadata.uid)
+    .sort();
+  const agents = await agentPods();
+  for (const p of agents)
+    await kubectl(
+      'exec',
+      '-n',
+      'erdma-smcr',
+      p,
+      '--',
+      'node',
+      '/app/bin/erdma-smcr.js',
+      'agent',
+      '--uninstall',
+    );
+  await remove();
+  await until(
+    'the erdma-smcr namespace gone',
+    async () =>
+      (await cp.kubectl(['get', 'namespace', 'erdma-smcr'])).status !== 0 ? true : undefined,
+    170_000,
+  );
+  await kubectl(
+    'label',
+    'nodes',
+    '--all',
+    'smcr.erdma.io/erdma-node-',
+    'smcr.erdma.io/capable-',
+    'smcr.erdma.io/driver-mode-',
+    'smcr.erdma.io/reason-',
+    'smcr.erdma.io/mechanism-',
+    'smcr.erdma.io/smcd-loopback-',
+    'smcr.erdma.io/erdma-reserved-ports-',
+    'smcr.erdma.io/smc-reserved-ports-',
+    'smcr.erdma.io/device-plugin-reason-',
+  );
+  expect(readFileSync(CONFLIST, 'utf8')).toBe(conflistBefore);
+  expect(existsSync(join(HOST, 'opt/cni/bin/erdma-smcr'))).toBe(false);
+  expect(existsSync(join(HOST, 'opt/erdma-smcr/lib/libsmc-preload.so'))).toBe(false);
+  const nodeObj = await getJson('node', NODE);
+  const ourKeys = (m: Record<string, string> | undefined): string[] =>
+    Object.keys(m ?? {}).filter((k) => k.includes('erdma-smcr') || k.includes('smcr.erdma.io'));
+  expect(ourKeys(nodeObj.metadata.labels)).toEqual([]);
+  expect(ourKeys(nodeObj.metadata.annotations)).toEqual([]);
+  const after = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items;
+  expect(after.map((p) => p.metadata.uid).sort()).toEqual(before);
+  expect(after.every((p) => p.status.phase === 'Running')).toBe(true);
+  // Nothing of ours in the API but what the runbook lists (aliyun/erdma at 0, Events).
+  const clusterScoped = await kubectl(
+    'get',
+    'mutatingwebhookconfigurations,validatingwebhookconfigurations,clusterroles,clusterrolebindings,priorityclasses,apiservices',
+    '-o',
+    'name',
+  );
+  expect(clusterScoped.split('\n').filter((n) => /erdma|smcr/.test(n))).toEqual([]);
+  await until(
+    'aliyun/erdma at 0 once its device plugin is gone',
+    async () =>
+      Number((await getJson('node', NODE)).status.allocatable?.['aliyun/erdma'] ?? 0) === 0 ||
+      undefined,
+  );
+  // On the node: exactly the directories the runbook lists; then its command removes them.
+  const left = ourHostPaths(ctx);
+  console.log(`left on the node after the uninstall: ${left.join(' ')}`);
+  expect(left).toEqual([
+    '/opt/erdma-smcr',
+    '/run/erdma-smcr',
+    '/var/lib/cni/erdma-smcr',
+    '/var/log/erdma-smcr',
+  ]);
+  // The runbook's command (on the harness's bind mounts the directory itself stays, emptied).
+  node.exec('sh', [
+    '-c',
+    `rm -rf ${left.map((p) => (p.startsWith('/opt/') ? join(HOST, p) : p)).join(' ')}; true`,
+  ]);
+  expect(ourHostPaths(ctx)).toEqual([]);
 }

@@ -7,9 +7,27 @@ import { expect } from 'vitest';
 import { eventsWithReason } from '../../../harness/k8s/events.js';
 import { APP, appsDeployment, CONFLIST, type InCluster, type Obj } from './context.js';
 
-export async function webhookRollsUnderLoad(c: InCluster): Promise<void> {
-  const { dir, cp, kubectl, getJson, until, rolledOut } = c;
-  const stop = join(dir, 'stop-load');
+/** What a stream of annotated pods (dry runs, the API server calling the webhook) came back as. */
+export interface AdmissionLoad {
+  sent: number;
+  mutated: number;
+  missed: number;
+  failed: number;
+  seconds: number;
+  missedNames: string[];
+}
+
+/**
+ * `action` under a steady stream of annotated pod creations at `rate` a second
+ * (test/harness/admission-load.mjs): 3 s of steady state before and after it.
+ */
+export async function admissionLoadDuring(
+  c: InCluster,
+  rate: number,
+  action: () => Promise<void>,
+): Promise<AdmissionLoad> {
+  const { dir, cp } = c;
+  const stop = join(dir, `stop-load-${Date.now()}`);
   const load = spawn(
     'nsenter',
     [
@@ -20,7 +38,7 @@ export async function webhookRollsUnderLoad(c: InCluster): Promise<void> {
       cp.token,
       join(cp.dir, 'ca.crt'),
       'apps',
-      '20',
+      String(rate),
       stop,
     ],
     {
@@ -32,6 +50,26 @@ export async function webhookRollsUnderLoad(c: InCluster): Promise<void> {
   const finished = new Promise<void>((resolve) => load.once('exit', () => resolve()));
   try {
     await new Promise((r) => setTimeout(r, 3000)); // steady state first
+    await action();
+    await new Promise((r) => setTimeout(r, 3000));
+  } finally {
+    writeFileSync(stop, '');
+    await finished;
+  }
+  return JSON.parse(out) as AdmissionLoad;
+}
+
+/** What the API server said of the webhook calls that failed (failurePolicy: Ignore logs them). */
+export const webhookErrors = (c: InCluster): string =>
+  readFileSync(join(c.cp.dir, 'kube-apiserver.log'), 'utf8')
+    .split('\n')
+    .filter((l) => /failed calling webhook/i.test(l))
+    .slice(-20)
+    .join('\n');
+
+export async function webhookRollsUnderLoad(c: InCluster): Promise<void> {
+  const { kubectl, getJson, until, rolledOut } = c;
+  const result = await admissionLoadDuring(c, 20, async () => {
     const oldPods = (
       await getJson('pods', '-n', 'erdma-smcr', '-l', 'app.kubernetes.io/component=webhook')
     ).items.map((p) => p.metadata.name);
@@ -43,34 +81,15 @@ export async function webhookRollsUnderLoad(c: InCluster): Promise<void> {
       ).items.map((p) => p.metadata.name);
       return names.every((n) => !oldPods.includes(n)) ? true : undefined;
     });
-    await new Promise((r) => setTimeout(r, 3000));
-  } finally {
-    writeFileSync(stop, '');
-    await finished;
-  }
-  const result = JSON.parse(out) as {
-    sent: number;
-    mutated: number;
-    missed: number;
-    failed: number;
-    seconds: number;
-    missedNames: string[];
-  };
+  });
   console.log(
     `webhook rollout under load: ${result.sent} annotated pods in ${result.seconds.toFixed(1)} s (${(result.sent / result.seconds).toFixed(1)}/s): ${result.mutated} mutated, ${result.missed} missed, ${result.failed} failed`,
   );
-  // What the API server said of the calls that failed (failurePolicy: Ignore logs them).
-  const webhookErrors = (): string =>
-    readFileSync(join(cp.dir, 'kube-apiserver.log'), 'utf8')
-      .split('\n')
-      .filter((l) => /failed calling webhook/i.test(l))
-      .slice(-20)
-      .join('\n');
   expect(result.sent).toBeGreaterThan(200);
-  expect(result.failed, result.failed ? webhookErrors() : '').toBe(0);
+  expect(result.failed, result.failed ? webhookErrors(c) : '').toBe(0);
   expect(
     result.missed,
-    result.missed ? `${result.missedNames.join(' ')}\n${webhookErrors()}` : '',
+    result.missed ? `${result.missedNames.join(' ')}\n${webhookErrors(c)}` : '',
   ).toBe(0);
 }
 
