@@ -6,6 +6,16 @@ import { join } from 'node:path';
 import { binPath } from './k8s/control-plane.js';
 
 export const CHART = 'charts/erdma-smcr';
+/** The README's Helm install and uninstall, word for word (the chart suite checks the README says them). */
+export const HELM_INSTALL = [
+  'install',
+  'erdma-smcr',
+  CHART,
+  '--namespace',
+  'erdma-smcr',
+  '--create-namespace',
+];
+export const HELM_UNINSTALL = ['uninstall', 'erdma-smcr', '-n', 'erdma-smcr'];
 
 export function helmEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const home = join(tmpdir(), 'erdma-smcr-helm');

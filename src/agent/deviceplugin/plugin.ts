@@ -104,7 +104,7 @@ export class ErdmaDevicePlugin {
    */
   private holdBack(): boolean {
     if (this.opts.takeOver) return false;
-    const others = otherRegistrant(this.dir, this.opts.resourceName, (id) => this.ours(id));
+    const others = otherRegistrant(this.dir, this.opts.resourceName, (id) => this.ours(id))?.sort();
     const was = this.others;
     this.others = others;
     if ((was === undefined) !== (others === undefined)) {

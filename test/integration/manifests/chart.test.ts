@@ -14,7 +14,7 @@ import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { binPath } from '../../harness/k8s/control-plane.js';
 import { k8sBinaries, requires } from '../../helpers/requires.js';
-import { CHART, helmEnv, helmTemplate } from '../../harness/helm.js';
+import { CHART, HELM_INSTALL, HELM_UNINSTALL, helmEnv, helmTemplate } from '../../harness/helm.js';
 import { loadConfig } from '../../../src/config/load.js';
 
 const why = requires('the chart suite (helm 4, kubectl 1.37)', k8sBinaries(['helm', 'kubectl']));
@@ -245,6 +245,12 @@ describe.skipIf(why !== '')('the chart and the kustomize manifests say one thing
       ).map((c) => c.image),
     );
     expect(new Set(images)).toEqual(new Set([`ghcr.io/erdma-smcr/erdma-smcr:${pkg.version}`]));
+  });
+
+  it("the README's Helm install and uninstall are the in-cluster suite's, word for word", () => {
+    const readme = readFileSync('README.md', 'utf8');
+    expect(readme).toContain(`\nhelm ${HELM_INSTALL.join(' ')}\n`);
+    expect(readme).toContain(`helm ${HELM_UNINSTALL.join(' ')} && kubectl delete ns erdma-smcr`);
   });
 
   it('helm lint --strict passes', () => {

@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import { expect } from 'vitest';
 import { binPath, KUBECTL } from '../../../harness/k8s/control-plane.js';
-import { CHART, helmEnv } from '../../../harness/helm.js';
+import { CHART, HELM_INSTALL, HELM_UNINSTALL, helmEnv } from '../../../harness/helm.js';
 import { type InCluster } from './context.js';
 import {
   annotatedPodRuns,
@@ -66,7 +66,7 @@ export async function helmRunbooks(c: InCluster, conflistBefore: string): Promis
 
   // 1. A bad value: refused by the chart's schema before anything reaches the cluster.
   const chart = CHART;
-  const install = ['install', RELEASE, chart, '--namespace', 'erdma-smcr', '--create-namespace'];
+  const install = HELM_INSTALL;
   const image = [
     '--set',
     `image.repository=${IMAGE}`,
@@ -148,8 +148,8 @@ export async function helmRunbooks(c: InCluster, conflistBefore: string): Promis
 
   // 5. Uninstall as the runbook says: helm uninstall, and the namespace helm created.
   await uninstalledAsTheRunbookSays(c, conflistBefore, async () => {
-    ok('uninstall', RELEASE, '--namespace', 'erdma-smcr');
-    await c.kubectl('delete', 'namespace', 'erdma-smcr', '--wait=false');
+    ok(...HELM_UNINSTALL);
+    await c.kubectl('delete', 'ns', 'erdma-smcr', '--wait=false');
   });
   expect(ok('list', '--all-namespaces', '-q').trim()).toBe('');
 }
