@@ -171,15 +171,23 @@ describe.skipIf(why !== '').each(['1.37', '1.35'] as const)(
         ],
       ],
     ] as const)('helm template with %s passes a server-side dry run', async (_what, values) => {
-      const t = helmTemplate(['--kube-version', minor === '1.37' ? '1.37.0' : '1.35.0', ...values]);
+      // Into a namespace of its own, made for real: every namespaced object is then validated
+      // too (the kustomizations' dry runs above cannot, their Namespace not being there yet).
+      const ns = `helm-${values.length}`;
+      await cp.kubectl(['create', 'namespace', ns]);
+      const t = helmTemplate([
+        '--kube-version',
+        minor === '1.37' ? '1.37.0' : '1.35.0',
+        '--namespace',
+        ns,
+        ...values,
+      ]);
       expect(t.status, t.stderr).toBe(0);
-      // The namespace `helm install --create-namespace` makes, first.
-      const ns = await cp.kubectl(['create', 'namespace', 'erdma-smcr', '--dry-run=server']);
-      expect(ns.status, ns.stderr).toBe(0);
       const r = await cp.kubectl(['apply', '-f', '-', '--dry-run=server'], t.stdout);
       const errors = r.stderr.split('\n').filter((l) => l.trim() !== '' && !dryRunArtifact(l));
       expect(errors).toEqual([]);
       expect(r.stdout).toMatch(/daemonset\.apps\/erdma-smcr-agent created \(server dry run\)/);
+      expect(r.stdout).toMatch(/deployment\.apps\/erdma-smcr-webhook created \(server dry run\)/);
       if (minor === '1.37' && (values as readonly string[]).includes('devices.path=both'))
         expect(r.stdout).toMatch(/deviceclass\.resource\.k8s\.io\/erdma\.smcr\.erdma\.io created/);
     });
