@@ -90,8 +90,10 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
   let hook: WebhookProc | undefined;
   let dra: ChildProcess | undefined;
   let agent: ChildProcess | undefined;
-  let restartAgent: (devicePlugin: boolean, extra?: Record<string, unknown>) => Promise<void> =
-    async () => undefined;
+  let restartAgent: (
+    devicePlugin: boolean,
+    extra?: Record<string, unknown>,
+  ) => Promise<void> = async () => undefined;
   const stopDra = async (): Promise<void> => {
     const p = dra;
     dra = undefined;
@@ -200,7 +202,10 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
       );
     agentConfig(o.devicePlugin ?? true);
     agent = spawnAgent();
-    restartAgent = async (devicePlugin: boolean, extra?: Record<string, unknown>): Promise<void> => {
+    restartAgent = async (
+      devicePlugin: boolean,
+      extra?: Record<string, unknown>,
+    ): Promise<void> => {
       const p = agent;
       if (p && p.exitCode === null) {
         const gone = new Promise((r) => p.once('exit', r));

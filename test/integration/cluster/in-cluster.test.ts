@@ -33,6 +33,7 @@ import { eventsWithReason } from '../../harness/k8s/events.js';
 import { cniPlugins, iptables, requires } from '../../helpers/requires.js';
 import { prometheusAvailable } from '../../harness/prometheus.js';
 import {
+  agentPodNames,
   APP,
   appsDeployment,
   CONFLIST,
@@ -115,22 +116,7 @@ describe.skipIf(why !== '')(
     };
     const getJson = async (...args: string[]): Promise<Obj & { items: Obj[] }> =>
       JSON.parse(await kubectl('get', '-o', 'json', ...args));
-    /** The agent DaemonSet's pods, as `pod/NAME` (what kubectl exec takes). */
-    const agentPods = async (): Promise<string[]> =>
-      (
-        await kubectl(
-          'get',
-          'pods',
-          '-n',
-          'erdma-smcr',
-          '-l',
-          'app.kubernetes.io/component=agent',
-          '-o',
-          'name',
-        )
-      )
-        .trim()
-        .split('\n');
+    const agentPods = (): Promise<string[]> => agentPodNames(kubectl);
     const diagnostics = async (): Promise<string> => {
       const describe = await cp.kubectl(['describe', 'pods', '-A']);
       const agent = await cp.kubectl([

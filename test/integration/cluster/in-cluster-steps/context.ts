@@ -58,3 +58,18 @@ export const appsDeployment = (name: string): object =>
     terminationGracePeriodSeconds: 1,
     containers: [{ name: 'app', image: APP, imagePullPolicy: 'Never' }],
   });
+
+/** The agent DaemonSet's pods, as `pod/NAME` (what kubectl exec takes). */
+export async function agentPodNames(kubectl: InCluster['kubectl']): Promise<string[]> {
+  const out = await kubectl(
+    'get',
+    'pods',
+    '-n',
+    'erdma-smcr',
+    '-l',
+    'app.kubernetes.io/component=agent',
+    '-o',
+    'name',
+  );
+  return out.trim().split('\n');
+}

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import yaml from 'js-yaml';
 import { expect } from 'vitest';
 import { podWebhookCalled, type Json } from '../../../helpers/cel.js';
-import { APP, CONFLIST, HOST, NODE, type InCluster, type Obj } from './context.js';
+import { agentPodNames, APP, CONFLIST, HOST, NODE, type InCluster, type Obj } from './context.js';
 
 const NS = 'apps';
 const SMCR = 'network.alibabacloud.com/erdma-smcr';
@@ -402,21 +402,7 @@ export async function uninstalledAsTheRunbookSays(
 ): Promise<void> {
   const { cp, kubectl, getJson, until, rolledOut, node } = c;
   const ctx = c;
-  const agentPods = async (): Promise<string[]> =>
-    (
-      await kubectl(
-        'get',
-        'pods',
-        '-n',
-        'erdma-smcr',
-        '-l',
-        'app.kubernetes.io/component=agent',
-        '-o',
-        'name',
-      )
-    )
-      .trim()
-      .split('\n');
+  const agentPods = (): Promise<string[]> => agentPodNames(kubectl);
   await rolledOut('daemonset', 'erdma-smcr-agent'); // an agent pod to exec into
   const before = (await getJson('pods', '-n', 'apps', '-l', 'app=web')).items
     .map((p) => p.metadata.uid)

@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import { expect } from 'vitest';
 import { binPath, KUBECTL } from '../../../harness/k8s/control-plane.js';
 import { CHART, HELM_INSTALL, HELM_UNINSTALL, helmEnv } from '../../../harness/helm.js';
-import { type InCluster } from './context.js';
+import { NODE, type InCluster } from './context.js';
 import {
   annotatedPodRuns,
   imagesByComponent,
@@ -32,11 +32,16 @@ const TEST_NODE = [
 
 export async function helmRunbooks(c: InCluster, conflistBefore: string): Promise<void> {
   const helm = (...args: string[]) => {
-    const r = spawnSync(binPath('helm'), [...args, '--kubeconfig', c.cp.kubeconfig], {
-      encoding: 'utf8',
-      timeout: 300_000,
-      env: helmEnv({ HELM_PLUGINS: resolve('test/integration/cluster/helm-plugins') }),
-    });
+    // In the cluster's network namespace, where its API server listens (as cp.kubectl runs).
+    const r = spawnSync(
+      'nsenter',
+      [`--net=${c.cp.netns}`, binPath('helm'), ...args, '--kubeconfig', c.cp.kubeconfig],
+      {
+        encoding: 'utf8',
+        timeout: 300_000,
+        env: helmEnv({ HELM_PLUGINS: resolve('test/integration/cluster/helm-plugins') }),
+      },
+    );
     return { status: r.status, stdout: r.stdout, stderr: r.stderr };
   };
   const ok = (...args: string[]): string => {
@@ -89,7 +94,9 @@ export async function helmRunbooks(c: InCluster, conflistBefore: string): Promis
     (await c.cp.kubectl(['get', 'mutatingwebhookconfiguration', 'erdma-smcr'])).status,
   ).not.toBe(0);
 
-  // 2. Install, as the README says (plus this node's image and host paths).
+  // 2. Install, as the README says (plus this node's image and host paths): the eRDMA node
+  // labelled again (the kustomize uninstall before took the label off), then helm install.
+  await c.kubectl('label', 'node', NODE, 'smcr.erdma.io/erdma-node=true', '--overwrite');
   const notes = ok(...install, ...image, ...TEST_NODE);
   expect(notes).toContain('kubectl get nodes -L smcr.erdma.io/capable,smcr.erdma.io/reason');
   await rolled();

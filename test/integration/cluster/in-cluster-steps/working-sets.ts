@@ -68,9 +68,7 @@ export async function workingSetsWithinRequests(c: InCluster): Promise<void> {
   // container's cgroup is charged, and whether `node`'s file pages are among it, is read from
   // the cgroup the kubelet made (cgroupfs driver: <cgroupRoot>/kubepods/<qos>/pod<uid>/<id>).
   const kubepods = join(node.cgroupRoot, 'kubepods');
-  const cgroups = (
-    readdirSync(join('/sys/fs/cgroup/memory', kubepods), { recursive: true }) as string[]
-  ).map((d) => join(kubepods, d));
+  const cgroups = cgroupDirs(kubepods);
   const table = [...requested].map(([k, req]) => {
     const id = containerIds.get(k) ?? '';
     const cg = cgroups.find((d) => id !== '' && d.endsWith(`/${id}`));
@@ -96,4 +94,20 @@ export async function workingSetsWithinRequests(c: InCluster): Promise<void> {
   expect(daemons).toHaveLength(2);
   for (const [k, id] of daemons)
     expect(criOomScoreAdj(node.containerd.ctr(['containers', 'info', id])), k).toBe(-997);
+}
+
+/**
+ * Every directory below the kubelet's kubepods cgroup. A pod of the suite's earlier streams that
+ * ends while the tree is walked takes its directories with it (ENOENT mid-walk): walked again.
+ */
+function cgroupDirs(kubepods: string): string[] {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (
+        readdirSync(join('/sys/fs/cgroup/memory', kubepods), { recursive: true }) as string[]
+      ).map((d) => join(kubepods, d));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 5) throw err;
+    }
+  }
 }
