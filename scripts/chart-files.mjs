@@ -1,5 +1,5 @@
 // Writes the chart's copies of what manifests/ says once (charts/erdma-smcr/files/): the alert
-// rules, the node-restriction policy's validations, the matchConditions of both webhooks. The
+// rules, the node-restriction policies, the matchConditions of both webhooks. The
 // chart's templates read them with .Files.Get; test/integration/manifests/chart.test.ts fails when
 // a copy is stale. Usage: node scripts/chart-files.mjs [--check]  (--check: write nothing, exit 1
 // naming each stale copy)
@@ -24,11 +24,7 @@ writeFileSync(
 );
 
 const policy = 'manifests/components/node-restriction/policy.yaml';
-const vap = load(policy).find((d) => d?.kind === 'ValidatingAdmissionPolicy');
-writeFileSync(
-  `${out}/node-restriction-validations.yaml`,
-  header(policy) + dump(vap.spec.validations),
-);
+writeFileSync(`${out}/node-restriction.yaml`, header(policy) + dump(load(policy).filter(Boolean)));
 
 // The overlay's JSON patches: the value of each `add /webhooks/0/matchConditions`.
 const conditions = (p) => load(p)[0].find((op) => op.path === '/webhooks/0/matchConditions').value;

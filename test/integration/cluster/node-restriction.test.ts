@@ -28,12 +28,28 @@ const why = requires(
 );
 const POLICY = 'manifests/components/node-restriction/policy.yaml';
 const CAPABLE = 'smcr.erdma.io/capable';
+const SLICES = '/apis/resource.k8s.io/v1/resourceslices';
+const DRIVER = 'erdma.smcr.erdma.io';
+/** A ResourceSlice as our DRA driver writes it (src/agent/dra/slice.ts), with no device. */
+const slice = (name: string, node: string, driver = DRIVER): object => ({
+  apiVersion: 'resource.k8s.io/v1',
+  kind: 'ResourceSlice',
+  metadata: { name },
+  spec: {
+    driver,
+    nodeName: node,
+    pool: { name: node, generation: 1, resourceSliceCount: 1 },
+    devices: [],
+  },
+});
 
 describe.skipIf(why !== '').each(['1.37', '1.35'] as const)(
   'the node-restriction policy on Kubernetes %s',
   (minor) => {
     let cp: ControlPlane;
     let client: KubeClient;
+    /** The DRA driver's client: a token bound to its pod on node A. */
+    let dra: KubeClient;
     const log = pino({ level: 'silent' });
 
     const kubectl = async (args: string[], input?: string): Promise<string> => {
@@ -61,7 +77,11 @@ describe.skipIf(why !== '').each(['1.37', '1.35'] as const)(
 
     beforeAll(async () => {
       cp = await startControlPlane({ minor });
-      for (const f of ['manifests/base/namespace.yaml', 'manifests/base/agent-rbac.yaml'])
+      for (const f of [
+        'manifests/base/namespace.yaml',
+        'manifests/base/agent-rbac.yaml',
+        'manifests/components/dra/dra.yaml',
+      ])
         await kubectl(['apply', '-f', f]);
       for (const name of ['node-a', 'node-b'])
         await kubectl(
@@ -72,51 +92,56 @@ describe.skipIf(why !== '').each(['1.37', '1.35'] as const)(
             metadata: { name, labels: { team: 'a' } },
           }),
         );
-      // The agent's pod, bound to node A (no kubelet here: it stays Pending, which the token does not mind).
-      await kubectl(
-        ['create', '-f', '-'],
-        JSON.stringify({
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: { name: 'agent-a', namespace: 'erdma-smcr' },
-          spec: {
-            serviceAccountName: 'erdma-smcr-agent',
-            automountServiceAccountToken: false,
-            nodeName: 'node-a',
-            containers: [{ name: 'agent', image: 'registry.invalid/erdma-smcr:1' }],
-          },
-        }),
-      );
-      const token = (
-        await kubectl([
-          'create',
-          'token',
-          'erdma-smcr-agent',
-          '-n',
-          'erdma-smcr',
-          '--bound-object-kind',
-          'Pod',
-          '--bound-object-name',
-          'agent-a',
-          '--duration',
-          '1h',
-        ])
-      ).trim();
-      const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as {
-        'kubernetes.io': { node?: { name: string }; pod?: { name: string } };
+      // The agent's and the DRA driver's pods, bound to node A (no kubelet here: they stay
+      // Pending, which their tokens do not mind).
+      const boundClient = async (sa: string, pod: string): Promise<KubeClient> => {
+        await kubectl(
+          ['create', '-f', '-'],
+          JSON.stringify({
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: { name: pod, namespace: 'erdma-smcr' },
+            spec: {
+              serviceAccountName: sa,
+              automountServiceAccountToken: false,
+              nodeName: 'node-a',
+              containers: [{ name: 'c', image: 'registry.invalid/erdma-smcr:1' }],
+            },
+          }),
+        );
+        const token = (
+          await kubectl([
+            'create',
+            'token',
+            sa,
+            '-n',
+            'erdma-smcr',
+            '--bound-object-kind',
+            'Pod',
+            '--bound-object-name',
+            pod,
+            '--duration',
+            '1h',
+          ])
+        ).trim();
+        const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as {
+          'kubernetes.io': { node?: { name: string }; pod?: { name: string } };
+        };
+        console.log(`${sa}'s bound token (${minor}): ${JSON.stringify(claims['kubernetes.io'])}`);
+        expect(claims['kubernetes.io'].node?.name).toBe('node-a');
+        const file = join(cp.dir, `kubeconfig-${pod}`);
+        writeFileSync(
+          file,
+          (await kubectl(['config', 'view', '--raw', '--minify', '-o', 'json'])).replace(
+            /"token": "[^"]*"/,
+            `"token": "${token}"`,
+          ),
+          { mode: 0o600 },
+        );
+        return loadKubeClient(file, {});
       };
-      console.log(`the agent's bound token (${minor}): ${JSON.stringify(claims['kubernetes.io'])}`);
-      expect(claims['kubernetes.io'].node?.name).toBe('node-a');
-      const file = join(cp.dir, 'kubeconfig-agent-a');
-      writeFileSync(
-        file,
-        (await kubectl(['config', 'view', '--raw', '--minify', '-o', 'json'])).replace(
-          /"token": "[^"]*"/,
-          `"token": "${token}"`,
-        ),
-        { mode: 0o600 },
-      );
-      client = await loadKubeClient(file, {});
+      client = await boundClient('erdma-smcr-agent', 'agent-a');
+      dra = await boundClient('erdma-smcr-dra', 'dra-a');
     }, 180_000);
 
     afterAll(async () => {
@@ -128,6 +153,9 @@ describe.skipIf(why !== '').each(['1.37', '1.35'] as const)(
       expect(changed).toEqual([CAPABLE]);
       expect((await labels('node-b'))[CAPABLE]).toBe('true');
       await kubectl(['label', 'node', 'node-b', `${CAPABLE}-`]);
+      // The same for the DRA driver: RBAC lets node A's driver write node B's slice.
+      await dra.request('POST', SLICES, { body: slice('node-b', 'node-b') });
+      await dra.request('DELETE', `${SLICES}/node-b`);
     });
 
     it("with the policy, node A's agent labels node A and is refused on node B and on a key not ours", async () => {
@@ -171,6 +199,48 @@ describe.skipIf(why !== '').each(['1.37', '1.35'] as const)(
         /denied request: the erdma-smcr agent may change only smcr\.erdma\.io\/ labels of its Node/,
       );
       expect((await labels('node-a'))['team']).toBe('a');
+    });
+
+    it("with the policy, node A's DRA driver writes node A's slice of our driver and is refused node B's and another driver's", async () => {
+      // (The policy was applied by the test above.)
+      const messageB = await until(
+        'the policy refusing the slice of node B',
+        async () => {
+          try {
+            await dra.request('POST', SLICES, { body: slice('node-b', 'node-b') });
+            // Not refused yet: taken away by the admin, so the next try meets the policy again.
+            await kubectl(['delete', 'resourceslice', 'node-b', '--ignore-not-found']);
+            return undefined;
+          } catch (e) {
+            return e instanceof ApiError && e.code === 403
+              ? (JSON.parse(e.body) as { message: string }).message
+              : undefined;
+          }
+        },
+        30_000,
+      );
+      console.log(`node A's DRA driver on node B's slice (${minor}): ${messageB}`);
+      expect(messageB).toMatch(
+        /ValidatingAdmissionPolicy 'erdma-smcr-dra-own-slice' with binding 'erdma-smcr-dra-own-slice' denied request: the erdma-smcr DRA driver may write only the ResourceSlices of the Node it runs on, not node-b/,
+      );
+      await dra.request('POST', SLICES, { body: slice('node-a', 'node-a') });
+      await dra.request('PUT', `${SLICES}/node-a`, {
+        body: {
+          ...(await dra.request<object>('GET', `${SLICES}/node-a`)),
+          spec: (slice('node-a', 'node-a') as { spec: object }).spec,
+        },
+      });
+      const other = await refusal(
+        dra.request('POST', SLICES, { body: slice('gpu-a', 'node-a', 'gpu.example.com') }),
+      );
+      expect(other).toMatch(
+        /denied request: the erdma-smcr DRA driver may write only its own driver's ResourceSlices/,
+      );
+      // A slice of node B made by someone else: node A's driver may not delete it.
+      await kubectl(['create', '-f', '-'], JSON.stringify(slice('node-b', 'node-b')));
+      const del = await refusal(dra.request('DELETE', `${SLICES}/node-b`));
+      expect(del).toMatch(/may write only the ResourceSlices of the Node it runs on, not node-b/);
+      await dra.request('DELETE', `${SLICES}/node-a`);
     });
   },
 );
