@@ -89,6 +89,7 @@ const CPU_FROM_MS = 40_000;
 const CPU_WINDOW_MS = 60_000;
 
 const DEVICE_PLUGIN_YAML = 'manifests/base/device-plugin.yaml';
+const DRA_YAML = 'manifests/components/dra/dra.yaml';
 
 /**
  * Starts of a daemon whose idle figure is read: one reading 3 s after start moves by about ±1 MB
@@ -273,7 +274,22 @@ async function agentLiveRows(
 ): Promise<BenchRow[]> {
   const start = (env: Record<string, string> = {}): Promise<ChildProcess> =>
     startAgent(site, { ERDMA_SMCR_NODE_NAME: api.nodeName, ...env }, api.cp.kubeconfig);
+  // The DRA driver (#86 item 8), which also talks to the API server (its Node, its ResourceSlice),
+  // beside the device plugin's rows of the same run.
+  const startDra = (): Promise<ChildProcess> =>
+    startDaemon(
+      site,
+      'dra-plugin',
+      DRA_YAML,
+      { ERDMA_SMCR_NODE_NAME: api.nodeName },
+      api.cp.kubeconfig,
+    );
   return [
+    idleRow(
+      `DRA driver (its own DaemonSet: its ResourceSlice published, plugin sockets served)${on}, idle`,
+      await moreIdleReadings(startDra, IDLE_STARTS),
+      base,
+    ),
     await floorRow(site.node, 'agent', AGENT_YAML, start, base, on, api),
     idleRow(
       `agent as shipped with the API server (its Node's labels, its pods' watch, events)${on}, idle`,

@@ -142,9 +142,14 @@ export function row(
 }
 
 export function daemonSetContainer(file: string): Container {
-  const ds = jsyaml.load(readFileSync(file, 'utf8')) as {
-    spec: { template: { spec: { containers: Container[] } } };
-  };
+  // The DaemonSet among the file's documents (the DRA component's file holds its RBAC and class too).
+  const ds = (
+    jsyaml.loadAll(readFileSync(file, 'utf8')) as {
+      kind?: string;
+      spec: { template: { spec: { containers: Container[] } } };
+    }[]
+  ).find((d) => d?.kind === 'DaemonSet');
+  if (!ds) throw new Error(`${file} has no DaemonSet`);
   const c = ds.spec.template.spec.containers[0];
   if (!c) throw new Error(`${file} has no container`);
   return c;
@@ -201,6 +206,10 @@ export async function startDaemon(
         '--kubelet-dir',
         join(site.host, 'kubelet'),
         ...(command === 'agent' ? ['--kubeconfig', kubeconfig] : []),
+        // The DRA driver: its Node and ResourceSlice through the API server, CDI specs in the tree.
+        ...(command === 'dra-plugin'
+          ? ['--kubeconfig', kubeconfig, '--cdi-dir', join(site.host, 'cdi')]
+          : []),
       ]),
       {
         env: podEnv({
