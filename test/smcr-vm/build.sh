@@ -133,7 +133,7 @@ rsync -a --exclude test --exclude idlelib --exclude tkinter --exclude turtledemo
   --exclude pydoc_data /usr/lib/python3.11/ "$root/usr/lib/python3.11/"
 with_libs /usr/lib/python3.11/lib-dynload/*.so
 mkdir -p "$root/runtimes"
-cp "$here/runtimes/get.py" "$here/runtimes/http.mjs" "$root/runtimes/"
+cp "$here/runtimes/get.py" "$here/runtimes/http.mjs" "$here/runtimes/stop.py" "$here/runtimes/stop.mjs" "$here/runtimes/stop-redis.sh" "$root/runtimes/"
 # Debian's golang-go by path: the machine's own Go (1.26 in /usr/local/go) may come first on PATH,
 # and the suite's claims (Go's net tests, their known skips) are about the Go Debian ships.
 go=/usr/lib/go/bin/go

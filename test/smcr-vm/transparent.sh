@@ -199,6 +199,18 @@ for pm in $stop_pods; do
     port=$((port + 1))
     say "stop mech=$m mode=$mode $(ip netns exec "$p" env $envp timeout 20 /bin/listen-stop "$mode" "$addr" "$port" 2>&1 | tr '\n' ' ')"
   done
+  # The servers we ship stopping gracefully on that listener: Go's http.Server.Shutdown,
+  # CPython's socketserver and asyncio, Node's net.Server.close(), redis's SHUTDOWN.
+  for prog in go socketserver asyncio node redis; do
+    port=$((port + 1))
+    case $prog in
+      go) cmd="/runtimes/go-http stop $addr $port" ;;
+      socketserver | asyncio) cmd="python3 /runtimes/stop.py $prog $addr $port" ;;
+      node) cmd="node /runtimes/stop.mjs $addr $port" ;;
+      redis) cmd="sh /runtimes/stop-redis.sh $addr $port" ;;
+    esac
+    say "graceful mech=$m prog=$prog $(ip netns exec "$p" env $envp timeout 20 sh -c "$cmd" 2>&1 | tr '\n' ' ')"
+  done
 done
 
 out=$(ours CHECK a "$ON" "$(cat /run/prev-a.json)" 2>&1); say "check_a=$? check_a_out=\"$(echo "$out" | tr -d '"\n')\""

@@ -210,6 +210,28 @@ describe.skipIf(skip).each(KERNELS)(
       }
     });
 
+    // #88 item 3: the servers we ship stop gracefully on each mechanism's listener as on TCP's:
+    // none of them stops its accept loop with shutdown(); each closes its listener from its event
+    // loop (Go's poller, asyncio's and Node's loops, redis's ae) or polls a flag (socketserver).
+    it("Go's, CPython's (socketserver, asyncio), Node's and redis's graceful stops end on every mechanism as on TCP", () => {
+      const rows = vm.lines
+        .filter((l) => l.prog !== undefined && l.mech !== undefined)
+        .map((l) => ({ mech: l.mech!, prog: l.prog!, stopped: l.stopped, ms: Number(l.ms) }));
+      console.log(
+        `graceful stops on ${kernel}:\n${rows.map((r) => `  ${r.mech} ${r.prog}: stopped=${r.stopped ?? 'no answer'} in ${r.ms} ms`).join('\n')}`,
+      );
+      const mechs = mechanism === 'bpf' ? ['tcp', 'bpf', 'preload'] : ['tcp', 'preload'];
+      const progs = ['go', 'socketserver', 'asyncio', 'node', 'redis'];
+      expect(rows.map((r) => `${r.mech} ${r.prog}`)).toEqual(
+        mechs.flatMap((m) => progs.map((p) => `${m} ${p}`)),
+      );
+      for (const r of rows) {
+        expect(r.stopped, `${r.mech} ${r.prog}`).toBe('yes');
+        // socketserver's serve_forever() polls its flag every 0.5 s: well inside 10 s on each.
+        expect(r.ms, `${r.mech} ${r.prog}`).toBeLessThan(5000);
+      }
+    });
+
     it(
       mechanism === 'bpf'
         ? 'an annotated pod given no preload library gets the IPPROTO_SMC program'

@@ -2,12 +2,17 @@
 // its runtime's socket calls, which always pass SOCK_NONBLOCK|SOCK_CLOEXEC), as Go services are
 // shipped. `serve PORT` answers GET /bytes/N with N bytes; `get URL` fetches it reading slowly (64
 // KiB every 60 ms), so that the connection stays open while the test lists it, and prints
-// "got N bytes". The test VM (test/smcr-vm/transparent.sh) builds it with Debian's golang-go.
+// "got N bytes". `stop ADDR PORT` serves one request, then stops gracefully (http.Server.Shutdown:
+// the listener closed, idle connections closed) and prints "stopped=yes ms=N" (#88: what SMC's
+// listener changes for a server's stop). The test VM (test/smcr-vm/transparent.sh) builds it with
+// Debian's golang-go.
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -61,6 +66,36 @@ func get(url string) error {
 	return nil
 }
 
+func stop(addr, port string) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr, port))
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	})}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	// One request on a kept-alive connection: Shutdown has an idle connection to close too.
+	resp, err := http.Get("http://" + net.JoinHostPort(addr, port) + "/")
+	if err != nil {
+		return err
+	}
+	_, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	t0 := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		return err
+	}
+	if err := <-served; err != http.ErrServerClosed {
+		return fmt.Errorf("Serve returned %v", err)
+	}
+	fmt.Printf("stopped=yes ms=%d\n", time.Since(t0).Milliseconds())
+	return nil
+}
+
 func main() {
 	var err error
 	switch {
@@ -68,8 +103,10 @@ func main() {
 		err = serve(os.Args[2])
 	case len(os.Args) == 3 && os.Args[1] == "get":
 		err = get(os.Args[2])
+	case len(os.Args) == 4 && os.Args[1] == "stop":
+		err = stop(os.Args[2], os.Args[3])
 	default:
-		err = fmt.Errorf("usage: go-http serve PORT | get URL")
+		err = fmt.Errorf("usage: go-http serve PORT | get URL | stop ADDR PORT")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
