@@ -90,10 +90,29 @@ gorecheck() { # label netns
   done
 }
 
+# #88: the standard library's protocol servers and clients (smcr_pyenv=a,b,...) under regrtest, one
+# module at a time in each pod, as CPython's suite runs them: regrtest also reports what a test
+# leaves behind ("env changed": an uncaught exception in a thread, a dangling thread, a file), which
+# unittest alone does not. One line per module and pod: its result and regrtest's warnings.
+ENVTESTS=$(sed -n 's/.*smcr_pyenv=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' ')
+envsuite() { # label netns env...
+  label=$1 ns=$2
+  shift 2
+  for m in $ENVTESTS; do
+    (cd /tmp/py && ip netns exec "$ns" env HOME=/tmp/py TMPDIR=/tmp/py "$@" python3 -m test "$m") > "/run/pyenv-$label-$m.log" 2>&1
+    rc=$?
+    result=$(sed -n 's/^== Tests result: \(.*\) ==$/\1/p; s/^Tests result: \(.*\)$/\1/p' "/run/pyenv-$label-$m.log" | tail -n 1)
+    warnings=$(grep -E '^Warning -- ' "/run/pyenv-$label-$m.log" | sed 's/^Warning -- //' | sort | uniq -c | sed 's/^ *//' | tr -d '"' | tr '\n' ';' | cut -c1-400)
+    say "pyenv=$label module=$m rc=$rc result=\"$result\" warnings=\"$warnings\""
+  done
+}
+
 suite base c
+envsuite base c
 if [ "$mech" = bpf ]; then
   suite bpf a
   recheck bpf a
+  envsuite bpf a
   if [ -x /bin/go-net.test ]; then
     gosuite base c
     gosuite bpf a
@@ -102,4 +121,5 @@ if [ "$mech" = bpf ]; then
 else
   suite preload a $PRELOAD
   recheck preload a $PRELOAD
+  envsuite preload a $PRELOAD
 fi
