@@ -3,7 +3,7 @@
 // object passes the Kubernetes OpenAPI schema (kubernetes-models; cert-manager's CRD schemas for
 // its kinds), and the manifests agree with the code: ports, paths, names, labels, env vars.
 import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../../src/admission/app.js';
@@ -251,7 +251,7 @@ describe.skipIf(why !== '')('manifests', () => {
     });
   });
 
-  it('device-plugin DaemonSet: its own lifecycle (OnDelete), sysfs and the kubelet dir, nothing more', () => {
+  it('device-plugin DaemonSet: its own lifecycle (OnDelete), sysfs, the kubelet dir and its state dir, nothing more', () => {
     const ds = find(base, 'DaemonSet', 'erdma-smcr-device-plugin');
     const spec = ds.spec.template.spec;
     const c = spec.containers[0];
@@ -281,7 +281,10 @@ describe.skipIf(why !== '')('manifests', () => {
     expect(hostPathOf(join(env.ERDMA_SMCR_HOST_ROOT as string, '/sys'))).toBe('/sys');
     const dp = join(config.agent.kubeletDir, 'device-plugins');
     expect(hostPathOf(dp)).toBe(dp);
-    expect(Object.keys(mounts)).toHaveLength(2);
+    // Where it tells the agent what it holds back for another registrant (the agent reads it).
+    const state = dirname(config.agent.devicePluginStateFile);
+    expect(hostPathOf(join(env.ERDMA_SMCR_HOST_ROOT as string, state))).toBe(state);
+    expect(Object.keys(mounts)).toHaveLength(3);
     expect(spec.hostNetwork).toBeUndefined();
     expect(spec.automountServiceAccountToken).toBe(false);
     expect(c.securityContext.capabilities).toEqual({ drop: ['ALL'] });
