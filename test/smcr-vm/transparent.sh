@@ -209,7 +209,8 @@ for pm in $stop_pods; do
       node) cmd="node /runtimes/stop.mjs $addr $port" ;;
       redis) cmd="sh /runtimes/stop-redis.sh $addr $port" ;;
     esac
-    say "graceful mech=$m prog=$prog $(ip netns exec "$p" env $envp timeout 20 sh -c "$cmd" 2>&1 | tr '\n' ' ')"
+    # 90 s: redis's cold start under TCG has its own 60 s readiness deadline (stop-redis.sh).
+    say "graceful mech=$m prog=$prog $(ip netns exec "$p" env $envp timeout 90 sh -c "$cmd" 2>&1 | tr '\n' ' ')"
   done
 done
 

@@ -216,9 +216,15 @@ describe.skipIf(skip).each(KERNELS)(
     it("Go's, CPython's (socketserver, asyncio), Node's and redis's graceful stops end on every mechanism as on TCP", () => {
       const rows = vm.lines
         .filter((l) => l.prog !== undefined && l.mech !== undefined)
-        .map((l) => ({ mech: l.mech!, prog: l.prog!, stopped: l.stopped, ms: Number(l.ms) }));
+        .map((l) => ({
+          mech: l.mech!,
+          prog: l.prog!,
+          stopped: l.stopped,
+          ms: Number(l.ms),
+          why: [l.why, l.redis_log].filter(Boolean).join(': '),
+        }));
       console.log(
-        `graceful stops on ${kernel}:\n${rows.map((r) => `  ${r.mech} ${r.prog}: stopped=${r.stopped ?? 'no answer'} in ${r.ms} ms`).join('\n')}`,
+        `graceful stops on ${kernel}:\n${rows.map((r) => `  ${r.mech} ${r.prog}: stopped=${r.stopped ?? 'no answer'} in ${r.ms} ms${r.why ? ` (${r.why})` : ''}`).join('\n')}`,
       );
       const mechs = mechanism === 'bpf' ? ['tcp', 'bpf', 'preload'] : ['tcp', 'preload'];
       const progs = ['go', 'socketserver', 'asyncio', 'node', 'redis'];
@@ -226,7 +232,7 @@ describe.skipIf(skip).each(KERNELS)(
         mechs.flatMap((m) => progs.map((p) => `${m} ${p}`)),
       );
       for (const r of rows) {
-        expect(r.stopped, `${r.mech} ${r.prog}`).toBe('yes');
+        expect(r.stopped, `${r.mech} ${r.prog} ${r.why}`).toBe('yes');
         // socketserver's serve_forever() polls its flag every 0.5 s: well inside 10 s on each.
         expect(r.ms, `${r.mech} ${r.prog}`).toBeLessThan(5000);
       }
