@@ -15,7 +15,8 @@ type Registered = Record<string, unknown>;
 /**
  * The last checkpoint parsed, by path: the device plugin asks every poll (1 s), and the file,
  * which lists every pod's devices, changes only when the kubelet writes it (a new file renamed
- * over the old: a new inode; pkg/kubelet/util/store/filestore.go writeFile). Same inode, size and mtime: the same content.
+ * over the old, pkg/kubelet/util/store/filestore.go writeFile: a new inode). Same inode, size and
+ * mtime: the same content.
  */
 const parsed = new Map<string, { stamp: string; registered: Registered | undefined }>();
 
