@@ -123,14 +123,15 @@ with_libs /usr/sbin/ip /usr/bin/rdma /usr/bin/kmod /usr/bin/iperf3 "$node_bin" /
 [ "$node_bin" = /usr/bin/node ] || ln -s "$node_bin" "$root/usr/bin/node"
 # The programs of each runtime (test/smcr-vm/runtimes): Debian's redis-server (a name of
 # redis-check-rdb, which it execs as), CPython's standard library with its compiled modules and
-# their libraries (no tests, no tkinter, no site-packages), our Go program, static.
+# their libraries (no tests, no tkinter, no site-packages), our Go program, static. pydoc_data stays:
+# DocXMLRPCServer serves its _pydoc.css (without it test_docxmlrpc's test_get_css fails over TCP too).
 with_libs /usr/bin/redis-check-rdb
 ln -s redis-check-rdb "$root/usr/bin/redis-server"
 ln -s python3.11 "$root/usr/bin/python3"
 mkdir -p "$root/usr/lib/python3.11"
 rsync -a --exclude test --exclude idlelib --exclude tkinter --exclude turtledemo --exclude ensurepip \
   --exclude lib2to3 --exclude 'config-3.11-*' --exclude site-packages --exclude dist-packages \
-  --exclude pydoc_data /usr/lib/python3.11/ "$root/usr/lib/python3.11/"
+  /usr/lib/python3.11/ "$root/usr/lib/python3.11/"
 with_libs /usr/lib/python3.11/lib-dynload/*.so
 mkdir -p "$root/runtimes"
 cp "$here/runtimes/get.py" "$here/runtimes/http.mjs" "$here/runtimes/stop.py" "$here/runtimes/stop.mjs" "$here/runtimes/stop-redis.sh" "$root/runtimes/"

@@ -103,7 +103,13 @@ envsuite() { # label netns env...
     rc=$?
     result=$(sed -n 's/^== Tests result: \(.*\) ==$/\1/p; s/^Tests result: \(.*\)$/\1/p' "/run/pyenv-$label-$m.log" | tail -n 1)
     warnings=$(grep -E '^Warning -- ' "/run/pyenv-$label-$m.log" | sed 's/^Warning -- //' | sort | uniq -c | sed 's/^ *//' | tr -d '"' | tr '\n' ';' | cut -c1-400)
-    say "pyenv=$label module=$m rc=$rc result=\"$result\" warnings=\"$warnings\""
+    # Where it did not pass: the first and last exceptions of the log (in a server's thread, in the
+    # test), for the assertion's message.
+    why=""
+    [ "$result" = SUCCESS ] ||
+      why=$(grep -E '^[A-Za-z_.]*(Error|Exception|Disconnected|Timeout)[A-Za-z]*: ' "/run/pyenv-$label-$m.log" |
+            sed -n '1p;$p' | uniq | tr -d '"' | tr '\n' ';' | cut -c1-400)
+    say "pyenv=$label module=$m rc=$rc result=\"$result\" warnings=\"$warnings\" why=\"$why\""
   done
 }
 

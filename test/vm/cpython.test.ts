@@ -187,6 +187,7 @@ describe.skipIf(skip).each(BOOTS)(
               rc: r.rc!,
               result: r.result!,
               warnings: r.warnings ?? '',
+              why: r.why ?? '',
             }));
         const base = rows('base');
         const under = rows(run);
@@ -195,13 +196,19 @@ describe.skipIf(skip).each(BOOTS)(
           ...under.map((x) => ({ ...x, run })),
         ])
           console.log(
-            `  regrtest ${r.module} (${r.run}): ${r.result} (rc ${r.rc})${r.warnings ? `; ${r.warnings}` : ''}`,
+            `  regrtest ${r.module} (${r.run}): ${r.result} (rc ${r.rc})${r.warnings ? `; ${r.warnings}` : ''}${r.why ? `; why: ${r.why}` : ''}`,
           );
         expect(base.map((r) => r.module)).toEqual(ENV_TESTS);
         expect(under.map((r) => r.module)).toEqual(ENV_TESTS);
-        for (const r of base) expect([r.module, r.result]).toEqual([r.module, 'SUCCESS']);
+        // The baseline pod (plain TCP) passes every module: one that does not is a fault of the VM
+        // (as test_docxmlrpc was while the image left out pydoc_data), not of SMC.
+        for (const r of base)
+          expect(r.result, `${r.module} in the baseline pod: ${r.why || r.warnings}`).toBe(
+            'SUCCESS',
+          );
         // A failure under the mechanism is a failure (regrtest: rc 2); rc 3 is "env changed".
-        for (const r of under) expect([r.module, r.result]).not.toEqual([r.module, 'FAILURE']);
+        for (const r of under)
+          expect(r.result, `${r.module} under ${run}: ${r.why || r.warnings}`).not.toBe('FAILURE');
         // What regrtest warned of only under the mechanism (a thread's uncaught exception, a
         // dangling thread), and a result other than SUCCESS: each an explained difference.
         const warned = (w: string): string[] =>
