@@ -221,10 +221,11 @@ describe.skipIf(skip).each(KERNELS)(
           prog: l.prog!,
           stopped: l.stopped,
           ms: Number(l.ms),
+          ready: l.ready_ms,
           why: [l.why, l.redis_log].filter(Boolean).join(': '),
         }));
       console.log(
-        `graceful stops on ${kernel}:\n${rows.map((r) => `  ${r.mech} ${r.prog}: stopped=${r.stopped ?? 'no answer'} in ${r.ms} ms${r.why ? ` (${r.why})` : ''}`).join('\n')}`,
+        `graceful stops on ${kernel}:\n${rows.map((r) => `  ${r.mech} ${r.prog}: stopped=${r.stopped ?? 'no answer'} in ${r.ms} ms${r.ready ? ` (ready ${r.ready} ms after start)` : ''}${r.why ? ` (${r.why})` : ''}`).join('\n')}`,
       );
       const mechs = mechanism === 'bpf' ? ['tcp', 'bpf', 'preload'] : ['tcp', 'preload'];
       const progs = ['go', 'socketserver', 'asyncio', 'node', 'redis'];

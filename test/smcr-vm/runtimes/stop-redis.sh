@@ -1,7 +1,7 @@
 #!/bin/sh
 # #88: redis-server's stop on a listener of the pod's mechanism: started, answered once, then
 # SHUTDOWN NOSAVE (it closes its listeners and exits). Usage: stop-redis.sh ADDR PORT.
-# Prints "stopped=yes ms=N" once the server has exited, "stopped=no why=WORD" otherwise (with
+# Prints "stopped=yes ms=N ready_ms=R" once the server has exited (R: from start to its first PONG), "stopped=no why=WORD" otherwise (with
 # redis's last log line). The VM has no redis-cli: CPython speaks RESP, and times the stop from
 # the command to the server's exit. Under TCG a cold redis-server can take seconds to answer its
 # first PING (a CI run met more than 10 s), so readiness has its own, longer deadline.
@@ -25,7 +25,8 @@ def fail(why):
     print(f"stopped=no why={why}")
     sys.exit(1)
 
-ready_by = time.monotonic() + 60
+started = time.monotonic()
+ready_by = started + 60
 while True:
     if not running():
         fail("exited-before-ready")
@@ -40,6 +41,7 @@ while True:
         fail("no-pong-in-60s")
     time.sleep(0.05)
 t0 = time.monotonic()
+ready_ms = int((t0 - started) * 1000)
 with socket.create_connection((addr, port), timeout=5) as c:
     c.sendall(b"SHUTDOWN NOSAVE\r\n")
     try:
@@ -50,7 +52,7 @@ while running():
     if time.monotonic() - t0 > 10:
         fail("still-running-10s-after-shutdown")
     time.sleep(0.005)
-print(f"stopped=yes ms={int((time.monotonic() - t0) * 1000)}")
+print(f"stopped=yes ms={int((time.monotonic() - t0) * 1000)} ready_ms={ready_ms}")
 PY
 ok=$?
 [ "$ok" -eq 0 ] || { kill "$pid" 2>/dev/null; echo "redis_log=\"$(tail -n 1 "$log" | tr -d '"')\""; }
