@@ -99,8 +99,9 @@ envsuite() { # label netns env...
   label=$1 ns=$2
   shift 2
   for m in $ENVTESTS; do
+    t0=$(date +%s)
     (cd /tmp/py && ip netns exec "$ns" env HOME=/tmp/py TMPDIR=/tmp/py "$@" python3 -m test "$m") > "/run/pyenv-$label-$m.log" 2>&1
-    rc=$?
+    rc=$? seconds=$(($(date +%s) - t0))
     result=$(sed -n 's/^== Tests result: \(.*\) ==$/\1/p; s/^Tests result: \(.*\)$/\1/p' "/run/pyenv-$label-$m.log" | tail -n 1)
     warnings=$(grep -E '^Warning -- ' "/run/pyenv-$label-$m.log" | sed 's/^Warning -- //' | sort | uniq -c | sed 's/^ *//' | tr -d '"' | tr '\n' ';' | cut -c1-400)
     # Where it did not pass: the first and last exceptions of the log (in a server's thread, in the
@@ -109,7 +110,7 @@ envsuite() { # label netns env...
     [ "$result" = SUCCESS ] ||
       why=$(grep -E '^[A-Za-z_.]*(Error|Exception|Disconnected|Timeout)[A-Za-z]*: ' "/run/pyenv-$label-$m.log" |
             sed -n '1p;$p' | uniq | tr -d '"' | tr '\n' ';' | cut -c1-400)
-    say "pyenv=$label module=$m rc=$rc result=\"$result\" warnings=\"$warnings\" why=\"$why\""
+    say "pyenv=$label module=$m rc=$rc seconds=$seconds result=\"$result\" warnings=\"$warnings\" why=\"$why\""
   done
 }
 
