@@ -102,37 +102,39 @@ ENVTESTS=$(sed -n 's/.*smcr_pyenv=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' ')
 # sets another limit (a short one shows what a hang's record says).
 ENVTIMEOUT=$(sed -n 's/.*smcr_pyenv_timeout=\([0-9]*\).*/\1/p' /proc/cmdline)
 ENVTIMEOUT=${ENVTIMEOUT:-300}
+# regrtest's verdict of one module's run from its log: TIMEOUT where its --timeout ended it.
+regrtest_result() { # log
+  if grep -q '^Timeout (' "$1"; then echo TIMEOUT; return; fi
+  r=$(sed -n 's/^== Tests result: \(.*\) ==$/\1/p; s/^Tests result: \(.*\)$/\1/p' "$1" | tail -n 1)
+  echo "${r:-NO RESULT}"
+}
+envrun() { # netns module env...
+  (ns=$1 m=$2 && shift 2 && cd /tmp/py && ip netns exec "$ns" env HOME=/tmp/py TMPDIR=/tmp/py "$@" python3 -m test --timeout "$ENVTIMEOUT" "$m")
+}
 envsuite() { # label netns env...
   label=$1 ns=$2
   shift 2
   for m in $ENVTESTS; do
+    log=/run/pyenv-$label-$m.log
     t0=$(date +%s)
-    (cd /tmp/py && ip netns exec "$ns" env HOME=/tmp/py TMPDIR=/tmp/py "$@" python3 -m test --timeout "$ENVTIMEOUT" "$m") > "/run/pyenv-$label-$m.log" 2>&1
+    envrun "$ns" "$m" "$@" > "$log" 2>&1
     rc=$? seconds=$(($(date +%s) - t0))
-    result=$(sed -n 's/^== Tests result: \(.*\) ==$/\1/p; s/^Tests result: \(.*\)$/\1/p' "/run/pyenv-$label-$m.log" | tail -n 1)
-    warnings=$(grep -E '^Warning -- ' "/run/pyenv-$label-$m.log" | sed 's/^Warning -- //' | sort | uniq -c | sed 's/^ *//' | tr -d '"' | tr '\n' ';' | cut -c1-400)
-    # Where it did not pass: the first and last exceptions of the log (in a server's thread, in the
-    # test), for the assertion's message; for a hang, the test running and the innermost frames
-    # of each thread.
-    why=""
-    if grep -q '^Timeout (' "/run/pyenv-$label-$m.log"; then
-      result=TIMEOUT
-      # Per thread: where it waits, and the test's own frame (a test method or its server's handler).
+    result=$(regrtest_result "$log")
+    warnings=$(grep -E '^Warning -- ' "$log" | sed 's/^Warning -- //' | sort | uniq -c | sed 's/^ *//' | tr -d '"' | tr '\n' ';' | cut -c1-400)
+    # Where it did not pass, for the assertion's message: for a hang, per thread where it waited
+    # and the test's own frame (a test method or its server's handler); otherwise the first and
+    # last exceptions of the log (in a server's thread, in the test).
+    why="" again=""
+    if [ "$result" = TIMEOUT ]; then
       why=$(awk '/^(Thread|Current thread) /{n=0; t=0; next}
                  /^  File / && n==0 {print; n=1}
-                 /^  File .*\/test\/test_/ && t==0 {print; t=1}' "/run/pyenv-$label-$m.log" |
+                 /^  File .*\/test\/test_/ && t==0 {print; t=1}' "$log" |
             sed 's/^ *File //; s|/usr/lib/python3.11/||' | tr -d '"' | tr '\n' ';' | cut -c1-600)
+      envrun "$ns" "$m" "$@" > "/run/pyenv-$label-$m-again.log" 2>&1
+      again=$(regrtest_result "/run/pyenv-$label-$m-again.log")
     elif [ "$result" != SUCCESS ]; then
-      why=$(grep -E '^[A-Za-z_.]*(Error|Exception|Disconnected|Timeout)[A-Za-z]*: ' "/run/pyenv-$label-$m.log" |
+      why=$(grep -E '^[A-Za-z_.]*(Error|Exception|Disconnected|Timeout)[A-Za-z]*: ' "$log" |
             sed -n '1p;$p' | uniq | tr -d '"' | tr '\n' ';' | cut -c1-400)
-    fi
-    [ -n "$result" ] || result="NO RESULT"
-    again=""
-    if [ "$result" = TIMEOUT ]; then
-      (cd /tmp/py && ip netns exec "$ns" env HOME=/tmp/py TMPDIR=/tmp/py "$@" python3 -m test --timeout "$ENVTIMEOUT" "$m") > "/run/pyenv-$label-$m-again.log" 2>&1
-      again=$(sed -n 's/^== Tests result: \(.*\) ==$/\1/p; s/^Tests result: \(.*\)$/\1/p' "/run/pyenv-$label-$m-again.log" | tail -n 1)
-      grep -q '^Timeout (' "/run/pyenv-$label-$m-again.log" && again=TIMEOUT
-      [ -n "$again" ] || again="NO RESULT"
     fi
     say "pyenv=$label module=$m rc=$rc seconds=$seconds result=\"$result\" again=\"$again\" warnings=\"$warnings\" why=\"$why\""
   done
