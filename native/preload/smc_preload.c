@@ -13,6 +13,13 @@
  * #85 the library swapped such a socket for a TCP one at connect(), which needed its own
  * close() and epoll_ctl() in every process; five rounds on 6.1 in one boot (bench smc-loopback)
  * found it no faster (0.80x to 1.38x), so it went (#85).
+ *
+ * The selection (#93, src/selection.h): with ERDMA_SMCR_SELECT set (the webhook sets it), a
+ * connection to a destination outside the selection, and a listener on a port outside it, get the
+ * TCP socket the program asked for before their first packet: connect(), bind() and listen() swap
+ * an AF_SMC socket that is not yet bound for a TCP one (swap_to_tcp), so their SYN carries no SMC
+ * option. Without ERDMA_SMCR_SELECT every socket stays SMC, as before; a selection that does not
+ * parse is written once to stderr and selects nothing (every socket TCP: the safe side).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -20,9 +27,13 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
+#include "selection.h"
 
 #ifndef AF_SMC
 #define AF_SMC 43
@@ -31,6 +42,9 @@
 #define SMCPROTO_SMC 0
 #define SMCPROTO_SMC6 1
 #define SOCK_TYPE_MASK 0xf
+
+/* Built with -fvisibility=hidden: only what we interpose is exported. */
+#define PUBLIC __attribute__((visibility("default")))
 
 typedef int (*socket_fn)(int, int, int);
 
@@ -53,7 +67,7 @@ static socket_fn next_socket(void)
 	return (socket_fn)next_sym(&next, "socket");
 }
 
-int socket(int domain, int type, int protocol)
+PUBLIC int socket(int domain, int type, int protocol)
 {
 	socket_fn next = next_socket();
 	if (!next) {
@@ -144,7 +158,7 @@ static int swap_to_tcp(int fd, int family)
  * runs, on TCP. The IPPROTO_SMC mechanism (6.11+) has no such limit: its sockets are inet sockets. */
 typedef int (*setsockopt_fn)(int, int, int, const void *, socklen_t);
 
-int setsockopt(int fd, int level, int name, const void *value, socklen_t len)
+PUBLIC int setsockopt(int fd, int level, int name, const void *value, socklen_t len)
 {
 	static void *slot;
 	setsockopt_fn next = (setsockopt_fn)next_sym(&slot, "setsockopt");
@@ -161,4 +175,123 @@ int setsockopt(int fd, int level, int name, const void *value, socklen_t len)
 		errno = saved;
 	}
 	return next(fd, level, name, value, len);
+}
+
+/* The selection from ERDMA_SMCR_SELECT, read once (pthread_once: threads that race to read it wait
+ * for the first): NULL when the variable is unset, every socket staying SMC. One that does not parse
+ * selects nothing: every connection and listener stays TCP, and stderr says why once. */
+static struct selection parsed;
+static int have_selection;
+static pthread_once_t selection_once = PTHREAD_ONCE_INIT;
+
+static void read_selection(void)
+{
+	const char *text = getenv("ERDMA_SMCR_SELECT");
+	char why[160];
+	if (!text)
+		return;
+	if (selection_parse(text, &parsed, why, sizeof(why))) {
+		memset(&parsed, 0, sizeof(parsed));
+		parsed.nnets = 1; /* 0.0.0.0/32: no destination */
+		parsed.nets[0].mask = 0xffffffffu;
+		parsed.listen.n = parsed.listen.includes = 1; /* an empty range: no port */
+		parsed.listen.r[0].lo = 1;
+		fprintf(stderr, "libsmc-preload: ERDMA_SMCR_SELECT: %s: every connection stays TCP\n", why);
+	}
+	have_selection = 1;
+}
+
+static const struct selection *selection(void)
+{
+	pthread_once(&selection_once, read_selection);
+	return have_selection ? &parsed : NULL;
+}
+
+/* The address family of the TCP side of an AF_SMC socket, or 0 when fd is no AF_SMC socket. */
+static int smc_family(int fd)
+{
+	int protocol = -1, domain = 0;
+	socklen_t l = sizeof(domain);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) || domain != AF_SMC)
+		return 0;
+	l = sizeof(protocol);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &l))
+		return 0;
+	return protocol == SMCPROTO_SMC6 ? AF_INET6 : AF_INET;
+}
+
+/* The port a bind() or listen() address names (0 when none). */
+static uint16_t port_of(const struct sockaddr *sa, socklen_t len)
+{
+	if (sa && sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in))
+		return ntohs(((const struct sockaddr_in *)sa)->sin_port);
+	if (sa && sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6))
+		return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+	return 0;
+}
+
+typedef int (*addr_fn)(int, const struct sockaddr *, socklen_t);
+
+/* connect(): a destination outside the selection gets the TCP socket before its SYN. */
+PUBLIC int connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	static void *slot;
+	addr_fn next = (addr_fn)next_sym(&slot, "connect");
+	const struct selection *s;
+	if (!next) {
+		errno = ENOSYS;
+		return -1;
+	}
+	s = selection();
+	if (s && sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) &&
+	    !selection_connect(s, sa, len)) {
+		int saved = errno, family = smc_family(fd);
+		if (family)
+			swap_to_tcp(fd, family);
+		errno = saved;
+	}
+	return next(fd, sa, len);
+}
+
+/* bind(): a port outside the listen selection gets the TCP socket before anything can connect. */
+PUBLIC int bind(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	static void *slot;
+	addr_fn next = (addr_fn)next_sym(&slot, "bind");
+	const struct selection *s;
+	if (!next) {
+		errno = ENOSYS;
+		return -1;
+	}
+	s = selection();
+	if (s && sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) &&
+	    !selection_port(&s->listen, port_of(sa, len))) {
+		int saved = errno, family = smc_family(fd);
+		if (family)
+			swap_to_tcp(fd, family);
+		errno = saved;
+	}
+	return next(fd, sa, len);
+}
+
+typedef int (*listen_fn)(int, int);
+
+/* listen() on a socket never bound (the kernel picks a port): the same rule, for port 0. */
+PUBLIC int listen(int fd, int backlog)
+{
+	static void *slot;
+	listen_fn next = (listen_fn)next_sym(&slot, "listen");
+	const struct selection *s;
+	if (!next) {
+		errno = ENOSYS;
+		return -1;
+	}
+	s = selection();
+	if (s && !selection_port(&s->listen, 0)) {
+		int saved = errno, family = smc_family(fd);
+		if (family)
+			swap_to_tcp(fd, family);
+		errno = saved;
+	}
+	return next(fd, backlog);
 }

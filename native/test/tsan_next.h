@@ -17,6 +17,8 @@
 
 int __interceptor_socket(int, int, int);
 int __interceptor_connect(int, const struct sockaddr *, socklen_t);
+int __interceptor_bind(int, const struct sockaddr *, socklen_t);
+int __interceptor_listen(int, int);
 int __interceptor_close(int);
 int __interceptor_epoll_ctl(int, int, int, struct epoll_event *);
 
@@ -28,6 +30,8 @@ static void *tsan_next(void *handle, const char *name)
 	} interceptors[] = {
 		{"socket", (void *)__interceptor_socket},
 		{"connect", (void *)__interceptor_connect},
+		{"bind", (void *)__interceptor_bind},
+		{"listen", (void *)__interceptor_listen},
 		{"close", (void *)__interceptor_close},
 		{"epoll_ctl", (void *)__interceptor_epoll_ctl},
 	};

@@ -11,6 +11,7 @@
 #include "eni.h"
 #include "smc_genl.h"
 #include "rtnl.h"
+#include "selection.h"
 #include "settings.h"
 #include "smcdiag.h"
 #include "tcp_table.h"
@@ -300,9 +301,70 @@ static void test_tcp_table(void)
 	tcp_table_free(&t);
 }
 
+static struct sockaddr_in v4(const char *a, int port)
+{
+	struct sockaddr_in in;
+	memset(&in, 0, sizeof(in));
+	in.sin_family = AF_INET;
+	in.sin_port = htons((uint16_t)port);
+	inet_pton(AF_INET, a, &in.sin_addr);
+	return in;
+}
+
+/* The selection as the webhook writes it (src/policy/selection.ts) and the preload library and the
+ * smc_hs_ctrl program read it. */
+static void test_selection(void)
+{
+	struct selection s;
+	struct sockaddr_in a;
+	struct sockaddr_in6 m;
+	char why[160];
+	EXPECT(selection_parse("nets=10.0.0.0/8,192.168.1.0/24;connect=6379,8000-8999,!8080;listen=!22", &s, why,
+			       sizeof(why)) == 0);
+	EXPECT(s.nnets == 2 && s.connect.n == 3 && s.connect.includes == 2 && s.listen.includes == 0);
+	a = v4("10.1.2.3", 6379);
+	EXPECT(selection_connect(&s, (struct sockaddr *)&a, sizeof(a)) == 1);
+	a = v4("10.1.2.3", 8080); /* excluded inside an included range */
+	EXPECT(selection_connect(&s, (struct sockaddr *)&a, sizeof(a)) == 0);
+	a = v4("10.1.2.3", 8443);
+	EXPECT(selection_connect(&s, (struct sockaddr *)&a, sizeof(a)) == 1);
+	a = v4("10.1.2.3", 443); /* a port not listed */
+	EXPECT(selection_connect(&s, (struct sockaddr *)&a, sizeof(a)) == 0);
+	a = v4("192.168.2.1", 6379); /* outside the nets */
+	EXPECT(selection_connect(&s, (struct sockaddr *)&a, sizeof(a)) == 0);
+	a = v4("192.168.1.200", 6379);
+	EXPECT(selection_connect(&s, (struct sockaddr *)&a, sizeof(a)) == 1);
+	EXPECT(selection_port(&s.listen, 6379) == 1 && selection_port(&s.listen, 22) == 0);
+	/* IPv4-mapped IPv6 is read as IPv4; other IPv6 is never selected. */
+	memset(&m, 0, sizeof(m));
+	m.sin6_family = AF_INET6;
+	m.sin6_port = htons(6379);
+	inet_pton(AF_INET6, "::ffff:10.9.9.9", &m.sin6_addr);
+	EXPECT(selection_connect(&s, (struct sockaddr *)&m, sizeof(m)) == 1);
+	inet_pton(AF_INET6, "fd00::1", &m.sin6_addr);
+	EXPECT(selection_connect(&s, (struct sockaddr *)&m, sizeof(m)) == 0);
+	/* No nets: every address; `*`: every port. */
+	EXPECT(selection_parse("connect=*", &s, why, sizeof(why)) == 0);
+	a = v4("8.8.8.8", 53);
+	EXPECT(selection_connect(&s, (struct sockaddr *)&a, sizeof(a)) == 1);
+	EXPECT(selection_parse("", &s, why, sizeof(why)) == 0 && s.nnets == 0 && s.connect.n == 0);
+	/* Bad input: a clear reason, and what was parsed before is not touched. */
+	s.nnets = 7;
+	EXPECT(selection_parse("nets=10.0.0.0/33", &s, why, sizeof(why)) == -1 && strstr(why, "not an IPv4 CIDR") && s.nnets == 7);
+	EXPECT(selection_parse("connect=0", &s, why, sizeof(why)) == -1 && strstr(why, "is not a port"));
+	EXPECT(selection_parse("connect=9-3", &s, why, sizeof(why)) == -1);
+	EXPECT(selection_parse("connect=65536", &s, why, sizeof(why)) == -1);
+	EXPECT(selection_parse("connect=80x", &s, why, sizeof(why)) == -1);
+	EXPECT(selection_parse("ports=80", &s, why, sizeof(why)) == -1 && strstr(why, "unknown part"));
+	EXPECT(selection_parse("nets", &s, why, sizeof(why)) == -1 && strstr(why, "key=value"));
+	EXPECT(selection_parse("connect=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17", &s, why, sizeof(why)) == -1 &&
+	       strstr(why, "more than 16"));
+}
+
 int main(void)
 {
 	test_tcp_table();
+	test_selection();
 	test_rtnl_builders();
 	test_parse_ipv4();
 	test_pnet_add_eth();

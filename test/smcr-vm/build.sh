@@ -154,7 +154,8 @@ gcc -O2 -Wall -Wextra -Werror -o "$root/bin/listen-stop" "$here/listen-stop.c" -
 # ThreadSanitizer, its runtime linked in: where the kernel has AF_SMC the loopback swap runs in every
 # racing thread, which it cannot on a machine without SMC.
 gcc -std=c11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -fsanitize=thread -static-libtsan \
-  -o "$root/bin/preload-threads" "$repo/native/test/preload_threads.c" -ldl -lpthread
+  -I"$repo/native/src" -o "$root/bin/preload-threads" "$repo/native/test/preload_threads.c" \
+  "$repo/native/src/selection.c" -ldl -lpthread
 ln -s /usr/bin/kmod "$root/usr/sbin/modprobe"
 # The agent's modules as built (ES modules importing only Node's own and each other).
 mkdir -p "$root/agent"
