@@ -28,6 +28,21 @@ export const TUNING_ANNOTATIONS = {
   keepIPv6: `${OWN_PREFIX}keep-ipv6`,
 } as const;
 
+/**
+ * Optional per-pod annotations naming the ports a pod's connections use SMC on (#93): destination
+ * ports of the connections it opens, and ports it listens on. `*` or `6379,8000-8999,!8080`.
+ */
+export const SELECTION_ANNOTATIONS = {
+  connectPorts: `${OWN_PREFIX}connect-ports`,
+  listenPorts: `${OWN_PREFIX}listen-ports`,
+} as const;
+
+/**
+ * The environment variable that carries a pod's selection to the preload library (native/src/selection.h):
+ * `nets=CIDR,...;connect=PORTS;listen=PORTS`.
+ */
+export const SELECT_ENV = 'ERDMA_SMCR_SELECT';
+
 /** Node labels written by the node agent and read by the webhook. */
 export const NODE_LABELS = {
   capable: `${OWN_PREFIX}capable`,
@@ -53,6 +68,12 @@ export const NODE_LABELS = {
    * `other-registrant`, another device plugin registered it with the kubelet first.
    */
   devicePluginReason: `${OWN_PREFIX}device-plugin-reason`,
+  /**
+   * Whether the node's mechanism enforces a pod's SMC selection per connection (#93): `enforced`
+   * (the preload library; IPPROTO_SMC with smc_hs_ctrl) or `none` (tcp2smc; IPPROTO_SMC without
+   * smc_hs_ctrl: every TCP connection of the pod becomes SMC). Absent while unknown.
+   */
+  selection: `${OWN_PREFIX}selection`,
 } as const;
 
 /**

@@ -4,6 +4,7 @@ import '../util/zod.js';
 import * as z from 'zod/mini';
 import { AppError } from '../errors.js';
 import { NodeIndex } from '../policy/nodes.js';
+import { canonicalCidr, MAX_NETS } from '../policy/selection.js';
 import type { ClusterView, NodeFacts, NodeSet } from '../policy/types.js';
 import { parseYamlFirst } from '../util/yaml.js';
 import { nodeFacts } from './view.js';
@@ -15,6 +16,15 @@ const nodeObject = z.looseObject({
   metadata: z.looseObject({ name: z.string().check(z.minLength(1)) }),
 });
 const nodeList = z.looseObject({ items: z.array(nodeObject) });
+
+/** IPv4 CIDRs, at most MAX_NETS between the two lists (what the C side holds). */
+const cidrs = z.array(z.string()).check(
+  z.maxLength(MAX_NETS),
+  z.refine(
+    (a) => a.every((c) => canonicalCidr(c) !== undefined),
+    'each must be an IPv4 CIDR such as 10.0.0.0/16',
+  ),
+);
 
 export const profileSchema = z.strictObject({
   apiVersion: z.optional(z.literal(PROFILE_API_VERSION)),
@@ -29,6 +39,13 @@ export const profileSchema = z.strictObject({
   ),
   /** Whether the cluster enables RDMA (rdma/hca) for pods without hostNetwork (an IPv6 cluster option). */
   rdmaNonHostNetwork: z.optional(z.boolean()),
+  /**
+   * The pod networks the Nodes' podCIDRs do not show: Terway's vSwitch ranges on ACK (its pods take
+   * addresses from the vSwitches, not from a node range). Where SMC may pay (docs/policy.md).
+   */
+  podNetworks: z.optional(cidrs),
+  /** The Service CIDR: a ClusterIP is a pod of the cluster behind kube-proxy's DNAT. */
+  serviceNetworks: z.optional(cidrs),
   nodes: z.optional(z.union([z.array(nodeObject), nodeList])),
 });
 
@@ -120,9 +137,17 @@ export function viewFromProfile(
     ...(profile.rdmaNonHostNetwork !== undefined
       ? { rdmaNonHostNetwork: profile.rdmaNonHostNetwork }
       : {}),
+    ...networksOf(profile),
     nodesKnown: nodes !== undefined,
     nodes: nodes ?? EMPTY,
   });
 }
 
 const EMPTY: NodeSet = new NodeIndex();
+
+/** The profile's pod and Service networks, canonical, each once. */
+function networksOf(profile: Profile): { podNetworks?: readonly string[] } {
+  const all = [...(profile.podNetworks ?? []), ...(profile.serviceNetworks ?? [])];
+  if (all.length === 0) return {};
+  return { podNetworks: [...new Set(all.map((c) => canonicalCidr(c) ?? c))] };
+}

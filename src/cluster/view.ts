@@ -1,5 +1,6 @@
 // The cluster view the policy reads: an interface, a static implementation, and Node → NodeFacts.
 import { isObject, stringMap } from '../util/json.js';
+import { canonicalCidr } from '../policy/selection.js';
 import type { ClusterView, NodeFacts } from '../policy/types.js';
 
 /** Anything that can hand the policy its current view of the cluster. */
@@ -55,13 +56,29 @@ export function nodeFacts(
       ? { kernelVersion: pool.get(info.kernelVersion) }
       : {}),
     ...(typeof info.osImage === 'string' ? { osImage: pool.get(info.osImage) } : {}),
+    ...podCIDRsOf(node.spec, pool),
   };
+}
+
+/** spec.podCIDRs (or the older spec.podCIDR): the IPv4 ones, canonical; nothing when none. */
+function podCIDRsOf(
+  spec: unknown,
+  pool: Pick<StringPool, 'get'>,
+): { podCIDRs?: readonly string[] } {
+  if (!isObject(spec)) return {};
+  const raw = Array.isArray(spec.podCIDRs) ? spec.podCIDRs : [spec.podCIDR];
+  const cidrs = raw.flatMap((c) => {
+    const v4 = typeof c === 'string' ? canonicalCidr(c) : undefined;
+    return v4 === undefined ? [] : [pool.get(v4)];
+  });
+  return cidrs.length > 0 ? { podCIDRs: cidrs } : {};
 }
 
 /** Whether two facts say the same (a node's status update changes none of them). */
 export function sameFacts(a: NodeFacts, b: NodeFacts): boolean {
   if (a.name !== b.name || a.kernelVersion !== b.kernelVersion || a.osImage !== b.osImage)
     return false;
+  if ((a.podCIDRs ?? []).join() !== (b.podCIDRs ?? []).join()) return false;
   let n = 0;
   for (const k in a.labels) {
     if (!Object.hasOwn(b.labels, k) || a.labels[k] !== b.labels[k]) return false;

@@ -3,6 +3,7 @@
 // Shared by webhook, CLI and tests.
 import {
   MECHANISM_ANNOTATION,
+  SELECTION_ANNOTATIONS,
   SETTINGS_ANNOTATION,
   SMCR_ANNOTATION,
   TUNING_ANNOTATIONS,
@@ -19,6 +20,7 @@ import { mayUseRdma, rdmaRules, type RdmaOutcome } from './rdma.js';
 import { nonStringAnnotations, notABoolean } from './rules/annotation-value.js';
 import { POD_RULES, type RuleContext } from './rules/index.js';
 import { annotationsTooLarge } from './rules/object-size.js';
+import { resolveSelection } from './selection.js';
 import { resolveTuning, settingsAnnotation } from './settings.js';
 import type { ClusterView, Denial, JsonObject, PodLocation, PolicyResult } from './types.js';
 
@@ -74,7 +76,11 @@ function evaluateOff(
   rdma: RdmaOutcome,
 ): PolicyResult {
   const annotations = stringMap(loc.metadata.annotations);
-  if (Object.values(TUNING_ANNOTATIONS).some((k) => annotations[k] !== undefined)) {
+  if (
+    [...Object.values(TUNING_ANNOTATIONS), ...Object.values(SELECTION_ANNOTATIONS)].some(
+      (k) => annotations[k] !== undefined,
+    )
+  ) {
     warnings.push('SMC-R is off for this pod: its smcr.erdma.io tuning annotations have no effect');
   }
   const result = verdictOf(rdma.denials, [...warnings, ...rdma.warnings], false);
@@ -98,7 +104,7 @@ function mutatePod(
   if (ctx.config.injectNodeAffinity)
     injectNodeAffinity(clone, plan === 'none' ? undefined : mechanismExpression(plan));
   if (plan === 'inject') {
-    const skipped = injectPreload(clone, ctx.config.preloadImage);
+    const skipped = injectPreload(clone, ctx.config.preloadImage, ctx.selection.text);
     warnings.push(
       'the nodes this pod may run on have AF_SMC but no in-kernel TCP-to-SMC switch: its programs get SMC-R ' +
         'through the preload library (LD_PRELOAD), and statically linked ones (Go, busybox) stay on TCP',
@@ -168,6 +174,7 @@ export function evaluate(
     config,
     annotations,
     tuning: resolveTuning(annotations, config),
+    selection: resolveSelection(annotations, view),
   };
   const denials: Denial[] = [];
   for (const check of POD_RULES) {
@@ -176,6 +183,6 @@ export function evaluate(
     warnings.push(...out.warnings);
   }
   if (denials.length > 0 || !mutate) return verdictOf(denials, warnings, true);
-  const mutated = mutatePod(obj, ctx, settingsAnnotation(ctx.tuning), warnings);
+  const mutated = mutatePod(obj, ctx, settingsAnnotation(ctx.tuning, ctx.selection.text), warnings);
   return withPatch(warnings, true, obj, mutated);
 }

@@ -2,7 +2,7 @@
 // smcr.erdma.io/mechanism label; docs/support-matrix.md). tcp2smc and bpf need nothing in the pod:
 // the kernel does it. Nodes with AF_SMC only need the preload library in every container. A pod
 // that may land on both kinds is kept to the in-kernel ones, where static binaries work too.
-import { MECHANISM_ANNOTATION, NODE_LABELS, PRELOAD } from '../constants.js';
+import { MECHANISM_ANNOTATION, NODE_LABELS, PRELOAD, SELECT_ENV } from '../constants.js';
 import { arrayOf, isObject } from '../util/json.js';
 import { nodeStatus } from './eligibility.js';
 import { child } from './mutate.js';
@@ -40,6 +40,17 @@ export function preloadPlan(ctx: RuleContext): PreloadPlan {
 }
 
 const LIBRARY = `${PRELOAD.mountPath}/${PRELOAD.library}`;
+
+/** The selection's variable set to `select` (ours: overwritten whatever the container said). */
+function withSelection(env: unknown[], select: string): unknown[] {
+  const i = env.findIndex((e) => isObject(e) && e.name === SELECT_ENV);
+  if (i < 0) return [...env, { name: SELECT_ENV, value: select }];
+  const e = env[i] as JsonObject;
+  if (e.value === select && e.valueFrom === undefined) return env;
+  const copy = [...env];
+  copy[i] = { name: SELECT_ENV, value: select };
+  return copy;
+}
 
 /** LD_PRELOAD with our library appended to what the container had (ld.so reads ':' or ' '). */
 function withLibrary(env: unknown[]): unknown[] | undefined {
@@ -85,8 +96,9 @@ function installer(image: string): JsonObject {
  * The container with LD_PRELOAD naming the library and the volume mounted read-only; `skipped`
  * when its LD_PRELOAD comes from valueFrom (then only the mount is added).
  */
-function preloaded(c: JsonObject): { container: JsonObject; skipped: boolean } {
-  const env = withLibrary(arrayOf(c.env));
+function preloaded(c: JsonObject, select: string): { container: JsonObject; skipped: boolean } {
+  const preload = withLibrary(arrayOf(c.env));
+  const env = preload ? withSelection(preload, select) : undefined;
   const mounts = arrayOf(c.volumeMounts);
   const mounted = mounts.some((m) => isObject(m) && m.name === PRELOAD.volume);
   const mount = { name: PRELOAD.volume, mountPath: PRELOAD.mountPath, readOnly: true };
@@ -103,10 +115,11 @@ function preloaded(c: JsonObject): { container: JsonObject; skipped: boolean } {
 /**
  * Gives the pod the preload library with no host path: an emptyDir, our init container filling it
  * from our image, and in every other container (init containers too) the volume read-only and
- * LD_PRELOAD naming the library after anything the container already preloads. Returns the
+ * LD_PRELOAD naming the library after anything the container already preloads, and the pod's
+ * selection in ERDMA_SMCR_SELECT (the library reads it at connect(), bind() and listen()). Returns the
  * containers whose LD_PRELOAD comes from valueFrom, which are left as they are.
  */
-export function injectPreload(pod: JsonObject, image: string): string[] {
+export function injectPreload(pod: JsonObject, image: string, select: string): string[] {
   const spec = child(pod, 'spec');
   const skipped: string[] = [];
   const volumes = arrayOf(spec.volumes);
@@ -116,7 +129,7 @@ export function injectPreload(pod: JsonObject, image: string): string[] {
     if (!Array.isArray(spec[key])) continue;
     spec[key] = (spec[key] as unknown[]).map((c) => {
       if (!isObject(c) || c.name === PRELOAD.initContainer) return c;
-      const out = preloaded(c);
+      const out = preloaded(c, select);
       if (out.skipped) skipped.push(String(c.name));
       return out.container;
     });

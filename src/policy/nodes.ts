@@ -14,6 +14,8 @@ export class NodeIndex implements NodeSet {
   private readonly usableByMode = new Map<Mode, Set<NodeFacts>>();
   private preload = 0;
   private readonly reserved = new Map<string, number>();
+  private readonly cidrs = new Map<string, number>();
+  private cidrList: readonly string[] | undefined = [];
 
   constructor(nodes: Iterable<NodeFacts> = []) {
     for (const n of nodes) this.upsert(n);
@@ -29,6 +31,12 @@ export class NodeIndex implements NodeSet {
 
   get reservedPorts(): ReadonlyMap<string, number> {
     return this.reserved;
+  }
+
+  /** Sorted once per change of the set of ranges, not per review. */
+  get podNetworks(): readonly string[] {
+    this.cidrList ??= [...this.cidrs.keys()].sort();
+    return this.cidrList;
   }
 
   get(name: string): NodeFacts | undefined {
@@ -57,6 +65,7 @@ export class NodeIndex implements NodeSet {
     this.byName.set(node.name, node);
     if (isPreload(node)) this.preload++;
     this.countReserved(node, 1);
+    this.countCidrs(node, 1);
     for (const [mode, set] of this.usableByMode)
       if (nodeStatus(node, mode).state === 'ok') set.add(node);
   }
@@ -72,6 +81,16 @@ export class NodeIndex implements NodeSet {
     for (const set of this.usableByMode.values()) set.delete(old);
     if (isPreload(old)) this.preload--;
     this.countReserved(old, -1);
+    this.countCidrs(old, -1);
+  }
+
+  private countCidrs(node: NodeFacts, by: 1 | -1): void {
+    for (const c of node.podCIDRs ?? []) {
+      const n = (this.cidrs.get(c) ?? 0) + by;
+      if (n > 0) this.cidrs.set(c, n);
+      else this.cidrs.delete(c);
+      if (n === 0 || n === 1) this.cidrList = undefined;
+    }
   }
 
   private countReserved(node: NodeFacts, by: 1 | -1): void {
@@ -90,6 +109,8 @@ export class NodeIndex implements NodeSet {
     this.usableByMode.clear();
     this.preload = 0;
     this.reserved.clear();
+    this.cidrs.clear();
+    this.cidrList = [];
   }
 }
 

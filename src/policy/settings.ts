@@ -146,9 +146,11 @@ export function resolveTuning(
 export interface SettingsDocument {
   readonly version: number;
   readonly sysctls: Readonly<Record<string, string>>;
+  /** The pod's SMC selection (selection.ts), for the smc_hs_ctrl program; absent: every connection. */
+  readonly select?: string;
 }
 
-export function settingsDocument(t: ResolvedTuning): SettingsDocument {
+export function settingsDocument(t: ResolvedTuning, select?: string): SettingsDocument {
   const sysctls: Record<string, string> = { [TCP2SMC_SYSCTL]: '1' };
   for (const knob of KNOBS) {
     const v = t.values[knob.field];
@@ -156,7 +158,7 @@ export function settingsDocument(t: ResolvedTuning): SettingsDocument {
   }
   if (!t.keepIPv6) for (const s of DISABLE_IPV6_SYSCTLS) sysctls[s] = '1';
   const sorted = Object.fromEntries(Object.entries(sysctls).sort(([a], [b]) => (a < b ? -1 : 1)));
-  return { version: SETTINGS_VERSION, sysctls: sorted };
+  return { version: SETTINGS_VERSION, sysctls: sorted, ...(select ? { select } : {}) };
 }
 
 /** Serialised form written into the annotation (stable, so re-running the webhook changes nothing). */
@@ -168,14 +170,14 @@ export function serializeSettings(doc: SettingsDocument): string {
 const serialised = new Map<string, string>();
 const SERIALISED_MAX = 256;
 
-/** serializeSettings(settingsDocument(t)), remembered: the same tuning gives the same string. */
-export function settingsAnnotation(t: ResolvedTuning): string {
-  let key = t.keepIPv6 ? '6' : '4';
+/** serializeSettings(settingsDocument(t, select)), remembered: the same input gives the same string. */
+export function settingsAnnotation(t: ResolvedTuning, select?: string): string {
+  let key = `${select ?? ''}|${t.keepIPv6 ? '6' : '4'}`;
   for (const knob of KNOBS) key += `,${t.values[knob.field] ?? ''}`;
   let value = serialised.get(key);
   if (value === undefined) {
     if (serialised.size >= SERIALISED_MAX) serialised.clear();
-    value = serializeSettings(settingsDocument(t));
+    value = serializeSettings(settingsDocument(t, select));
     serialised.set(key, value);
   }
   return value;

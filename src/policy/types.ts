@@ -24,6 +24,8 @@ export interface NodeFacts {
   readonly labels: StringMap;
   readonly kernelVersion?: string;
   readonly osImage?: string;
+  /** The node's IPv4 pod ranges (spec.podCIDRs), canonical; absent when it has none. */
+  readonly podCIDRs?: readonly string[];
 }
 
 /** The nodes of a view: by name, in order, and those that can run SMC-R (src/policy/nodes.ts). */
@@ -40,6 +42,8 @@ export interface NodeSet extends Iterable<NodeFacts> {
    * whatever the cluster's size.
    */
   readonly reservedPorts: ReadonlyMap<string, number>;
+  /** Every node's IPv4 pod range, each once, sorted (kept up to date as nodes come and go). */
+  readonly podNetworks: readonly string[];
 }
 
 /**
@@ -51,6 +55,11 @@ export interface ClusterView {
   readonly ipFamilies?: readonly IPFamily[];
   /** The cluster's "RDMA for non-hostNetwork pods" option (undefined: not known, not checked). */
   readonly rdmaNonHostNetwork?: boolean;
+  /**
+   * The cluster's pod and Service networks as its profile names them (Terway's vSwitch ranges, the
+   * Service CIDR); the Nodes' podCIDRs come from `nodes`. Together: where SMC may pay (selection.ts).
+   */
+  readonly podNetworks?: readonly string[];
   readonly nodesKnown: boolean;
   readonly nodes: NodeSet;
 }

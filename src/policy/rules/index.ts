@@ -12,6 +12,7 @@ import { objectKind } from './object-kind.js';
 import { objectSize } from './object-size.js';
 import { rdmaHostNetwork } from './rdma-host-network.js';
 import { reservedPorts } from './reserved-ports.js';
+import { selection } from './selection.js';
 import type { PodCheck, Rule } from './rule.js';
 import { tuning } from './tuning.js';
 
@@ -26,6 +27,7 @@ export const RULES: readonly Rule[] = [
   ipFamily,
   erdmaResource,
   tuning,
+  selection,
   container,
   deviceClaim,
   reservedPorts,

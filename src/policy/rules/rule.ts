@@ -4,6 +4,7 @@
 import { SMCR_ANNOTATION } from '../../constants.js';
 import type { PolicyConfig } from '../../config/schema.js';
 import { keyPath } from '../locate.js';
+import type { ResolvedSelection } from '../selection.js';
 import type { ResolvedTuning } from '../settings.js';
 import type { ClusterView, Denial, PodLocation } from '../types.js';
 
@@ -14,6 +15,8 @@ export interface RuleContext {
   readonly config: PolicyConfig;
   readonly annotations: Readonly<Record<string, string>>;
   readonly tuning: ResolvedTuning;
+  /** Which connections use SMC (selection.ts). */
+  readonly selection: ResolvedSelection;
 }
 
 export interface RuleOutcome {

@@ -131,6 +131,7 @@ describe('erdma-smcr check', () => {
       'examples/invalid/ipv6-dns.yaml',
       'examples/invalid/old-kernel.yaml',
       'examples/invalid/rdma-host-network.yaml',
+      'examples/invalid/selection-ports.yaml',
       'examples/invalid/tuning-range.yaml',
     ]);
     // Every rule docs/policy.md lists has its example, denied by that rule; but object-size, whose

@@ -47,13 +47,32 @@ describe('stringMap', () => {
 });
 
 describe('nodeFacts', () => {
-  it("keeps a Node's name, labels, kernel and OS image, and nothing else", () => {
+  it("keeps a Node's name, labels, kernel, OS image and IPv4 pod ranges, and nothing else", () => {
     const f = nodeFacts(ackNode(8))!;
     expect(f.name).toBe('cn-hangzhou.192.168.0.8-8');
     expect(f.kernelVersion).toBe('5.10.134-17.3.al8.x86_64');
     expect(f.osImage).toMatch(/^Alibaba Cloud Linux 3/);
     expect(f.labels['smcr.erdma.io/capable']).toBe('true');
-    expect(Object.keys(f).sort()).toEqual(['kernelVersion', 'labels', 'name', 'osImage']);
+    expect(f.podCIDRs?.length).toBeGreaterThan(0);
+    expect(Object.keys(f).sort()).toEqual([
+      'kernelVersion',
+      'labels',
+      'name',
+      'osImage',
+      'podCIDRs',
+    ]);
+  });
+
+  it('reads spec.podCIDRs as canonical IPv4 ranges, IPv6 ones left out, and the old podCIDR too', () => {
+    const node = (spec: object): unknown => ({ metadata: { name: 'n' }, spec });
+    expect(nodeFacts(node({ podCIDRs: ['10.244.1.7/24', 'fd00:1::/64'] }))!.podCIDRs).toEqual([
+      '10.244.1.0/24',
+    ]);
+    expect(nodeFacts(node({ podCIDR: '10.244.2.0/24' }))!.podCIDRs).toEqual(['10.244.2.0/24']);
+    expect(nodeFacts(node({ podCIDRs: ['fd00:1::/64'] }))!.podCIDRs).toBeUndefined();
+    const a = nodeFacts(node({ podCIDRs: ['10.244.1.0/24'] }))!;
+    const b = nodeFacts(node({ podCIDRs: ['10.244.9.0/24'] }))!;
+    expect(sameFacts(a, b)).toBe(false);
   });
 
   it('reads no facts from what is not a named Node', () => {

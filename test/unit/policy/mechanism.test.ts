@@ -3,7 +3,7 @@
 // clusters without preload nodes see no change at all.
 import fastJsonPatch from 'fast-json-patch';
 import { describe, expect, it } from 'vitest';
-import { MECHANISM_ANNOTATION, NODE_LABELS, PRELOAD } from '../../../src/constants.js';
+import { MECHANISM_ANNOTATION, NODE_LABELS, PRELOAD, SELECT_ENV } from '../../../src/constants.js';
 import { evaluate } from '../../../src/policy/evaluate.js';
 import type { JsonObject } from '../../../src/policy/types.js';
 import { config, node, pod, view } from '../../helpers/policy.js';
@@ -79,6 +79,12 @@ const expressions = (p: JsonObject): unknown =>
     (t) => t.matchExpressions,
   );
 
+/** The selection the library is given when the cluster names no networks: private ranges, every port. */
+const SELECT = {
+  name: SELECT_ENV,
+  value: 'nets=10.0.0.0/8,100.64.0.0/10,172.16.0.0/12,192.168.0.0/16;connect=*;listen=*',
+};
+
 describe('the preload plan', () => {
   it('gives every container of a pod bound to AF_SMC-only nodes the library, read-only, in LD_PRELOAD', () => {
     const p = pod({
@@ -110,11 +116,13 @@ describe('the preload plan', () => {
     expect(ours!.env).toBeUndefined();
     s.initContainers = inits;
     // The user's own preload stays first; ours is appended, never replacing it.
+    // The pod's selection beside it: the cluster says no networks here, so the private ranges.
     expect(s.containers[0]!.env).toEqual([
       { name: 'LD_PRELOAD', value: `/usr/lib/libjemalloc.so:${LIB}` },
+      SELECT,
     ]);
-    expect(s.containers[1]!.env).toEqual([{ name: 'LD_PRELOAD', value: LIB }]);
-    expect(s.initContainers![0]!.env).toEqual([{ name: 'LD_PRELOAD', value: LIB }]);
+    expect(s.containers[1]!.env).toEqual([{ name: 'LD_PRELOAD', value: LIB }, SELECT]);
+    expect(s.initContainers![0]!.env).toEqual([{ name: 'LD_PRELOAD', value: LIB }, SELECT]);
     for (const c of [...s.containers, ...s.initContainers!])
       expect(c.volumeMounts).toEqual([
         { name: PRELOAD.volume, mountPath: PRELOAD.mountPath, readOnly: true },
@@ -343,7 +351,10 @@ describe('the preload plan', () => {
       mixed,
       config,
     );
-    expect(spec(r.mutated!).containers[0]!.env).toEqual([{ name: 'LD_PRELOAD', value: LIB }]);
+    expect(spec(r.mutated!).containers[0]!.env).toEqual([
+      { name: 'LD_PRELOAD', value: LIB },
+      SELECT,
+    ]);
   });
 
   it('changes nothing where no node uses preload, and strips a mechanism annotation a user set', () => {

@@ -53,6 +53,7 @@ describe('mutation of an allowed SMC-R pod', () => {
         'net.ipv6.conf.default.disable_ipv6': '1',
         'net.smc.tcp2smc': '1',
       },
+      select: 'nets=10.0.0.0/8,100.64.0.0/10,172.16.0.0/12,192.168.0.0/16;connect=*;listen=*',
     });
   });
 

@@ -1,0 +1,113 @@
+// The selection rule (src/policy/rules/selection.ts) and the selection it resolves (src/policy/selection.ts).
+import { describe, expect, it } from 'vitest';
+import { NODE_LABELS, SETTINGS_ANNOTATION } from '../../../../src/constants.js';
+import { evaluate } from '../../../../src/policy/evaluate.js';
+import {
+  parsePorts,
+  PRIVATE_NETWORKS,
+  selectionNetworks,
+  selectsPort,
+} from '../../../../src/policy/selection.js';
+import type { JsonObject } from '../../../../src/policy/types.js';
+import { config, GOOD_KERNEL, node, pod, unknownView, view } from '../../../helpers/policy.js';
+import { viewFromProfile } from '../../../../src/cluster/profile.js';
+import { nodeFacts } from '../../../../src/cluster/view.js';
+
+const annotated = (annotations: Record<string, string>): JsonObject => pod({ annotations });
+
+function selectOf(obj: JsonObject, v = unknownView): string | undefined {
+  const r = evaluate(obj, v, config);
+  const meta = r.mutated?.metadata as { annotations: Record<string, string> } | undefined;
+  const doc = JSON.parse(meta?.annotations[SETTINGS_ANNOTATION] ?? '{}') as { select?: string };
+  return doc.select;
+}
+
+describe('rule selection', () => {
+  it.each([
+    ['smcr.erdma.io/connect-ports', '9000-8000', /not a port .* N ≤ M/],
+    ['smcr.erdma.io/connect-ports', '0', /not a port/],
+    ['smcr.erdma.io/listen-ports', '65536', /not a port/],
+    ['smcr.erdma.io/listen-ports', 'http', /not a port/],
+    ['smcr.erdma.io/connect-ports', '', /must be "\*" or a list/],
+    [
+      'smcr.erdma.io/connect-ports',
+      Array.from({ length: 17 }, (_, i) => i + 1).join(','),
+      /at most 16/,
+    ],
+  ])('denies %s=%s, saying how to write it', (key, value, message) => {
+    const r = evaluate(annotated({ [key]: value }), unknownView, config);
+    expect(r.allowed).toBe(false);
+    expect(r.denials).toHaveLength(1);
+    expect(r.denials[0]).toMatchObject({ rule: 'selection', path: `metadata.annotations[${key}]` });
+    expect(r.denials[0]?.message).toMatch(message);
+  });
+
+  it('writes the pod ports and the cluster networks into the settings the plugin reads', () => {
+    const v = viewFromProfile({
+      podNetworks: ['10.1.0.0/16'],
+      serviceNetworks: ['192.168.0.0/20'],
+    });
+    expect(
+      selectOf(
+        annotated({
+          'smcr.erdma.io/connect-ports': '6379, 8000-8999, !8080',
+          'smcr.erdma.io/listen-ports': '6379',
+        }),
+        v,
+      ),
+    ).toBe('nets=10.1.0.0/16,192.168.0.0/20;connect=6379,8000-8999,!8080;listen=6379');
+  });
+
+  it('by default selects every port inside the private ranges when the cluster names no network', () => {
+    expect(selectOf(annotated({}))).toBe(`nets=${PRIVATE_NETWORKS.join(',')};connect=*;listen=*`);
+  });
+
+  it("takes the Nodes' podCIDRs, and widens them when there are more than the plugin holds", () => {
+    const nodes = (n: number): ReturnType<typeof view> =>
+      view(
+        Array.from({ length: n }, (_, i) =>
+          nodeFacts({
+            metadata: { name: `n${i}` },
+            spec: { podCIDRs: [`10.${100 + (i >> 8)}.${i & 255}.0/24`] },
+          })!,
+        ),
+      );
+    expect(selectionNetworks(nodes(3))).toEqual([
+      '10.100.0.0/24',
+      '10.100.1.0/24',
+      '10.100.2.0/24',
+    ]);
+    // 300 node ranges in two /16s: the /16s.
+    expect(selectionNetworks(nodes(300))).toEqual(['10.100.0.0/16', '10.101.0.0/16']);
+  });
+
+  it('warns a pod that names ports when a node it may use cannot keep to them', () => {
+    const labels = (mechanism: string, selection: string): Record<string, string> => ({
+      [NODE_LABELS.capable]: 'true',
+      [NODE_LABELS.mechanism]: mechanism,
+      [NODE_LABELS.selection]: selection,
+    });
+    const v = view([
+      node('alinux3', GOOD_KERNEL, labels('tcp2smc', 'none')),
+      node('upstream', '6.12.117+deb13-amd64', labels('bpf', 'enforced'), 'Debian 13'),
+    ]);
+    const named = evaluate(annotated({ 'smcr.erdma.io/connect-ports': '6379' }), v, config);
+    expect(named.allowed).toBe(true);
+    expect(named.warnings.join('\n')).toMatch(
+      /1 capable node\(s\) with mechanism tcp2smc cannot keep this pod's SMC selection/,
+    );
+    // A pod that names none is not told: it asked for every connection, which tcp2smc gives.
+    const unnamed = evaluate(annotated({}), v, config);
+    expect(unnamed.warnings.join('\n')).not.toMatch(/cannot keep/);
+  });
+
+  it('reads ports as the C side does (native/src/selection.c selection_port)', () => {
+    expect(parsePorts(' 6379 , !6380 ').text).toBe('6379,!6380');
+    expect(selectsPort('*', 1)).toBe(true);
+    expect(selectsPort('!22', 22)).toBe(false);
+    expect(selectsPort('!22', 80)).toBe(true);
+    expect(selectsPort('8000-8999,!8080', 8080)).toBe(false);
+    expect(selectsPort('8000-8999,!8080', 8081)).toBe(true);
+    expect(selectsPort('8000-8999', 443)).toBe(false);
+  });
+});
