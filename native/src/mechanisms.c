@@ -102,10 +102,26 @@ static void probe_loopback_ism(struct probe *p)
 			 "no loopback-ism SMC-D device (CONFIG_SMC_LO, upstream 6.9+; on in Alibaba Cloud Linux 4)");
 }
 
+/* Whether the chosen mechanism keeps a pod's SMC selection per connection (docs/policy.md). */
+static void select_probe(struct probe *p, const char *chosen, const char *proc)
+{
+	char knob[512];
+	snprintf(knob, sizeof(knob), "%s/sys/net/smc/hs_ctrl", proc);
+	p->ok = !strcmp(chosen, "preload") || (!strcmp(chosen, "bpf") && access(knob, F_OK) == 0);
+	if (p->ok)
+		return;
+	if (!strcmp(chosen, "tcp2smc"))
+		snprintf(p->why, sizeof(p->why), "net.smc.tcp2smc converts every TCP socket of a pod netns");
+	else if (!strcmp(chosen, "bpf"))
+		snprintf(p->why, sizeof(p->why), "no smc_hs_ctrl on this kernel (6.19+ with CONFIG_SMC_HS_CTRL_BPF)");
+	else
+		snprintf(p->why, sizeof(p->why), "no mechanism");
+}
+
 /* `proc`: where the host's /proc is (the agent passes its own; tests a fake one). */
 static int mechanisms_cmd(const char *proc)
 {
-	struct probe tcp2smc = {0, ""}, ipproto = {0, ""}, bpf = {0, ""}, afsmc = {0, ""}, lo = {0, ""};
+	struct probe tcp2smc = {0, ""}, ipproto = {0, ""}, bpf = {0, ""}, afsmc = {0, ""}, lo = {0, ""}, sel = {0, ""};
 	const char *chosen = "none";
 	char knob[512];
 	snprintf(knob, sizeof(knob), "%s/sys/net/smc/tcp2smc", proc);
@@ -125,13 +141,16 @@ static int mechanisms_cmd(const char *proc)
 		chosen = "bpf";
 	else if (afsmc.ok)
 		chosen = "preload";
+	select_probe(&sel, chosen, proc);
 	printf("{\"mechanism\":\"%s\",", chosen);
 	print_probe(stdout, "tcp2smc", &tcp2smc, 0);
 	print_probe(stdout, "ipprotoSmc", &ipproto, 0);
 	print_probe(stdout, "bpf", &bpf, 0);
 	print_probe(stdout, "afSmc", &afsmc, 0);
 	/* Not a mechanism: a transport the CLC handshake prefers between two ends on this kernel. */
-	print_probe(stdout, "loopbackIsm", &lo, 1);
+	print_probe(stdout, "loopbackIsm", &lo, 0);
+	/* Not a mechanism either: whether the chosen one keeps a pod's SMC selection (#93). */
+	print_probe(stdout, "selection", &sel, 1);
 	puts("}");
 	return 0;
 }

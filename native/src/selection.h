@@ -39,6 +39,8 @@ struct selection {
 	__u32 pad;
 	struct sel_net nets[SEL_MAX_NETS];
 	struct sel_ports connect, listen;
+	/* Counted by the smc_hs_ctrl program per netns: handshakes it kept on TCP, and let offer SMC. */
+	__u64 kept, selected;
 };
 
 #ifndef __bpf__

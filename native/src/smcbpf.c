@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 #include "netns.h"
 #include "smc_proto.skel.h"
+#include "smcselect.h"
 
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
@@ -126,9 +127,14 @@ static int load_locked(const char *dir, int replace, char *why, size_t size);
 int smcbpf_load(const char *dir, int replace, char *why, size_t size)
 {
 	int lock = lock_pins(dir, why, size), rc;
+	char select_why[300] = "";
 	if (lock < 0)
 		return lock;
 	rc = load_locked(dir, replace, why, size);
+	/* The selection's program beside it, where the kernel has smc_hs_ctrl: without it pods keep
+	 * SMC on every connection, which `erdma-smcr mechanisms` reports; IPPROTO_SMC still works. */
+	if (rc == 0 && smcselect_load_locked(dir, select_why, sizeof(select_why)) < 0)
+		fprintf(stderr, "erdma-smcr: the SMC selection's program is not loaded: %s\n", select_why);
 	close(lock);
 	return rc;
 }
@@ -181,8 +187,9 @@ int smcbpf_unload(const char *dir)
 	lock = lock_pins(dir, why, sizeof(why));
 	if (lock < 0)
 		return lock;
+	rc = smcselect_unload_locked(dir);
 	pin_path(path, sizeof(path), dir, "link");
-	if (unlink(path) && errno != ENOENT)
+	if (unlink(path) && errno != ENOENT && !rc)
 		rc = -errno;
 	pin_path(path, sizeof(path), dir, "netns");
 	if (unlink(path) && errno != ENOENT && !rc)
@@ -302,6 +309,8 @@ int smcbpf_status(const char *dir, FILE *out)
 		}
 		close(fd);
 	}
-	fputs("]}\n", out);
+	fputs("],", out);
+	smcselect_status(dir, out);
+	fputs("}\n", out);
 	return 0;
 }

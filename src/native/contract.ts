@@ -126,6 +126,12 @@ export interface MechanismProbe {
    * Absent from binaries older than the probe.
    */
   readonly loopbackIsm?: Probe;
+  /**
+   * Whether the chosen mechanism keeps a pod's SMC selection per connection (#93): the preload
+   * library does; IPPROTO_SMC where the kernel has smc_hs_ctrl; tcp2smc never. Absent from binaries
+   * older than the selection.
+   */
+  readonly selection?: Probe;
 }
 
 /** `erdma-smcr bpf status`: the pinned program and the netns switched on. */
@@ -135,6 +141,14 @@ export interface BpfStatus {
   readonly tag?: string;
   readonly loaded: boolean;
   readonly netns: readonly { readonly cookie: number; readonly switched: number }[];
+  /**
+   * The SMC selection's smc_hs_ctrl program (kernels 6.19+): registered or not, and per netns the
+   * handshakes it kept on TCP and let offer SMC. Absent from binaries older than the selection.
+   */
+  readonly select?: {
+    readonly registered: boolean;
+    readonly netns: readonly { readonly cookie: number; readonly kept: number; readonly selected: number }[];
+  };
 }
 
 // ---- sysctls ----
@@ -167,6 +181,8 @@ export const pluginRecordSchema = z.strictObject({
     mechanism: z.enum(['tcp2smc', 'bpf', 'preload', 'none']),
     bpf: z.optional(z.strictObject({ dir: z.string(), cookie: z.string().check(z.regex(/^\d+$/)) })),
     mechanismWhy: z.optional(z.string()),
+    selection: z.optional(z.enum(['enforced', 'none'])),
+    selectionWhy: z.optional(z.string()),
   });
 
 /** What the CNI plugin wrote for one sandbox (native/src/cni.c state_doc). */
@@ -186,6 +202,12 @@ export interface PluginRecord {
   readonly mechanism?: string;
   /** Mechanism `none`: why none was active at ADD. */
   readonly mechanismWhy?: string;
+  /**
+   * Whether the pod's SMC selection (which connections use SMC, #93) is kept on its node: `none`
+   * where every TCP connection of the pod becomes SMC (tcp2smc; IPPROTO_SMC without smc_hs_ctrl).
+   */
+  readonly selection?: string;
+  readonly selectionWhy?: string;
   readonly mtimeMs: number;
 }
 
@@ -206,6 +228,8 @@ function recordOf(doc: Partial<Record<keyof PluginRecord, unknown>>, mtimeMs: nu
     ...(doc.ipv6Only === true ? { ipv6Only: true } : {}),
     ...(typeof doc.mechanism === 'string' ? { mechanism: doc.mechanism } : {}),
     ...(typeof doc.mechanismWhy === 'string' ? { mechanismWhy: doc.mechanismWhy } : {}),
+    ...(typeof doc.selection === 'string' ? { selection: doc.selection } : {}),
+    ...(typeof doc.selectionWhy === 'string' ? { selectionWhy: doc.selectionWhy } : {}),
     mtimeMs,
   };
 }

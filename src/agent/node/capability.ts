@@ -55,6 +55,11 @@ export interface Capability {
   readonly smcdLoopback?: boolean;
   /** What the host facts said the node reserves (labels for the webhook's port warning). */
   readonly reservedPorts?: ReservedPorts;
+  /**
+   * Whether the node's mechanism keeps a pod's SMC selection per connection (#93), by the probe;
+   * undefined when the probe did not say (an older binary, or no probe yet).
+   */
+  readonly selection?: boolean;
 }
 
 function read(path: string): string {
@@ -96,6 +101,20 @@ export function smcBuilt(hostRoot: string, release: string): NonNullable<HostFac
   return 'absent';
 }
 
+/** What the probe and the host say beside capability: loopback-ism, the selection, reserved ports. */
+function probedFacts(
+  host: HostFacts,
+): Pick<Capability, 'smcdLoopback' | 'selection' | 'reservedPorts'> {
+  // Said only where SMC sockets open: a node without SMC has no transport to speak of.
+  const m = host.mechanisms;
+  const lo = m && (m.afSmc.ok || m.ipprotoSmc.ok) ? m.loopbackIsm : undefined;
+  return {
+    ...(lo ? { smcdLoopback: lo.ok } : {}),
+    ...(m?.selection ? { selection: m.selection.ok } : {}),
+    ...(host.reservedPorts ? { reservedPorts: host.reservedPorts } : {}),
+  };
+}
+
 /**
  * Decides capability; reasons are stable, short and valid label values. `eniProblem`: why the
  * agent could not configure an eRDMA ENI (agent.manageEni), undefined when it could or does not
@@ -106,13 +125,7 @@ export function capability(
   devices: readonly RdmaDevice[],
   eniProblem?: string,
 ): Capability {
-  // Said only where SMC sockets open: a node without SMC has no transport to speak of.
-  const m = host.mechanisms;
-  const lo = m && (m.afSmc.ok || m.ipprotoSmc.ok) ? m.loopbackIsm : undefined;
-  const smcd = {
-    ...(lo ? { smcdLoopback: lo.ok } : {}),
-    ...(host.reservedPorts ? { reservedPorts: host.reservedPorts } : {}),
-  };
+  const smcd = probedFacts(host);
   const modes = [...new Set(devices.map((d) => d.driverMode))];
   const driverMode = modes.includes('default') ? 'default' : (modes[0] ?? '');
   const no = (reason: string, detail: string): Capability => ({
@@ -144,7 +157,7 @@ export function capability(
     mechanism: chosen,
     driverMode,
     reason: '',
-    detail: `SMC-R capable (${chosen})${lo?.ok ? ', and SMC-D within the node (loopback-ism)' : ''}`,
+    detail: `SMC-R capable (${chosen})${smcd.smcdLoopback ? ', and SMC-D within the node (loopback-ism)' : ''}`,
     ...smcd,
   };
 }
@@ -206,6 +219,8 @@ export function capabilityLabels(c: Capability): Record<string, string | null> {
     [NODE_LABELS.reason]: c.capable ? null : c.reason,
     [NODE_LABELS.mechanism]: c.capable ? c.mechanism : null,
     [NODE_LABELS.smcdLoopback]: c.smcdLoopback === undefined ? null : String(c.smcdLoopback),
+    [NODE_LABELS.selection]:
+      !c.capable || c.selection === undefined ? null : c.selection ? 'enforced' : 'none',
     [NODE_LABELS.erdmaReservedPorts]: c.reservedPorts?.erdma
       ? portRange(c.reservedPorts.erdma)
       : null,

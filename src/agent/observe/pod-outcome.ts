@@ -105,6 +105,17 @@ function fromRecord(r: PluginRecord): PodOutcome {
   return { ...v, message: `Applied after the pod started: ${v.message}` };
 }
 
+/** What the record says of the pod's SMC selection (#93), for the SMCREnabled message. */
+function selectionNote(r: PluginRecord): string {
+  if (r.selection === 'enforced') return '; connections outside its SMC selection stay on TCP';
+  if (r.selection === 'none')
+    return (
+      `; its SMC selection is not enforced on this node${r.selectionWhy ? ` (${r.selectionWhy})` : ''}: ` +
+      'every TCP connection of the pod uses SMC, whatever smcr.erdma.io/connect-ports and listen-ports say'
+    );
+  return '';
+}
+
 function recordVerdict(r: PluginRecord): PodOutcome {
   if (r.ipv6Only) {
     return {
@@ -121,7 +132,7 @@ function recordVerdict(r: PluginRecord): PodOutcome {
       kind: 'applied',
       type: 'Normal',
       reason: 'SMCREnabled',
-      message: `SMC-R enabled in the pod network namespace (pnet ${r.pnet?.id || 'none'})`,
+      message: `SMC-R enabled in the pod network namespace (pnet ${r.pnet?.id || 'none'})${selectionNote(r)}`,
     };
   }
   if (r.mechanism === 'none') {

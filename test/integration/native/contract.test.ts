@@ -40,6 +40,7 @@ describe('the mechanism probe and the BPF pins, as the agent reads them', () => 
         bpf: probe,
         afSmc: probe,
         loopbackIsm: probe,
+        selection: probe,
       })
       .strict();
     expect(schema.safeParse(m).error?.issues ?? []).toEqual([]);
@@ -49,12 +50,16 @@ describe('the mechanism probe and the BPF pins, as the agent reads them', () => 
     expect(m.mechanism).toBe(expected);
     // loopback-ism is there only with SMC: without an AF_SMC socket, it cannot be.
     if (!m.afSmc.ok) expect(m.loopbackIsm?.ok).toBe(false);
+    // The selection is kept where the mechanism is the library, or bpf where smc_hs_ctrl exists
+    // (its knob is looked for below the proc root given too: here, nowhere).
+    expect(m.selection?.ok).toBe(m.mechanism === 'preload');
   });
 
   it('bpf status reads an empty pin directory as not loaded; switching a netns on there says why not', async () => {
     expect(await binary.bpfStatus('/nonexistent-bpffs/erdma-smcr')).toEqual({
       loaded: false,
       netns: [],
+      select: { registered: false, netns: [] },
     });
     const r = spawnSync('native/build/erdma-smcr', [
       'bpf',

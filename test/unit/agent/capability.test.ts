@@ -108,6 +108,28 @@ describe('node capability', () => {
     expect(capabilityLabels(none)['smcr.erdma.io/smcd-loopback']).toBe(label);
   });
 
+  it.each([
+    [true, 'enforced'],
+    [false, 'none'],
+  ])('labels the node selection=%s from the probe (#93), and only a capable node', (ok, label) => {
+    const selection: Probe = ok ? yes : no('no smc_hs_ctrl on this kernel');
+    const m = probe({ ipprotoSmc: yes, bpf: yes, afSmc: yes, selection });
+    const c = capability(debian('6.12.117+deb13-amd64', m), devices);
+    expect(c).toMatchObject({ capable: true, selection: ok });
+    expect(capabilityLabels(c)['smcr.erdma.io/selection']).toBe(label);
+    expect(
+      capabilityLabels(capability(debian('6.12.117+deb13-amd64', m), []))[
+        'smcr.erdma.io/selection'
+      ],
+    ).toBeNull();
+    // An older binary's probe says nothing of it: no label.
+    const old = capability(
+      debian('6.12.117+deb13-amd64', probe({ ipprotoSmc: yes, bpf: yes, afSmc: yes })),
+      devices,
+    );
+    expect(capabilityLabels(old)['smcr.erdma.io/selection']).toBeNull();
+  });
+
   it('says nothing of loopback-ism where no SMC socket opens at all', () => {
     const m = probe({ loopbackIsm: no('no SMC generic netlink family (smc not loaded)') });
     const c = capability(debian('6.12.117+deb13-amd64', m), devices);
@@ -207,6 +229,7 @@ describe('node capability', () => {
       'smcr.erdma.io/mechanism': 'tcp2smc',
       // No probe said: the label is left off; nor does the node reserve ports.
       'smcr.erdma.io/smcd-loopback': null,
+      'smcr.erdma.io/selection': null,
       'smcr.erdma.io/erdma-reserved-ports': null,
       'smcr.erdma.io/smc-reserved-ports': null,
     });

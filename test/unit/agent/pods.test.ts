@@ -1,4 +1,4 @@
-// Verdicts on SMC-R pods from the CNI plugin's records (the record format is native/src/cni.c's).
+// Verdicts on SMC-R pods from the CNI plugin's records (the record format is native/src/pod_record.c's).
 import {
   mkdirSync,
   mkdtempSync,
@@ -26,6 +26,9 @@ const pod = (
   status,
 });
 const on = { 'network.alibabacloud.com/erdma-smcr': 'true' };
+/** The verdict on a started SMC-R pod from its record. */
+const judgeApplied = (r: PluginRecord): { reason: string; type: string; message: string } =>
+  judge(pod(on), r, 10_000, 1000)!;
 const rec = (r: Partial<PluginRecord>): PluginRecord => ({
   podUid: 'u-1',
   podNamespace: 'n',
@@ -39,6 +42,24 @@ const rec = (r: Partial<PluginRecord>): PluginRecord => ({
 });
 
 describe('pod verdicts', () => {
+  it("says in the SMCREnabled Event whether the pod's SMC selection is enforced on its node (#93)", () => {
+    const started = judgeApplied;
+    expect(started(rec({ selection: 'enforced' })).message).toMatch(
+      /connections outside its SMC selection stay on TCP$/,
+    );
+    const none = started(
+      rec({
+        selection: 'none',
+        selectionWhy: 'net.smc.tcp2smc converts every TCP socket of the netns',
+      }),
+    );
+    expect(none).toMatchObject({ reason: 'SMCREnabled', type: 'Normal' });
+    expect(none.message).toMatch(
+      /its SMC selection is not enforced on this node \(net\.smc\.tcp2smc converts every TCP socket of the netns\): every TCP connection of the pod uses SMC/,
+    );
+    expect(started(rec({})).message).not.toMatch(/selection/);
+  });
+
   const dir = mkdtempSync(join(tmpdir(), 'pods-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
