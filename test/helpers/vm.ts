@@ -64,8 +64,11 @@ export interface VmRun {
 }
 
 export interface VmOptions {
-  /** bookworm (Debian 6.1, the default) or trixie (6.12). */
-  readonly kernel?: 'bookworm' | 'trixie';
+  /**
+   * bookworm (Debian 6.1, the default), trixie (6.12), or newest: Debian's newest line
+   * (trixie-backports 7.x) built from its linux-source with SMC and smc_hs_ctrl (test/smcr-vm/newest.sh).
+   */
+  readonly kernel?: 'bookworm' | 'trixie' | 'newest';
   /** Extra kernel command line, e.g. `smcr_scenario=transparent`. */
   readonly append?: string;
   /** Kept console file (SMCR_VM_CONSOLE). */

@@ -23,11 +23,24 @@ log() { echo "smcr-vm: $*" >&2; }
 
 kernel=${SMCR_VM_KERNEL:-bookworm}
 modules=(crc32_generic ib_core smc smc_diag udp_tunnel ip6_udp_tunnel ib_uverbs veth llc stp bridge)
-if [ "$kernel" = trixie ]; then
-  for p in qemu-system-x86 kmod cpio busybox-static iperf3 python3.11 redis-server redis-tools golang-go rsync musl-tools; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-      apt-get install -y -o DPkg::Lock::Timeout=300 --no-install-recommends "$p" >/dev/null
-  done
+# What init.sh loads with insmod, in order (smc itself comes through the agent's modprobe).
+load=(crc32_generic ib_core udp_tunnel ip6_udp_tunnel ib_uverbs rdma_rxe veth llc stp bridge)
+for p in qemu-system-x86 kmod cpio busybox-static iperf3 python3.11 redis-server redis-tools golang-go rsync musl-tools tcpdump; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+    apt-get install -y -o DPkg::Lock::Timeout=300 --no-install-recommends "$p" >/dev/null
+done
+if [ "$kernel" = newest ]; then
+  # Debian's newest line (trixie-backports), built by newest.sh with SMC, smc_hs_ctrl and DIBS
+  # loopback (SMC-D) on; its rxe is network-namespace aware (7.1+), so stock.
+  kdir=$("$here/newest.sh")
+  abi=$(cat "$kdir/abi")
+  # SMC, DIBS and ib_core are built in there (newest.config says why).
+  modules=(udp_tunnel ip6_udp_tunnel ib_uverbs_support ib_uverbs veth llc stp bridge)
+  load=(udp_tunnel ip6_udp_tunnel ib_uverbs_support ib_uverbs rdma_rxe veth llc stp bridge)
+  rxe=$kdir/modules/rdma_rxe.ko
+  mkdir -p "$out"
+  log "kernel $abi (newest, built from Debian's linux-source)"
+elif [ "$kernel" = trixie ]; then
   parts=$("$here/trixie.sh")
   kdir=$(echo "$parts" | sed -n 1p)
   rxe=$(echo "$parts" | sed -n 2p)
@@ -46,7 +59,7 @@ else
   log "kernel $abi ($version)"
 
   missing=()
-  for p in qemu-system-x86 kmod cpio busybox-static iperf3 python3.11 redis-server redis-tools golang-go rsync musl-tools "linux-headers-$abi"; do
+  for p in "linux-headers-$abi"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -119,7 +132,7 @@ with_libs() {
   done
 }
 with_libs /usr/sbin/ip /usr/bin/rdma /usr/bin/kmod /usr/bin/iperf3 "$node_bin" /usr/bin/redis-benchmark \
-  /usr/bin/python3.11
+  /usr/bin/python3.11 /usr/bin/tcpdump /usr/sbin/bpftool
 [ "$node_bin" = /usr/bin/node ] || ln -s "$node_bin" "$root/usr/bin/node"
 # The programs of each runtime (test/smcr-vm/runtimes): Debian's redis-server (a name of
 # redis-check-rdb, which it execs as), CPython's standard library with its compiled modules and
@@ -150,6 +163,9 @@ cp -L /usr/lib/x86_64-linux-musl/libc.so "$root/lib/ld-musl-x86_64.so.1"
 gcc -O2 -Wall -Wextra -Werror -o "$root/bin/smc-cost" "$here/smc-cost.c"
 gcc -O2 -Wall -Wextra -Werror -o "$root/bin/loopback" "$here/loopback.c"
 gcc -O2 -Wall -Wextra -Werror -o "$root/bin/listen-stop" "$here/listen-stop.c" -lpthread
+# The selection scenario's option-replaying server (select.sh): a sockops program bpftool loads.
+clang -g -O2 -target bpf -I"/usr/include/$(gcc -dumpmachine)" -Wall -Werror -c "$here/replay-option.bpf.c" \
+  -o "$root/replay-option.bpf.o"
 # The preload library's threads/signals/fork test (native/test/preload_threads.c) under
 # ThreadSanitizer, its runtime linked in: where the kernel has AF_SMC the loopback swap runs in every
 # racing thread, which it cannot on a machine without SMC.
@@ -175,6 +191,7 @@ cp "$repo/dist/constants.js" "$root/constants.js"
 cp "$repo/dist/agent/host.js" "$root/host.js"
 echo '{"type":"module"}' > "$root/package.json"
 for m in "${modules[@]}"; do cp "$kdir/modules/$m.ko" "$root/lib/modules/"; done
+printf '%s\n' "${load[@]}" > "$root/lib/modules/load-order"
 # SMCR_VM_SMC=lo (trixie only): smc and smc_diag as trixie.sh built them with loopback-ism, in place
 # of Debian's (CONFIG_SMC_LO off), so that pods of the VM can talk SMC-D.
 if [ "${SMCR_VM_SMC:-stock}" = lo ]; then
@@ -184,14 +201,19 @@ if [ "${SMCR_VM_SMC:-stock}" = lo ]; then
 fi
 # smc (and smc_diag) also where modprobe looks, with depmod's index.
 mkdir -p "$root/lib/modules/$abi/extra"
-cp "$kdir/modules/ib_core.ko" "$root/lib/modules/$abi/extra/"
-for m in smc smc_diag; do cp "$root/lib/modules/$m.ko" "$root/lib/modules/$abi/extra/"; done
+if [ "$kernel" = newest ]; then
+  # Built in: modprobe finds smc in modules.builtin and has nothing to do.
+  cp "$kdir/modules.builtin" "$kdir/modules.builtin.modinfo" "$root/lib/modules/$abi/"
+else
+  cp "$kdir/modules/ib_core.ko" "$root/lib/modules/$abi/extra/"
+  for m in smc smc_diag; do cp "$root/lib/modules/$m.ko" "$root/lib/modules/$abi/extra/"; done
+fi
 depmod -b "$root" "$abi"
 cp "$rxe" "$root/lib/modules/rdma_rxe.ko"
 install -m 0755 "$here/init.sh" "$root/init"
 install -m 0755 "$here/transparent.sh" "$root/transparent.sh"
 install -m 0755 "$here/cost.sh" "$root/cost.sh"
-for f in pods.sh smcd.sh gain.sh cpython.sh; do install -m 0755 "$here/$f" "$root/$f"; done
+for f in pods.sh smcd.sh gain.sh cpython.sh select.sh; do install -m 0755 "$here/$f" "$root/$f"; done
 # SMCR_VM_PYTEST=1: CPython's own test suite (Debian's libpython3.11-testsuite), for cpython.sh. Only
 # then: it adds some 25 MB to the initramfs.
 if [ "${SMCR_VM_PYTEST:-0}" = 1 ]; then

@@ -27,7 +27,9 @@ case "$mech" in
   *) fail "no transparent mechanism on this kernel: $mechs" ;;
 esac
 say "bpf_before_add=$(erdma-smcr bpf status 2>&1 | tr -d '\n')"
-if [ "$mech" = bpf ]; then
+# smc as a module (Debian's kernels; built in on the newest line's kernel, newest.config says why).
+smc_module=$([ -d /sys/module/smc ] && echo yes || echo no)
+if [ "$mech" = bpf ] && [ "$smc_module" = yes ]; then
   # As after a reboot, smc is not loaded either until something asks for it: the agent's driver
   # pass loaded it at boot here, so it goes again. The kernel loads it back through its modprobe
   # (net-pf-2-proto-256-type-1) when our plugin opens its first IPPROTO_SMC socket.
@@ -36,7 +38,7 @@ if [ "$mech" = bpf ]; then
   say "smc_before_add=$([ -d /sys/module/smc ] && echo loaded || echo absent)"
 fi
 pod_add a "$ON"
-if [ "$mech" = bpf ]; then
+if [ "$mech" = bpf ] && [ "$smc_module" = yes ]; then
   say "smc_after_add=$([ -d /sys/module/smc ] && echo loaded || echo absent)"
   insmod /lib/modules/smc_diag.ko || fail "insmod smc_diag"
   # The host side went with the module (as at boot): the agent sets it again on its first pass.

@@ -1,0 +1,190 @@
+// The SMC selection (#93): an SMC-R pod's connection uses SMC only when its destination is in the
+// cluster's networks and its port is selected; every other one is plain TCP from its first packet,
+// its SYN without SMC's option. test/smcr-vm/select.sh runs in the VM, on each kernel with the
+// mechanism it has:
+// - bookworm's 6.1: the preload library, given ERDMA_SMCR_SELECT as the webhook sets it;
+// - Debian's newest line (7.x, built by test/smcr-vm/newest.sh with SMC on): the IPPROTO_SMC
+//   program with our smc_hs_ctrl, the selection handed to it by our CNI plugin (static programs too);
+// - trixie's 6.12: IPPROTO_SMC without smc_hs_ctrl, where the selection cannot be enforced, and the
+//   plugin's record (the pod's Event) says so.
+// The negative control is Alibaba's FAQ failure, reproduced: a server outside the cluster replays
+// SMC's TCP option in its SYN-ACK (a sockops program, test/smcr-vm/replay-option.bpf.c); an
+// annotated pod without a selection cannot fetch from it, where a plain pod can. tcpdump shows which
+// SYN carried the option (tcpdump prints it "exp-e2d4").
+import { beforeAll, describe, expect, it } from 'vitest';
+import { requires, root } from '../helpers/requires.js';
+import { bootVm, type VmRun } from '../helpers/vm.js';
+import { expectRanEveryStep, statsDelta, type Socket } from '../helpers/vm-pods.js';
+
+const skip = requires('the SMC selection VM test (apt-get, qemu)', root) !== '';
+
+// smcMode: what a selected connection between the two pods of the VM runs. The newest kernel has
+// loopback-ism (DIBS_LO), and the CLC handshake prefers SMC-D between pods of one kernel.
+const KERNELS = [
+  { kernel: 'newest', release: /^7\./, mechanism: 'bpf', enforced: true, smcMode: 'SMCD' },
+  { kernel: 'bookworm', release: /^6\.1\./, mechanism: 'preload', enforced: true, smcMode: 'SMCR' },
+  { kernel: 'trixie', release: /^6\.12\./, mechanism: 'bpf', enforced: false, smcMode: 'SMCR' },
+] as const;
+
+/** SMC's TCP option as tcpdump prints it (kind 254, ExID 0xE2D4...). */
+const SMC_OPTION = 'exp-e2d4';
+
+interface SelectStatus {
+  select?: {
+    registered: boolean;
+    netns: { cookie: number; kept: number; selected: number }[];
+  };
+}
+
+describe.skipIf(skip).each(KERNELS)(
+  'the SMC selection on $kernel ($mechanism)',
+  ({ kernel, release, mechanism, enforced, smcMode }) => {
+    let vm: VmRun;
+    beforeAll(async () => {
+      vm = await bootVm({ kernel, append: 'smcr_scenario=select', watchdogSec: 420 });
+      console.log(`SMC selection on ${kernel}: VM run ${vm.summary}`);
+      for (const c of ['ext', 'b'])
+        for (const r of vm.lines.filter((x) => `syn_${c}` in x))
+          console.log(`  syn seen in ${c}: ${r[`syn_${c}`]}`);
+    }, 40 * 60_000);
+
+    const ip = (pod: string): string =>
+      vm.find((r) => r.pod === pod && r.ip !== undefined).ip as string;
+    /** The SYNs (and SYN-ACKs) captured in `where` from `src` to `dst`, on ports [low, high]. */
+    const syns = (where: string, src: string, dst: string, ports?: [number, number]): string[] =>
+      vm.lines
+        .map((r) => r[`syn_${where}`])
+        .filter((l): l is string => l !== undefined)
+        .filter((l) => {
+          const m = / IP ([\d.]+)\.\d+ > ([\d.]+)\.(\d+):/.exec(l);
+          if (!m || m[1] !== src || m[2] !== dst) return false;
+          const port = Number(m[3]);
+          return !ports || (port >= ports[0] && port <= ports[1]);
+        });
+    const active = (label: string, pod: string): Socket[] =>
+      (vm.json(`${label}_sockets_${pod}`) as Socket[]).filter((s) => s.state !== 'LISTEN');
+    const outside = (label: string): Record<string, string> => vm.find((r) => r.outside === label);
+
+    it('the VM ran every step on the kernel asked for, with the mechanism expected', () => {
+      expectRanEveryStep(vm, release);
+      expect(vm.find((r) => 'mechanism' in r).mechanism).toBe(mechanism);
+      const probe = vm.json('mechanisms') as { selection: { ok: boolean; why?: string } };
+      expect(probe.selection.ok).toBe(enforced);
+    });
+
+    it("reproduces the FAQ's failure: an annotated pod without a selection cannot fetch from a server that replays SMC's option; a plain pod can", () => {
+      expect(outside('plain')).toMatchObject({ rc: '0' });
+      expect(outside('plain').out).toMatch(/got 4194304 bytes/);
+      // The negative control: SMC starts its handshake with a peer that only echoed the option.
+      expect(outside('unselected').rc).not.toBe('0');
+      expect(outside('unselected').out).not.toMatch(/got \d+ bytes/);
+      const u = syns('ext', ip('u'), '10.99.0.10', [8080, 8080]);
+      expect(u.length).toBeGreaterThan(0);
+      expect(u.some((l) => l.includes('Flags [S]') && l.includes(SMC_OPTION))).toBe(true);
+      // The server's SYN-ACK to the plain pod carries it too: the replay is the server's, for all.
+      expect(
+        syns('ext', '10.99.0.10', ip('p')).some(
+          (l) => l.includes('Flags [S.]') && l.includes(SMC_OPTION),
+        ),
+      ).toBe(true);
+    });
+
+    if (enforced) {
+      it('the pod with a selection reaches that server: its SYN to an address outside the cluster carries no SMC option', () => {
+        expect(vm.json(`state_a`)).toMatchObject({ mechanism, selection: 'enforced' });
+        expect(outside('selected')).toMatchObject({ rc: '0' });
+        expect(outside('selected').out).toMatch(/got 4194304 bytes/);
+        const a = syns('ext', ip('a'), '10.99.0.10', [8080, 8080]).filter((l) =>
+          l.includes('Flags [S]'),
+        );
+        expect(a.length).toBeGreaterThan(0);
+        for (const l of a) expect(l).not.toContain(SMC_OPTION);
+      });
+
+      it('a selected port runs SMC at both ends (SMC-D where the kernel has loopback-ism, else SMC-R over RDMA)', () => {
+        for (const pod of ['a', 'b']) {
+          const socks = active('sel_py', pod);
+          expect(socks.length, `sel_py in ${pod}`).toBeGreaterThan(0);
+          expect(
+            socks.every((s) => s.mode === smcMode),
+            JSON.stringify(socks),
+          ).toBe(true);
+        }
+        const tech = smcMode === 'SMCD' ? 'smcd' : 'smcr';
+        expect(statsDelta(vm, 'sel_py', 'a', tech).successes).toBeGreaterThanOrEqual(1);
+        expect(vm.find((r) => r.runtime === 'sel_py').client).toMatch(/got 4194304 bytes/);
+      });
+
+      it('a port the client excludes is plain TCP from its first packet: no SMC option in its SYN, no SMC at either end', () => {
+        for (const label of ['excl_py', 'excl_go']) {
+          expect(vm.find((r) => r.runtime === label).rc, label).toBe('0');
+          for (const pod of ['a', 'b'])
+            expect(
+              active(label, pod).filter((s) => s.mode !== 'TCP'),
+              `${label} in ${pod}`,
+            ).toEqual([]);
+          for (const tech of ['smcr', 'smcd'] as const)
+            expect(statsDelta(vm, label, 'a', tech).successes).toBe(0);
+        }
+        const excluded = syns('b', ip('a'), ip('b'), [7050, 7059]).filter((l) =>
+          l.includes('Flags [S]'),
+        );
+        expect(excluded.length).toBeGreaterThanOrEqual(2);
+        for (const l of excluded) expect(l).not.toContain(SMC_OPTION);
+        // The selected port's SYN, in the same capture, carries it: the capture sees the option.
+        expect(syns('b', ip('a'), ip('b'), [7001, 7001]).some((l) => l.includes(SMC_OPTION))).toBe(
+          true,
+        );
+      });
+
+      it('a port the server does not listen with SMC on: its SYN-ACK carries no SMC option, and the connection is TCP', () => {
+        expect(vm.find((r) => r.runtime === 'nolisten_py').rc).toBe('0');
+        const synack = syns('b', ip('b'), ip('a')).filter(
+          (l) => l.includes('Flags [S.]') && l.includes(`${ip('b')}.7060 >`),
+        );
+        expect(synack.length).toBeGreaterThan(0);
+        for (const l of synack) expect(l).not.toContain(SMC_OPTION);
+        for (const pod of ['a', 'b'])
+          expect(active('nolisten_py', pod).filter((s) => s.mode !== 'TCP')).toEqual([]);
+      });
+    }
+
+    if (enforced && mechanism === 'bpf') {
+      it('the in-kernel selection reaches a static program: Go runs SMC on a selected port', () => {
+        for (const pod of ['a', 'b']) {
+          const socks = active('sel_go', pod);
+          expect(socks.length).toBeGreaterThan(0);
+          expect(
+            socks.every((s) => s.mode === smcMode),
+            JSON.stringify(socks),
+          ).toBe(true);
+        }
+      });
+
+      it("our smc_hs_ctrl counts each pod's decisions, and DEL takes the pod's selection out", () => {
+        const before = vm.json('bpf_status_after') as SelectStatus;
+        expect(before.select?.registered).toBe(true);
+        const cookie = Number((vm.json('state_a') as { bpf: { cookie: string } }).bpf.cookie);
+        const mine = before.select?.netns.find((n) => n.cookie === cookie);
+        expect(mine?.kept).toBeGreaterThanOrEqual(3); // the outside fetch, 7050 and 7055
+        expect(mine?.selected).toBeGreaterThanOrEqual(2); // 7001, 7002 (and 7060)
+        const after = vm.json('bpf_status_after_del') as SelectStatus;
+        expect(after.select?.netns.some((n) => n.cookie === cookie)).toBe(false);
+      });
+    }
+
+    if (!enforced) {
+      it('where the kernel has no smc_hs_ctrl, the record says the selection is not enforced, and the pod meets the same failure', () => {
+        const a = vm.json('state_a') as {
+          selection: string;
+          selectionWhy: string;
+          warnings: string[];
+        };
+        expect(a).toMatchObject({ mechanism: 'bpf', selection: 'none' });
+        expect(a.selectionWhy).toMatch(/no smc_hs_ctrl/);
+        expect(a.warnings.join('\n')).toMatch(/SMC selection is not enforced/);
+        expect(outside('selected').rc).not.toBe('0');
+      });
+    }
+  },
+);
