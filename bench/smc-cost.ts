@@ -1,7 +1,7 @@
 // What SMC costs a pod's connections (`npm run bench smc-cost`), in the SMC-R test VM on each
-// kernel the suites boot (Debian's 6.1 and 6.12) and for each mechanism the kernel offers (the
-// IPPROTO_SMC BPF program on 6.12; the preload library on both; no Debian kernel has Alibaba's
-// net.smc.tcp2smc). test/smcr-vm/cost.sh times, with test/smcr-vm/smc-cost.c, N connects and N
+// kernel the suites boot (Debian's 6.1, 6.12, and the newest line built with SMC) and for each
+// mechanism the kernel offers (the IPPROTO_SMC BPF program on 6.12 and 7.x; the preload library on
+// all; no Debian kernel has Alibaba's net.smc.tcp2smc), with and without the SMC selection (#93). test/smcr-vm/cost.sh times, with test/smcr-vm/smc-cost.c, N connects and N
 // short exchanges (a new connection, 100 bytes each way) from an SMC-R client pod to: an SMC-R pod
 // (smcr), a pod without SMC (nosmc), an SMC pod that shares no RDMA device with it (decline); and
 // from a plain client to the SMC-R pod (server: what its SMC listener costs clients that cannot use
@@ -15,7 +15,7 @@ import type { BenchRow } from './report.js';
 
 /** Connections per case and mode (ERDMA_SMCR_BENCH_SMC_COST_N). */
 const N = Number(process.env.ERDMA_SMCR_BENCH_SMC_COST_N ?? 300);
-const KERNELS = ['bookworm', 'trixie'] as const;
+const KERNELS = ['bookworm', 'trixie', 'newest'] as const;
 
 const CASES: Readonly<Record<string, string>> = {
   smcr: 'SMC-R client → SMC-R pod',
@@ -26,6 +26,11 @@ const CASES: Readonly<Record<string, string>> = {
     'SMC-R client → a server in its own pod over 127.0.0.1 (falls back: no device serves lo)',
   loopback_nb:
     'SMC-R client → a server in its own pod over 127.0.0.1, connecting as an event loop does (non-blocking, then poll)',
+  // With the SMC selection on (#93), where the mechanism enforces it.
+  sel_smcr: 'selection on: → SMC-R pod on a selected port',
+  sel_excluded: 'selection on: → SMC-R pod on an excluded port',
+  sel_outside: 'selection on: → a peer outside the selection\'s networks',
+  sel_decline: 'selection on: → SMC pod with no shared RDMA device, on an excluded port',
 };
 
 interface Timing {

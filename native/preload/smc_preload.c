@@ -14,12 +14,15 @@
  * close() and epoll_ctl() in every process; five rounds on 6.1 in one boot (bench smc-loopback)
  * found it no faster (0.80x to 1.38x), so it went (#85).
  *
- * The selection (#93, src/selection.h): with ERDMA_SMCR_SELECT set (the webhook sets it), a
- * connection to a destination outside the selection, and a listener on a port outside it, get the
- * TCP socket the program asked for before their first packet: connect(), bind() and listen() swap
- * an AF_SMC socket that is not yet bound for a TCP one (swap_to_tcp), so their SYN carries no SMC
- * option. Without ERDMA_SMCR_SELECT every socket stays SMC, as before; a selection that does not
- * parse is written once to stderr and selects nothing (every socket TCP: the safe side).
+ * The selection (#93, src/selection.h): with ERDMA_SMCR_SELECT set (the webhook sets it), socket()
+ * gives the program the TCP socket it asked for, and only a connection to a destination inside the
+ * selection, or a listener on a port inside it, becomes SMC before its first packet: connect(),
+ * bind() and listen() swap that socket, not yet bound, for an AF_SMC one (swap_socket). Every other
+ * connection is plain TCP from its SYN and costs nothing more: no AF_SMC socket is made for it (the
+ * other way round, an AF_SMC socket made at socket() and swapped for TCP at connect(), cost 1.6x to
+ * 2.9x a TCP connect in bench smc-cost). Without ERDMA_SMCR_SELECT every socket is SMC from
+ * socket(), as before; a selection that does not parse is written once to stderr and selects
+ * nothing (every socket TCP: the safe side).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -67,6 +70,8 @@ static socket_fn next_socket(void)
 	return (socket_fn)next_sym(&next, "socket");
 }
 
+static const struct selection *selection(void);
+
 PUBLIC int socket(int domain, int type, int protocol)
 {
 	socket_fn next = next_socket();
@@ -75,7 +80,7 @@ PUBLIC int socket(int domain, int type, int protocol)
 		return -1;
 	}
 	if ((domain == AF_INET || domain == AF_INET6) && (type & SOCK_TYPE_MASK) == SOCK_STREAM &&
-	    (protocol == 0 || protocol == IPPROTO_TCP)) {
+	    (protocol == 0 || protocol == IPPROTO_TCP) && !selection()) {
 		int saved = errno;
 		int fd = next(AF_SMC, type, domain == AF_INET6 ? SMCPROTO_SMC6 : SMCPROTO_SMC);
 		if (fd >= 0)
@@ -104,50 +109,79 @@ static const struct {
 	{IPPROTO_TCP, TCP_USER_TIMEOUT},
 };
 
-/* Puts a TCP socket in the place of the unconnected, unbound AF_SMC socket fd; 0 when done, -1
- * when fd is to stay as it is (not ours, bound, or the swap could not be made). */
-static int swap_to_tcp(int fd, int family)
+/* Whether fd is bound to a port (a socket bound before connect() keeps what it was bound to). */
+static int bound(int fd)
 {
 	struct sockaddr_storage local;
 	socklen_t len = sizeof(local);
-	int domain = 0, type = 0, fl, fdfl, tcp;
-	unsigned i;
-	socklen_t l = sizeof(domain);
-	socket_fn next = next_socket();
-	if (!next || getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) || domain != AF_SMC)
-		return -1;
-	l = sizeof(type);
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) || type != SOCK_STREAM)
-		return -1;
-	/* A socket bound to a port or address before connect() keeps what it was bound to: as it is. */
 	memset(&local, 0, sizeof(local));
-	if (getsockname(fd, (struct sockaddr *)&local, &len) == 0 &&
-	    ((local.ss_family == AF_INET && ((struct sockaddr_in *)&local)->sin_port) ||
-	     (local.ss_family == AF_INET6 && ((struct sockaddr_in6 *)&local)->sin6_port)))
+	return getsockname(fd, (struct sockaddr *)&local, &len) == 0 &&
+		((local.ss_family == AF_INET && ((struct sockaddr_in *)&local)->sin_port) ||
+		 (local.ss_family == AF_INET6 && ((struct sockaddr_in6 *)&local)->sin6_port));
+}
+
+/* Puts a new socket (domain, protocol) in the place of the unconnected, unbound stream socket fd,
+ * with the options and flags the program set; 0 when done, -1 when fd stays as it is (bound, or the
+ * swap could not be made). */
+static int swap_socket(int fd, int domain, int protocol)
+{
+	int fl, fdfl, other;
+	unsigned i;
+	socket_fn next = next_socket();
+	if (!next || bound(fd))
 		return -1;
 	fl = fcntl(fd, F_GETFL);
 	fdfl = fcntl(fd, F_GETFD);
 	/* A socket that signals (O_ASYNC) is watched in a way the new one would not be. An epoll
 	 * registration would not follow it either: servers set SO_REUSEPORT before bind() and watch
-	 * the listener after listen(), so none is in an epoll set here. */
+	 * the listener after listen(), clients watch after connect(), so none is in an epoll set here. */
 	if (fl < 0 || fdfl < 0 || (fl & O_ASYNC))
 		return -1;
-	tcp = next(family, SOCK_STREAM, IPPROTO_TCP);
-	if (tcp < 0)
+	other = next(domain, SOCK_STREAM, protocol);
+	if (other < 0)
 		return -1;
 	for (i = 0; i < sizeof(KEPT) / sizeof(KEPT[0]); i++) {
 		char v[64];
 		socklen_t vl = sizeof(v);
 		if (getsockopt(fd, KEPT[i].level, KEPT[i].name, v, &vl) == 0)
-			setsockopt(tcp, KEPT[i].level, KEPT[i].name, v, vl);
+			setsockopt(other, KEPT[i].level, KEPT[i].name, v, vl);
 	}
-	if (fcntl(tcp, F_SETFL, fl) < 0 ||
-	    dup3(tcp, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
-		close(tcp);
+	if (fcntl(other, F_SETFL, fl) < 0 || dup3(other, fd, (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+		close(other);
 		return -1;
 	}
-	close(tcp);
+	close(other);
 	return 0;
+}
+
+/* The TCP socket the program asked for in the place of the AF_SMC socket fd (of `family`). */
+static int swap_to_tcp(int fd, int family)
+{
+	int domain = 0, type = 0;
+	socklen_t l = sizeof(domain);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) || domain != AF_SMC)
+		return -1;
+	l = sizeof(type);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) || type != SOCK_STREAM)
+		return -1;
+	return swap_socket(fd, family, IPPROTO_TCP);
+}
+
+/* An AF_SMC socket in the place of the TCP socket fd, when it is one (the selection chose SMC for
+ * it). A socket with SO_REUSEPORT stays TCP: AF_SMC cannot have it (setsockopt below). */
+static int swap_to_smc(int fd)
+{
+	int domain = 0, protocol = 0, reuse = 0;
+	socklen_t l = sizeof(domain);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) || (domain != AF_INET && domain != AF_INET6))
+		return -1;
+	l = sizeof(protocol);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &l) || protocol != IPPROTO_TCP)
+		return -1;
+	l = sizeof(reuse);
+	if (getsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &reuse, &l) == 0 && reuse)
+		return -1;
+	return swap_socket(fd, AF_SMC, domain == AF_INET6 ? SMCPROTO_SMC6 : SMCPROTO_SMC);
 }
 
 /* SO_REUSEPORT: the kernel allows it on inet and unix sockets only ("net: restrict SO_REUSEPORT to
@@ -207,19 +241,6 @@ static const struct selection *selection(void)
 	return have_selection ? &parsed : NULL;
 }
 
-/* The address family of the TCP side of an AF_SMC socket, or 0 when fd is no AF_SMC socket. */
-static int smc_family(int fd)
-{
-	int protocol = -1, domain = 0;
-	socklen_t l = sizeof(domain);
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &l) || domain != AF_SMC)
-		return 0;
-	l = sizeof(protocol);
-	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &l))
-		return 0;
-	return protocol == SMCPROTO_SMC6 ? AF_INET6 : AF_INET;
-}
-
 /* The port a bind() or listen() address names (0 when none). */
 static uint16_t port_of(const struct sockaddr *sa, socklen_t len)
 {
@@ -232,7 +253,7 @@ static uint16_t port_of(const struct sockaddr *sa, socklen_t len)
 
 typedef int (*addr_fn)(int, const struct sockaddr *, socklen_t);
 
-/* connect(): a destination outside the selection gets the TCP socket before its SYN. */
+/* connect(): a destination inside the selection gets an AF_SMC socket before its SYN. */
 PUBLIC int connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
 	static void *slot;
@@ -243,17 +264,15 @@ PUBLIC int connect(int fd, const struct sockaddr *sa, socklen_t len)
 		return -1;
 	}
 	s = selection();
-	if (s && sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) &&
-	    !selection_connect(s, sa, len)) {
-		int saved = errno, family = smc_family(fd);
-		if (family)
-			swap_to_tcp(fd, family);
+	if (s && sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) && selection_connect(s, sa, len)) {
+		int saved = errno;
+		swap_to_smc(fd);
 		errno = saved;
 	}
 	return next(fd, sa, len);
 }
 
-/* bind(): a port outside the listen selection gets the TCP socket before anything can connect. */
+/* bind(): a port inside the listen selection gets an AF_SMC socket before anything can connect. */
 PUBLIC int bind(int fd, const struct sockaddr *sa, socklen_t len)
 {
 	static void *slot;
@@ -265,10 +284,9 @@ PUBLIC int bind(int fd, const struct sockaddr *sa, socklen_t len)
 	}
 	s = selection();
 	if (s && sa && (sa->sa_family == AF_INET || sa->sa_family == AF_INET6) &&
-	    !selection_port(&s->listen, port_of(sa, len))) {
-		int saved = errno, family = smc_family(fd);
-		if (family)
-			swap_to_tcp(fd, family);
+	    selection_port(&s->listen, port_of(sa, len))) {
+		int saved = errno;
+		swap_to_smc(fd);
 		errno = saved;
 	}
 	return next(fd, sa, len);
@@ -276,7 +294,8 @@ PUBLIC int bind(int fd, const struct sockaddr *sa, socklen_t len)
 
 typedef int (*listen_fn)(int, int);
 
-/* listen() on a socket never bound (the kernel picks a port): the same rule, for port 0. */
+/* listen() on a socket never bound (the kernel picks a port): the same rule, for port 0. A socket
+ * bound before (bind() decided) stays what it is. */
 PUBLIC int listen(int fd, int backlog)
 {
 	static void *slot;
@@ -287,10 +306,9 @@ PUBLIC int listen(int fd, int backlog)
 		return -1;
 	}
 	s = selection();
-	if (s && !selection_port(&s->listen, 0)) {
-		int saved = errno, family = smc_family(fd);
-		if (family)
-			swap_to_tcp(fd, family);
+	if (s && selection_port(&s->listen, 0)) {
+		int saved = errno;
+		swap_to_smc(fd);
 		errno = saved;
 	}
 	return next(fd, backlog);

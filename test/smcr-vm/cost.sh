@@ -9,7 +9,13 @@
 #   loopback a server in its own pod over 127.0.0.1 (a sidecar): no RDMA device serves lo; also
 #            connected as an event loop connects (loopback_nb: non-blocking, then poll)
 # and a plain client connects to the SMC-R pod (server: what the SMC listener costs the clients that
-# cannot use it: probes, scrapes). The baseline is a plain client and a plain server. Each case
+# cannot use it: probes, scrapes). With the SMC selection on (#93: a client pod whose selection is
+# the SMC pods' addresses and port 7000), where the mechanism enforces it, the same client connects to:
+#   sel_smcr     the SMC-R pod on the selected port: SMC-R as before
+#   sel_excluded the SMC-R pod on a port the selection leaves out (7300): TCP from the first packet
+#   sel_outside  a pod outside the selection's networks (without SMC): TCP from the first packet
+#   sel_decline  the SMC pod with no shared RDMA device, on the excluded port: TCP, no CLC to decline
+# The baseline is a plain client and a plain server. Each case
 # runs N connects (socket, connect, close) and N short exchanges (a new connection, 100 bytes each
 # way), then one bulk transfer for smcr and the baseline. Every line is a "SMCRVM cost ..." record.
 mkdir -p /sys/fs/bpf
@@ -66,6 +72,10 @@ for m in $MECHS; do
   pod_add "x$m" "$ON" nordma
   serve "s$m" "$ENV"
   serve "x$m" "$ENV"
+  # The same servers on a port the selection leaves out.
+  for srv in "s$m" "x$m"; do
+    ip netns exec "$srv" env $ENV /bin/smc-cost server 7300 > "/run/cost-server7300-$srv.out" 2>&1 &
+  done
   # A server in the client's own pod (a sidecar, a local agent), reached over 127.0.0.1.
   ip netns exec "c$m" env $ENV /bin/smc-cost server 7100 > "/run/cost-server-c$m.out" 2>&1 &
   sleep 1
@@ -78,6 +88,21 @@ for m in $MECHS; do
   run_to "$m" loopback "c$m" 127.0.0.1 "$ENV" 7100
   # The same as an event loop connects (non-blocking, then poll).
   run_to "$m" loopback_nb "c$m" 127.0.0.1 "$ENV SMC_COST_NONBLOCK=1" 7100
+  # The selection: the SMC pods' addresses and port 7000. Under bpf only where smc_hs_ctrl keeps it.
+  if [ "$m" = preload ] || echo "$mechs" | grep -q '"selection":{"ok":true'; then
+    eval "sel=\"nets=\$IP_s$m/32,\$IP_x$m/32;connect=7000;listen=*\""
+    doc=$(printf '{"version":1,"sysctls":{"net.smc.tcp2smc":"1"},"select":"%s"}' "$sel" | sed 's/"/\\"/g')
+    m_ann=""
+    [ "$m" = preload ] && m_ann=',"smcr.erdma.io/mechanism":"preload"'
+    pod_add "k$m" "{\"network.alibabacloud.com/erdma-smcr\":\"true\",\"smcr.erdma.io/settings\":\"$doc\"$m_ann}"
+    SENV=""
+    [ "$m" = preload ] && SENV="$PRELOAD ERDMA_SMCR_SELECT=$sel"
+    say "cost_selection mech=$m select=$sel state=$(tr -d ' ' < /run/erdma-smcr/state/k${m}_eth0.json)"
+    run "$m" sel_smcr "k$m" "s$m" "$SENV"
+    eval "run_to \"$m\" sel_excluded \"k$m\" \$IP_s$m \"$SENV\" 7300"
+    run "$m" sel_outside "k$m" t "$SENV"
+    eval "run_to \"$m\" sel_decline \"k$m\" \$IP_x$m \"$SENV\" 7300"
+  fi
   run "$m" tcp2 p t ""
   bulk "$m" tcp p t ""
   bulk "$m" smcr "c$m" "s$m" "$ENV"
