@@ -29,7 +29,7 @@ const CASES: Readonly<Record<string, string>> = {
   // With the SMC selection on (#93), where the mechanism enforces it.
   sel_smcr: 'selection on: → SMC-R pod on a selected port',
   sel_excluded: 'selection on: → SMC-R pod on an excluded port',
-  sel_outside: 'selection on: → a peer outside the selection\'s networks',
+  sel_outside: "selection on: → a peer outside the selection's networks",
   sel_decline: 'selection on: → SMC pod with no shared RDMA device, on an excluded port',
 };
 

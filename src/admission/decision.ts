@@ -76,7 +76,7 @@ function skipped(uid: string): Decision {
 
 function respond(uid: string, result: PolicyResult): Decision {
   const rules = result.denials.map((d) => d.rule);
-  const warnings = shapeWarnings(result.warnings);
+  const warnings = shapeWarnings(result.warnings.map((w) => w.message));
   const response: AdmissionResponse = { uid, allowed: result.allowed };
   if (!result.allowed) {
     response.status = { code: 403, reason: 'Forbidden', message: denialMessage(result.denials) };

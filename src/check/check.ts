@@ -13,6 +13,7 @@ import type {
   JsonObject,
   PatchOperation,
   PolicyResult,
+  Warning,
 } from '../policy/types.js';
 import {
   expandPaths,
@@ -42,7 +43,8 @@ export interface CheckResult {
   readonly judged: boolean;
   readonly allowed: boolean;
   readonly denials: readonly Denial[];
-  readonly warnings: readonly string[];
+  /** Each under its rule's id; `check-note` for what check itself notes of an input (CHECK_NOTE). */
+  readonly warnings: readonly Warning[];
   readonly patch: readonly PatchOperation[];
   /** The pod as the webhook admits it, kept only for `--show-mutated` / `--show-patch`. */
   readonly preview?: PodPreview;
@@ -72,6 +74,8 @@ export interface Keep {
   readonly preview?: boolean;
   /** Each allowed object as the API server would store it (-o yaml). */
   readonly admitted?: boolean;
+  /** Warnings of these rules are dropped, from every output and the count (--skip-warning). */
+  readonly skipWarnings?: ReadonlySet<string>;
 }
 
 export interface CheckReport {
@@ -168,6 +172,15 @@ function previewOf(
 
 /** One object's result; its patch and preview are kept only when the output shows them. */
 /** An AdmissionReview saved from an API server: what is checked is the object it reviews. */
+/**
+ * The id of what check notes of an input that no admission rule raised: an AdmissionReview read
+ * for its object, a namespace the webhook never sees, an annotation where no pod template can be
+ * told. docs/check.md lists it beside the rules.
+ */
+export const CHECK_NOTE = 'check-note';
+const noted = (messages: readonly string[]): Warning[] =>
+  messages.map((message) => ({ rule: CHECK_NOTE, message }));
+
 function reviewed(object: JsonObject): { object: JsonObject; note: string[] } {
   const request = isObject(object.request) ? object.request : undefined;
   if (object.kind !== 'AdmissionReview' || !request || !isObject(request.object))
@@ -211,14 +224,16 @@ function checkOne(
       judged,
       allowed: true,
       denials: [],
-      warnings: [
+      warnings: noted([
         ...note,
         `namespace ${d.namespace} is left out of the webhook (its namespaceSelector): this pod is admitted as written, without SMC-R`,
-      ],
+      ]),
       patch: [],
       ...(keep.admitted ? { admitted: object } : {}),
     };
-  const warnings = [...note, ...r.warnings, ...strayWarning(object)];
+  const warnings = [...noted(note), ...r.warnings, ...noted(strayWarning(object))].filter(
+    (w) => !keep.skipWarnings?.has(w.rule),
+  );
   const preview = keep.preview ? previewOf(object, r, view, config) : undefined;
   const admitted = keep.admitted && r.allowed ? (r.mutated ?? object) : undefined;
   return {

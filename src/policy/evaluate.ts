@@ -22,7 +22,19 @@ import { POD_RULES, type RuleContext } from './rules/index.js';
 import { annotationsTooLarge } from './rules/object-size.js';
 import { resolveSelection } from './selection.js';
 import { resolveTuning, settingsAnnotation } from './settings.js';
-import type { ClusterView, Denial, JsonObject, PodLocation, PolicyResult } from './types.js';
+import type {
+  ClusterView,
+  Denial,
+  JsonObject,
+  PodLocation,
+  PolicyResult,
+  Warning,
+} from './types.js';
+
+/** Warnings of the annotation itself (its value, its key, where it sits) go under this rule. */
+const ANNOTATION_RULE = 'annotation-value';
+const asWarnings = (rule: string, messages: readonly string[]): Warning[] =>
+  messages.map((message) => ({ rule, message }));
 
 export interface EvaluateOptions {
   /** Produce the mutated Pod and its patch (default true). Workload templates are never mutated. */
@@ -38,13 +50,13 @@ const UNTOUCHED: PolicyResult = Object.freeze({
   patch: [],
 });
 
-function verdictOf(denials: Denial[], warnings: string[], smcr: boolean): PolicyResult {
+function verdictOf(denials: Denial[], warnings: Warning[], smcr: boolean): PolicyResult {
   return { allowed: denials.length === 0, denials, warnings, smcr, untouched: false, patch: [] };
 }
 
 /** An allowed verdict with the patch from `original` to its copy `mutated` (the original when it changed nothing). */
 function withPatch(
-  warnings: readonly string[],
+  warnings: readonly Warning[],
   smcr: boolean,
   original: JsonObject,
   mutated: JsonObject,
@@ -71,7 +83,7 @@ function ownString(map: unknown, key: string): string | undefined {
 function evaluateOff(
   obj: JsonObject,
   loc: PodLocation,
-  warnings: string[],
+  warnings: Warning[],
   mutate: boolean,
   rdma: RdmaOutcome,
 ): PolicyResult {
@@ -81,7 +93,10 @@ function evaluateOff(
       (k) => annotations[k] !== undefined,
     )
   ) {
-    warnings.push('SMC-R is off for this pod: its smcr.erdma.io tuning annotations have no effect');
+    warnings.push({
+      rule: 'tuning',
+      message: 'SMC-R is off for this pod: its smcr.erdma.io tuning annotations have no effect',
+    });
   }
   const result = verdictOf(rdma.denials, [...warnings, ...rdma.warnings], false);
   if (!result.allowed) return result;
@@ -95,7 +110,7 @@ function mutatePod(
   obj: JsonObject,
   ctx: RuleContext,
   settings: string,
-  warnings: string[],
+  warnings: Warning[],
 ): JsonObject {
   // Only Pods are mutated: the copy's pod is the copy itself, and ctx.loc reads the same values.
   const clone = { ...obj };
@@ -105,14 +120,18 @@ function mutatePod(
     injectNodeAffinity(clone, plan === 'none' ? undefined : mechanismExpression(plan));
   if (plan === 'inject') {
     const skipped = injectPreload(clone, ctx.config.preloadImage, ctx.selection.text);
-    warnings.push(
-      'the nodes this pod may run on have AF_SMC but no in-kernel TCP-to-SMC switch: its programs get SMC-R ' +
+    // Where the pod may run decides its mechanism: node-eligibility's warnings.
+    warnings.push({
+      rule: 'node-eligibility',
+      message:
+        'the nodes this pod may run on have AF_SMC but no in-kernel TCP-to-SMC switch: its programs get SMC-R ' +
         'through the preload library (LD_PRELOAD), and statically linked ones (Go, busybox) stay on TCP',
-    );
+    });
     if (skipped.length > 0)
-      warnings.push(
-        `LD_PRELOAD of container(s) ${skipped.join(', ')} comes from valueFrom: the preload library was not added there`,
-      );
+      warnings.push({
+        rule: 'node-eligibility',
+        message: `LD_PRELOAD of container(s) ${skipped.join(', ')} comes from valueFrom: the preload library was not added there`,
+      });
   } else if (ctx.annotations[MECHANISM_ANNOTATION] !== undefined) {
     delete child(child(clone, 'metadata'), 'annotations')[MECHANISM_ANNOTATION];
   }
@@ -129,7 +148,7 @@ function withoutAnnotation(
 ): PolicyResult {
   if (misplaced.length === 0 && !mayUseRdma(loc, config)) return UNTOUCHED;
   const rdma = rdmaRules(loc, view, config);
-  const warnings = [...misplaced, ...rdma.warnings];
+  const warnings = [...asWarnings(ANNOTATION_RULE, misplaced), ...rdma.warnings];
   return warnings.length > 0 || rdma.denials.length > 0
     ? verdictOf(rdma.denials, warnings, false)
     : UNTOUCHED;
@@ -152,20 +171,24 @@ export function evaluate(
   const raw = ownString(loc.metadata.annotations, SMCR_ANNOTATION);
   const misplaced = annotationHints(obj, loc);
   const unquoted = nonStringAnnotations(loc);
-  if (unquoted.length > 0) return verdictOf(unquoted, misplaced, false);
+  if (unquoted.length > 0)
+    return verdictOf(unquoted, asWarnings(ANNOTATION_RULE, misplaced), false);
   if (raw === undefined) return withoutAnnotation(loc, misplaced, view, config);
   const oversized = annotationsTooLarge(loc);
-  if (oversized) return verdictOf([oversized], misplaced, false);
+  if (oversized) return verdictOf([oversized], asWarnings(ANNOTATION_RULE, misplaced), false);
   const annotations = stringMap(loc.metadata.annotations);
 
   const mutate = options.mutate !== false && loc.isPod;
   const on = parseGoBool(raw);
   if (on === undefined) {
-    return verdictOf([notABoolean(loc.prefix, raw)], misplaced, false);
+    return verdictOf([notABoolean(loc.prefix, raw)], asWarnings(ANNOTATION_RULE, misplaced), false);
   }
-  const warnings = [...misplaced];
+  const warnings = asWarnings(ANNOTATION_RULE, misplaced);
   if (!isCanonicalBool(raw))
-    warnings.push(`${SMCR_ANNOTATION}: "${raw}" is read as "${String(on)}"; write "${String(on)}"`);
+    warnings.push({
+      rule: ANNOTATION_RULE,
+      message: `${SMCR_ANNOTATION}: "${raw}" is read as "${String(on)}"; write "${String(on)}"`,
+    });
   if (!on) return evaluateOff(obj, loc, warnings, mutate, rdmaRules(loc, view, config));
 
   const ctx: RuleContext = {
@@ -177,10 +200,10 @@ export function evaluate(
     selection: resolveSelection(annotations, view),
   };
   const denials: Denial[] = [];
-  for (const check of POD_RULES) {
-    const out = check(ctx);
+  for (const rule of POD_RULES) {
+    const out = rule.check(ctx);
     denials.push(...out.denials);
-    warnings.push(...out.warnings);
+    warnings.push(...asWarnings(rule.id, out.warnings));
   }
   if (denials.length > 0 || !mutate) return verdictOf(denials, warnings, true);
   const mutated = mutatePod(obj, ctx, settingsAnnotation(ctx.tuning, ctx.selection.text), warnings);

@@ -6,11 +6,11 @@ import type { PolicyConfig } from '../config/schema.js';
 import { arrayOf, isObject } from '../util/json.js';
 import { deviceCount } from './devices.js';
 import { hcaWithoutHostNetwork } from './rules/rdma-host-network.js';
-import type { ClusterView, Denial, PodLocation } from './types.js';
+import type { ClusterView, Denial, PodLocation, Warning } from './types.js';
 
 export interface RdmaOutcome {
   readonly denials: Denial[];
-  readonly warnings: string[];
+  readonly warnings: Warning[];
 }
 
 /** Containers (by name) that get at least one device of any of the resources. */
@@ -103,9 +103,10 @@ export function rdmaRules(loc: PodLocation, view: ClusterView, config: PolicyCon
   if (unlocked.length === users.length) {
     const names = unlocked.map((u) => `${u.name} (${u.resource})`).join(', ');
     // Short: the API server cuts warnings at 120 characters, so the names come last.
-    out.warnings.push(
-      `RDMA without IPC_LOCK: memory registration fails at the default memlock limit; add capability IPC_LOCK to ${names}`,
-    );
+    out.warnings.push({
+      rule: 'rdma-ipc-lock',
+      message: `RDMA without IPC_LOCK: memory registration fails at the default memlock limit; add capability IPC_LOCK to ${names}`,
+    });
   }
   const hca = users.find((u) => u.resource === config.hcaResource);
   const denial =

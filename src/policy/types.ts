@@ -73,10 +73,16 @@ export interface Denial {
   readonly path: string;
 }
 
+/** A warning, under the id of the rule that raised it (`rule` in JSON, SARIF's ruleId). */
+export interface Warning {
+  readonly rule: string;
+  readonly message: string;
+}
+
 export interface Verdict {
   readonly allowed: boolean;
   readonly denials: readonly Denial[];
-  readonly warnings: readonly string[];
+  readonly warnings: readonly Warning[];
 }
 
 export interface PolicyResult extends Verdict {

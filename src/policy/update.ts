@@ -13,7 +13,14 @@ import { patchOfCopy } from './patch.js';
 import { notABoolean } from './rules/annotation-value.js';
 import { tuningDenial } from './rules/tuning.js';
 import { resolveTuning } from './settings.js';
-import type { ClusterView, Denial, JsonObject, PatchOperation, PolicyResult } from './types.js';
+import type {
+  ClusterView,
+  Denial,
+  JsonObject,
+  PatchOperation,
+  PolicyResult,
+  Warning,
+} from './types.js';
 
 function annotationsOf(obj: JsonObject | undefined): Record<string, string> {
   const loc = obj ? locatePod(obj) : undefined;
@@ -22,7 +29,7 @@ function annotationsOf(obj: JsonObject | undefined): Record<string, string> {
 
 function result(
   denials: Denial[],
-  warnings: string[],
+  warnings: Warning[],
   smcr: boolean,
   patch: PatchOperation[] = [],
 ): PolicyResult {
@@ -47,15 +54,17 @@ function podUpdate(
   const now = annotationsOf(pod);
   const before = annotationsOf(old);
   const denials: Denial[] = [];
-  const warnings: string[] = [];
+  const warnings: Warning[] = [];
   const raw = now[SMCR_ANNOTATION];
   if (raw !== before[SMCR_ANNOTATION]) {
     if (raw !== undefined && parseGoBool(raw) === undefined) {
       denials.push(notABoolean('', raw, true));
     } else
-      warnings.push(
-        'SMC-R is set up when a pod starts: this annotation change applies only once the pod is recreated',
-      );
+      warnings.push({
+        rule: 'annotation-value',
+        message:
+          'SMC-R is set up when a pod starts: this annotation change applies only once the pod is recreated',
+      });
   }
   const changedTuning: string[] = Object.values(TUNING_ANNOTATIONS).filter(
     (k) => now[k] !== before[k],
@@ -66,9 +75,11 @@ function podUpdate(
     );
     for (const p of problems) denials.push(tuningDenial('', p));
     if (problems.length === 0)
-      warnings.push(
-        'SMC-R tuning is applied when a pod starts: the change applies once the pod is recreated',
-      );
+      warnings.push({
+        rule: 'tuning',
+        message:
+          'SMC-R tuning is applied when a pod starts: the change applies once the pod is recreated',
+      });
   }
   const smcr = raw !== undefined && parseGoBool(raw) === true;
   const forged = now[SETTINGS_ANNOTATION] !== before[SETTINGS_ANNOTATION];
@@ -91,9 +102,13 @@ function workloadUpdate(
   if (now.allowed || !old) return now;
   const before = new Set(evaluate(old, view, config, { mutate: false }).denials.map(denialKey));
   const fresh = now.denials.filter((d) => !before.has(denialKey(d)));
+  // A denial the object had before this update is not this update's doing: said, not refused.
   const kept = now.denials
     .filter((d) => before.has(denialKey(d)))
-    .map((d) => `already present before this update: [${d.rule}] ${d.path}`);
+    .map((d) => ({
+      rule: d.rule,
+      message: `already present before this update: [${d.rule}] ${d.path}`,
+    }));
   return {
     ...now,
     allowed: fresh.length === 0,

@@ -86,7 +86,7 @@ export interface JsonReport {
     name: string;
     allowed: boolean;
     denials: { rule: string }[];
-    warnings: string[];
+    warnings: { rule: string; message: string }[];
   }[];
   errors: { source: string; code: string; message: string }[];
   summary: { objects: number; denied: number; errors: number };

@@ -15,6 +15,7 @@ interface CheckOpts {
   showMutated?: boolean;
   color?: boolean;
   failOnWarn?: boolean;
+  skipWarning?: string[];
   filename?: string[];
   quiet?: boolean;
   exclude?: string[];
@@ -73,6 +74,12 @@ export function checkCommand({ program, io, setCode }: CommandContext): void {
     .option('--no-color', 'never colour the text output')
     .option('-q, --quiet', 'text output: only denials and warnings, then the summary')
     .option('--fail-on-warn', 'exit 3 when objects are allowed but some have warnings (conftest)')
+    .option(
+      '--skip-warning <rule>',
+      "drop that rule's warnings from the output and the count (repeatable), e.g. --skip-warning reserved-ports",
+      (v: string, all: string[]) => [...all, v],
+      [] as string[],
+    )
     .addOption(
       new Option(
         '--not-objects <action>',
@@ -101,10 +108,16 @@ export function checkCommand({ program, io, setCode }: CommandContext): void {
     )
     .action(async (positional: string[], opts: CheckOpts) => {
       const given = [...positional, ...(opts.filename ?? [])];
-      const [{ checkPaths }, { visible }, { reportWriter }] = await Promise.all([
-        import('../../check/check.js'),
-        import('../output/common.js'),
-        import('../output/writer.js'),
+      const [{ checkPaths, CHECK_NOTE }, { visible }, { reportWriter }, { RULE_CATALOGUE }] =
+        await Promise.all([
+          import('../../check/check.js'),
+          import('../output/common.js'),
+          import('../output/writer.js'),
+          import('../../policy/catalogue.js'),
+        ]);
+      const skipWarnings = skippedWarnings(opts.skipWarning, [
+        ...RULE_CATALOGUE.map((r) => r.id),
+        CHECK_NOTE,
       ]);
       // kubectl's `-f -` habit: piped input is read, never silently ignored for the directory.
       const paths = given.length > 0 ? given : io.stdinHasInput() ? ['-'] : ['.'];
@@ -131,7 +144,7 @@ export function checkCommand({ program, io, setCode }: CommandContext): void {
           () => io.stdin(),
           choice,
           config.policy,
-          keep,
+          { ...keep, skipWarnings },
           (r) => writer.result(r),
           excludes(opts.exclude),
           opts.notObjects,
@@ -175,6 +188,20 @@ function excludes(patterns: readonly string[] = []): RegExp[] {
       );
     }
   });
+}
+
+/** --skip-warning's rule ids; one that names no rule is a usage error listing those that do. */
+function skippedWarnings(
+  ids: readonly string[] = [],
+  known: readonly string[],
+): ReadonlySet<string> {
+  for (const id of ids)
+    if (!known.includes(id))
+      throw new AppError(
+        'USAGE',
+        `--skip-warning ${id}: no such rule (${known.join(', ')}; \`erdma-smcr rules\` says what each is)`,
+      );
+  return new Set(ids);
 }
 
 /** The text output's options, and what each result keeps for the chosen output. */

@@ -35,7 +35,8 @@ export function githubWriter(write: (text: string) => void): ReportWriter {
     result(r) {
       for (const d of r.denials)
         write(command('error', r.source, `${title(r)} [${d.rule}]`, `${d.message} (at ${d.path})`));
-      for (const w of r.warnings) write(command('warning', r.source, title(r), w));
+      for (const w of r.warnings)
+        write(command('warning', r.source, `${title(r)} [${w.rule}]`, w.message));
     },
     end(report) {
       for (const e of report.errors)

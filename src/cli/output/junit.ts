@@ -34,7 +34,7 @@ function testcase(r: CheckResult): string {
     parts.push('      <skipped message="the SMC-R policy does not apply to this object"/>');
   if (r.warnings.length > 0)
     parts.push(
-      `      <system-out>${xml(r.warnings.map((w) => `warning: ${w}`).join('\n'))}</system-out>`,
+      `      <system-out>${xml(r.warnings.map((w) => `warning: [${w.rule}] ${w.message}`).join('\n'))}</system-out>`,
     );
   parts.push('    </testcase>');
   return parts.join('\n');

@@ -84,10 +84,10 @@ export function policyReportWriter(out: (text: string) => void, now: Date): Repo
         });
       for (const w of r.warnings)
         add(r.namespace, {
-          rule: 'policy-warning',
+          rule: w.rule,
           result: 'warn',
           severity: 'low',
-          message: w,
+          message: w.message,
           ...common,
         });
     },

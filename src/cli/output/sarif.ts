@@ -6,13 +6,13 @@
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { plain, RULE_CATALOGUE } from '../../policy/catalogue.js';
+import { CHECK_NOTE } from '../../check/check.js';
 import type { InputError } from '../../check/inputs.js';
 import { headed, nested, title, type ReportWriter } from './common.js';
 
 const SCHEMA = 'https://json.schemastore.org/sarif-2.1.0.json';
 const INFO_URI = 'https://github.com/erdma-smcr/erdma-smcr';
-/** Rule ids of results that are not policy denials. */
-const WARNING_RULE = 'policy-warning';
+/** Rule ids of results that are not the policy's: check's own notes, unreadable inputs. */
 const INPUT_RULE = 'input-error';
 
 interface Location {
@@ -38,7 +38,7 @@ function location(source: string): Location {
 }
 
 function ruleText(id: string): string {
-  if (id === WARNING_RULE) return 'SMC-R policy warning';
+  if (id === CHECK_NOTE) return 'what erdma-smcr check notes of an input';
   if (id === INPUT_RULE) return 'input could not be read or parsed';
   return `SMC-R admission rule ${id}`;
 }
@@ -68,9 +68,9 @@ export function sarifWriter(write: (text: string) => void, version: string): Rep
         });
       for (const w of r.warnings)
         emit({
-          ruleId: WARNING_RULE,
+          ruleId: w.rule,
           level: 'warning',
-          message: { text: `${what}: ${w}` },
+          message: { text: `${what}: ${w.message}` },
           locations: where,
         });
     },

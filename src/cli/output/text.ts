@@ -41,7 +41,8 @@ export function formatTextResult(r: CheckResult, opts: TextOptions): string {
     lines.push(`      ${paint(c, 'red', `✘ [${d.rule}]`)} ${visible(d.message)}`);
     lines.push(`        ${paint(c, 'dim', `at ${visible(d.path)}`)}`);
   }
-  for (const w of r.warnings) lines.push(`      ${paint(c, 'yellow', '! warning:')} ${visible(w)}`);
+  for (const w of r.warnings)
+    lines.push(`      ${paint(c, 'yellow', '! warning:')} [${w.rule}] ${visible(w.message)}`);
   const preview = r.preview;
   const each = preview?.fromTemplate ? ' (each pod it creates)' : '';
   const patch = preview?.patch ?? r.patch;

@@ -11,6 +11,7 @@ import { nodeEligibility } from './node-eligibility.js';
 import { objectKind } from './object-kind.js';
 import { objectSize } from './object-size.js';
 import { rdmaHostNetwork } from './rdma-host-network.js';
+import { rdmaIpcLock } from './rdma-ipc-lock.js';
 import { reservedPorts } from './reserved-ports.js';
 import { selection } from './selection.js';
 import type { PodCheck, Rule } from './rule.js';
@@ -33,6 +34,7 @@ export const RULES: readonly Rule[] = [
   reservedPorts,
   objectSize,
   rdmaHostNetwork,
+  rdmaIpcLock,
   objectKind,
 ];
 
@@ -40,7 +42,7 @@ export const RULES: readonly Rule[] = [
  * The checks run for a pod that asks for SMC-R, in the order their verdicts are reported:
  * object-size first (it bounds what the others read), then the others in RULES' order.
  */
-export const POD_RULES: readonly PodCheck[] = [
+export const POD_RULES: readonly { readonly id: string; readonly check: PodCheck }[] = [
   objectSize,
   ...RULES.filter((r) => r !== objectSize),
-].flatMap((r) => (r.check ? [r.check] : []));
+].flatMap((r) => (r.check ? [{ id: r.id, check: r.check }] : []));

@@ -54,8 +54,13 @@ describe('namespaces the webhook leaves out', () => {
     expect(r.code).toBe(0);
     const [res] = (JSON.parse(r.stdout) as { results: Record<string, unknown>[] }).results;
     expect(res).toMatchObject({ namespace: 'kube-system', allowed: true, denials: [] });
+    // Not a rule's warning: what check itself notes of the input, under its own id.
     expect(res?.warnings).toEqual([
-      'namespace kube-system is left out of the webhook (its namespaceSelector): this pod is admitted as written, without SMC-R',
+      {
+        rule: 'check-note',
+        message:
+          'namespace kube-system is left out of the webhook (its namespaceSelector): this pod is admitted as written, without SMC-R',
+      },
     ]);
     // The same pod elsewhere is still refused.
     expect((await runCli(['check', '-'], { stdin: POD('app') })).code).toBe(1);

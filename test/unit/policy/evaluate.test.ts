@@ -38,7 +38,10 @@ describe('workload templates', () => {
     (w.metadata as JsonObject).annotations = { [SMCR_ANNOTATION]: 'true' };
     const r = evaluate(w, unknownView, config);
     expect(r.allowed).toBe(true);
-    expect(r.warnings[0]).toMatch(/spec\.template\.metadata\.annotations/);
+    expect(r.warnings[0]).toEqual({
+      rule: 'annotation-value',
+      message: expect.stringMatching(/spec\.template\.metadata\.annotations/),
+    });
   });
 
   it('reports every failing rule, not only the first', () => {

@@ -9,7 +9,7 @@ import type { JsonObject } from '../../../src/policy/types.js';
 import { config, pod, unknownView, workload } from '../../helpers/policy.js';
 
 const warningsOf = (obj: JsonObject): readonly string[] =>
-  evaluate(obj, unknownView, config).warnings;
+  evaluate(obj, unknownView, config).warnings.map((w) => w.message);
 
 describe('misspelled annotation keys', () => {
   it.each([
@@ -43,7 +43,10 @@ describe('misspelled annotation keys', () => {
     const r = evaluate(p, unknownView, config);
     expect(r.allowed).toBe(true);
     expect(r.warnings).toEqual([
-      `metadata.annotations: "network.alibabacloud.com/erdma_smcr" is not an annotation erdma-smcr reads; did you mean "${SMCR_ANNOTATION}"?`,
+      {
+        rule: 'annotation-value',
+        message: `metadata.annotations: "network.alibabacloud.com/erdma_smcr" is not an annotation erdma-smcr reads; did you mean "${SMCR_ANNOTATION}"?`,
+      },
     ]);
   });
 

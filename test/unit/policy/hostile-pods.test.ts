@@ -58,7 +58,9 @@ describe('label keys named like JavaScript built-ins', () => {
         v,
         config,
       );
-      expect(r.warnings.join('\n')).toContain('no known node matches spec.nodeSelector');
+      expect(r.warnings.map((w) => w.message).join('\n')).toContain(
+        'no known node matches spec.nodeSelector',
+      );
     },
   );
 

@@ -138,7 +138,7 @@ describe('the preload plan', () => {
         { key: NODE_LABELS.mechanism, operator: 'In', values: ['preload'] },
       ],
     ]);
-    expect(r.warnings.join(' ')).toMatch(/statically linked .* stay on TCP/);
+    expect(r.warnings.map((w) => w.message).join(' ')).toMatch(/statically linked .* stay on TCP/);
   });
 
   it('is idempotent: the mutated pod reviewed again changes nothing', () => {
@@ -329,7 +329,9 @@ describe('the preload plan', () => {
     });
     const r = evaluate(p, preloadOnly, config);
     expect(spec(r.mutated!).containers[0]!.env).toEqual(spec(p).containers[0]!.env);
-    expect(r.warnings.join(' ')).toMatch(/container\(s\) app comes from valueFrom/);
+    expect(r.warnings.map((w) => w.message).join(' ')).toMatch(
+      /container\(s\) app comes from valueFrom/,
+    );
   });
 
   it('keeps a pod that may land on both kinds to the in-kernel nodes, with no library', () => {

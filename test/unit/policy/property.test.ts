@@ -179,9 +179,9 @@ describe('policy properties', () => {
         const denied = r.denials.some((d) => d.rule === 'node-eligibility');
         if (mayLandOnGood(clean, nodes)) expect(denied).toBe(false);
         else
-          expect(denied || r.warnings.some((w) => w.startsWith('no known node matches'))).toBe(
-            true,
-          );
+          expect(
+            denied || r.warnings.some((w) => w.message.startsWith('no known node matches')),
+          ).toBe(true);
       }),
       { numRuns: 3000 },
     );

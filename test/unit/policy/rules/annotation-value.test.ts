@@ -69,7 +69,7 @@ describe('rule annotation-value', () => {
       const r = evaluate(pod({ annotations: { [SMCR_ANNOTATION]: value } }), unknownView, config);
       expect(r.allowed).toBe(true);
       expect(r.smcr).toBe(true);
-      expect(r.warnings.join('\n')).toContain('write "true"');
+      expect(r.warnings.map((w) => w.message).join('\n')).toContain('write "true"');
     },
   );
 
@@ -81,7 +81,7 @@ describe('rule annotation-value', () => {
     );
     expect(r.allowed).toBe(true);
     expect(r.smcr).toBe(false);
-    expect(r.warnings.join()).toContain('write "false"');
+    expect(r.warnings.map((w) => w.message).join()).toContain('write "false"');
     expect(r.patch).toEqual([
       { op: 'remove', path: '/metadata/annotations/smcr.erdma.io~1settings' },
     ]);

@@ -22,18 +22,19 @@ describe('rule device-claim', () => {
     );
     expect(r.allowed).toBe(true);
     expect(injected(r)).toBe(false);
-    expect(r.warnings.join('\n')).not.toMatch(/ResourceClaims/);
+    expect(r.warnings.map((w) => w.message).join('\n')).not.toMatch(/ResourceClaims/);
   });
 
   it('warns a pod whose containers use claims and names none, and injects aliyun/erdma as before', () => {
     const r = evaluate(pod({ spec: withClaim() }), unknownView, config);
     expect(r.allowed).toBe(true);
     expect(injected(r)).toBe(true);
-    expect(r.warnings).toContainEqual(
-      expect.stringMatching(
+    expect(r.warnings).toContainEqual({
+      rule: 'device-claim',
+      message: expect.stringMatching(
         /use ResourceClaims \(erdma\) and smcr\.erdma\.io\/device-claim names none/,
       ),
-    );
+    });
   });
 
   it('refuses a name spec.resourceClaims lacks, and a claim no container uses', () => {
@@ -65,7 +66,7 @@ describe('rule device-claim', () => {
 
   it('leaves a pod without claims alone', () => {
     const r = evaluate(pod({}), unknownView, config);
-    expect(r.warnings.join('\n')).not.toMatch(/ResourceClaims/);
+    expect(r.warnings.map((w) => w.message).join('\n')).not.toMatch(/ResourceClaims/);
     expect(injected(r)).toBe(true);
   });
 });

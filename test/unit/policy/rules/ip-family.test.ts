@@ -16,7 +16,7 @@ describe('rule ip-family', () => {
   it('warns in a dual-stack cluster that IPv6 stays on TCP', () => {
     const r = evaluate(pod(), view(undefined, { ipFamilies: ['IPv4', 'IPv6'] }), config);
     expect(r.allowed).toBe(true);
-    expect(r.warnings.join()).toMatch(/dual-stack/);
+    expect(r.warnings.map((w) => w.message).join()).toMatch(/dual-stack/);
   });
 
   it('denies IPv6 nameservers when IPv6 will be turned off, and allows them with keep-ipv6', () => {
@@ -32,7 +32,7 @@ describe('rule ip-family', () => {
       config,
     );
     expect(kept.allowed).toBe(true);
-    expect(kept.warnings.join()).toMatch(/IPv6 stays on/);
+    expect(kept.warnings.map((w) => w.message).join()).toMatch(/IPv6 stays on/);
   });
 
   it('warns about IPv6 hostAliases', () => {
@@ -42,6 +42,6 @@ describe('rule ip-family', () => {
       config,
     );
     expect(r.allowed).toBe(true);
-    expect(r.warnings.join()).toMatch(/IPv6 hostAliases/);
+    expect(r.warnings.map((w) => w.message).join()).toMatch(/IPv6 hostAliases/);
   });
 });

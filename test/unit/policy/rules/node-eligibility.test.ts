@@ -115,13 +115,13 @@ describe('rule node-eligibility', () => {
   it('warns instead of denying when candidates report no kernel version', () => {
     const r = evaluate(pod({ spec: { nodeName: 'mystery' } }), v, config);
     expect(r.allowed).toBe(true);
-    expect(r.warnings.join()).toMatch(/no kernel version/);
+    expect(r.warnings.map((w) => w.message).join()).toMatch(/no kernel version/);
   });
 
   it('warns when the pod is pinned to a node the view does not know', () => {
     const r = evaluate(pod({ spec: { nodeName: 'elsewhere' } }), v, config);
     expect(r.allowed).toBe(true);
-    expect(r.warnings.join()).toMatch(/no known node matches spec\.nodeName/);
+    expect(r.warnings.map((w) => w.message).join()).toMatch(/no known node matches spec\.nodeName/);
   });
 
   it('denies when the view is complete and no node in the cluster qualifies', () => {
@@ -142,7 +142,7 @@ describe('rule node-eligibility', () => {
   it('allows, without a warning, when nothing is known of the nodes', () => {
     const r = evaluate(pod({ spec: { nodeName: 'old' } }), unknownView, config);
     expect(r.allowed).toBe(true);
-    expect(r.warnings.join()).not.toMatch(/node/);
+    expect(r.warnings.map((w) => w.message).join()).not.toMatch(/node/);
   });
 
   it('supports Gt, Lt, Exists and DoesNotExist', () => {

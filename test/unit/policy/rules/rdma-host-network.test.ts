@@ -54,9 +54,12 @@ describe('RDMA rules for pods that use the device themselves', () => {
     const r = evaluate(rdmaPod({ hostNetwork: true }), view(), config);
     expect(r).toMatchObject({ allowed: true, untouched: false, smcr: false, patch: [] });
     expect(r.warnings).toEqual([
-      expect.stringMatching(
-        /^RDMA without IPC_LOCK: .*add capability IPC_LOCK to trainer \(aliyun\/erdma\)$/,
-      ),
+      {
+        rule: 'rdma-ipc-lock',
+        message: expect.stringMatching(
+          /^RDMA without IPC_LOCK: .*add capability IPC_LOCK to trainer \(aliyun\/erdma\)$/,
+        ),
+      },
     ]);
     for (const fixed of [
       rdmaPod({ hostNetwork: true, caps: ['IPC_LOCK'] }),
@@ -93,15 +96,22 @@ describe('RDMA rules for pods that use the device themselves', () => {
       return p as unknown as JsonObject;
     };
     expect(evaluate(twoUsers(false, false), view(), config).warnings).toEqual([
-      expect.stringMatching(
-        /add capability IPC_LOCK to worker-a \(aliyun\/erdma\), worker-b \(rdma\/hca\)$/,
-      ),
+      {
+        rule: 'rdma-ipc-lock',
+        message: expect.stringMatching(
+          /add capability IPC_LOCK to worker-a \(aliyun\/erdma\), worker-b \(rdma\/hca\)$/,
+        ),
+      },
     ]);
     for (const [a, b] of [
       [true, false],
       [false, true],
     ] as const) {
-      expect(evaluate(twoUsers(a, b), view(), config).warnings.join()).not.toMatch(/IPC_LOCK/);
+      expect(
+        evaluate(twoUsers(a, b), view(), config)
+          .warnings.map((w) => w.message)
+          .join(),
+      ).not.toMatch(/IPC_LOCK/);
     }
   });
 
@@ -147,7 +157,7 @@ describe('RDMA rules for pods that use the device themselves', () => {
       ).allowed,
     ).toBe(false);
     const smcr = evaluate(rdmaPod({ smcr: 'true' }), view(), config);
-    expect(smcr.warnings.join()).not.toMatch(/IPC_LOCK/);
+    expect(smcr.warnings.map((w) => w.message).join()).not.toMatch(/IPC_LOCK/);
   });
 
   it('a pod with zero devices, or none at all, is untouched', () => {
@@ -178,6 +188,6 @@ describe('the same rules in check', () => {
     ]);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/DENY .*\n.*\[rdma-host-network\] rdma\/hca needs hostNetwork: true/);
-    expect(r.stdout).toMatch(/warning: RDMA without IPC_LOCK/);
+    expect(r.stdout).toMatch(/warning: \[rdma-ipc-lock\] RDMA without IPC_LOCK/);
   });
 });

@@ -25,11 +25,14 @@ describe('rule reserved-ports', () => {
   it("warns about a containerPort inside erdma's reserved range, naming the driver setting", () => {
     const r = evaluate(pod(serving(30610)), view([compat('n1'), compat('n2')]), config);
     expect(r.allowed).toBe(true);
-    const w = r.warnings.filter((x) => /reserve/.test(x));
+    const w = r.warnings.filter((x) => /reserve/.test(x.message));
     expect(w).toEqual([
-      expect.stringMatching(
-        /spec\.containers\[0\]\.ports\[0\]\.containerPort is 30610, inside 30608-30623, which 2 node\(s\) reserve .*reserve_ports_base/,
-      ),
+      {
+        rule: 'reserved-ports',
+        message: expect.stringMatching(
+          /spec\.containers\[0\]\.ports\[0\]\.containerPort is 30610, inside 30608-30623, which 2 node\(s\) reserve .*reserve_ports_base/,
+        ),
+      },
     ]);
   });
 
@@ -39,14 +42,16 @@ describe('rule reserved-ports', () => {
       'smcr.erdma.io/smc-reserved-ports': '40000-40015',
     });
     const r = evaluate(pod(serving(8080, 40015)), view([smc]), config);
-    expect(r.warnings.join()).toMatch(/readinessProbe\.tcpSocket\.port is 40015.*rsvd_ports_base/);
+    expect(r.warnings.map((x) => x.message).join()).toMatch(
+      /readinessProbe\.tcpSocket\.port is 40015.*rsvd_ports_base/,
+    );
   });
 
   it('says nothing for ports outside the ranges, or where no node reserves any', () => {
     const r1 = evaluate(pod(serving(30607, 30624)), view([compat('n1')]), config);
-    expect(r1.warnings.filter((x) => /reserve/.test(x))).toEqual([]);
+    expect(r1.warnings.filter((x) => /reserve/.test(x.message))).toEqual([]);
     const r2 = evaluate(pod(serving(30610)), view([node('n4', undefined, CAPABLE)]), config);
-    expect(r2.warnings.filter((x) => /reserve/.test(x))).toEqual([]);
+    expect(r2.warnings.filter((x) => /reserve/.test(x.message))).toEqual([]);
   });
 
   it('counts the ranges as nodes come and go, in place', () => {

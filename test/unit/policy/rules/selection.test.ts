@@ -93,12 +93,12 @@ describe('rule selection', () => {
     ]);
     const named = evaluate(annotated({ 'smcr.erdma.io/connect-ports': '6379' }), v, config);
     expect(named.allowed).toBe(true);
-    expect(named.warnings.join('\n')).toMatch(
+    expect(named.warnings.map((w) => w.message).join('\n')).toMatch(
       /1 capable node\(s\) with mechanism tcp2smc cannot keep this pod's SMC selection/,
     );
     // A pod that names none is not told: it asked for every connection, which tcp2smc gives.
     const unnamed = evaluate(annotated({}), v, config);
-    expect(unnamed.warnings.join('\n')).not.toMatch(/cannot keep/);
+    expect(unnamed.warnings.map((w) => w.message).join('\n')).not.toMatch(/cannot keep/);
   });
 
   it('reads ports as the C side does (native/src/selection.c selection_port)', () => {

@@ -43,6 +43,6 @@ describe('rule tuning', () => {
       config,
     );
     expect(r.allowed).toBe(true);
-    expect(r.warnings.join()).toMatch(/at most 524288/);
+    expect(r.warnings.map((w) => w.message).join()).toMatch(/at most 524288/);
   });
 });

@@ -1,0 +1,82 @@
+// A warning carries the id of the rule that raised it, in every machine format of `check` (#95), and
+// a pipeline can drop one rule's warnings (--skip-warning) or gate on them.
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../../helpers/cli.js';
+
+const EXAMPLE = 'examples/reserved-ports';
+
+describe('check: warnings under their rule', () => {
+  it('JSON gives each warning as { rule, message }', async () => {
+    const r = await runCli(['check', '-o', 'json', EXAMPLE]);
+    expect(r.code).toBe(0);
+    const [res] = (
+      JSON.parse(r.stdout) as { results: { warnings: { rule: string; message: string }[] }[] }
+    ).results;
+    expect(res!.warnings.length).toBe(2);
+    for (const w of res!.warnings)
+      expect(w).toEqual({
+        rule: 'reserved-ports',
+        message: expect.stringMatching(/is 30610, inside 30608-30623/),
+      });
+  });
+
+  it("SARIF's ruleId is the rule, listed in the run's rules with its fix", async () => {
+    const r = await runCli(['check', '-o', 'sarif', EXAMPLE]);
+    const log = JSON.parse(r.stdout) as {
+      runs: {
+        results: { ruleId: string; level: string }[];
+        tool: { driver: { rules: { id: string; help?: { text: string } }[] } };
+      }[];
+    };
+    const run = log.runs[0]!;
+    expect(run.results.map((x) => [x.ruleId, x.level])).toEqual([
+      ['reserved-ports', 'warning'],
+      ['reserved-ports', 'warning'],
+    ]);
+    expect(run.tool.driver.rules.find((x) => x.id === 'reserved-ports')?.help?.text).toMatch(
+      /^Fix: use another port/,
+    );
+  });
+
+  it('JUnit, GitHub annotations, text and PolicyReport name the rule too', async () => {
+    const junit = await runCli(['check', '-o', 'junit', EXAMPLE]);
+    expect(junit.stdout).toMatch(/warning: \[reserved-ports\] spec\.containers\[0\]/);
+    const github = await runCli(['check', '-o', 'github', EXAMPLE]);
+    expect(github.stdout).toMatch(/^::warning file=[^\n]*title=[^\n]*\[reserved-ports\]::/m);
+    const text = await runCli(['check', EXAMPLE]);
+    expect(text.stdout).toMatch(/! warning: \[reserved-ports\] /);
+    const report = await runCli(['check', '-o', 'policyreport', EXAMPLE]);
+    const list = JSON.parse(report.stdout) as {
+      items: { results: { rule: string; result: string }[] }[];
+    };
+    const warned = list.items.flatMap((i) => i.results).filter((x) => x.result === 'warn');
+    expect(warned.map((x) => x.rule)).toEqual(['reserved-ports', 'reserved-ports']);
+  });
+
+  it("--skip-warning drops one rule's warnings from the output and from --fail-on-warn; an unknown id is a usage error", async () => {
+    const gated = await runCli(['check', '--fail-on-warn', EXAMPLE]);
+    expect(gated.code).toBe(3);
+    const skipped = await runCli([
+      'check',
+      '--fail-on-warn',
+      '--skip-warning',
+      'reserved-ports',
+      '-o',
+      'json',
+      EXAMPLE,
+    ]);
+    expect(skipped.code).toBe(0);
+    const json = JSON.parse(skipped.stdout) as {
+      results: { warnings: unknown[] }[];
+      summary: { warnings: number };
+    };
+    expect(json.results[0]!.warnings).toEqual([]);
+    expect(json.summary.warnings).toBe(0);
+    // Another rule's id leaves these warnings in place.
+    const other = await runCli(['check', '--fail-on-warn', '--skip-warning', 'tuning', EXAMPLE]);
+    expect(other.code).toBe(3);
+    const bad = await runCli(['check', '--skip-warning', 'reserved-port', EXAMPLE]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--skip-warning reserved-port: no such rule \(.*reserved-ports/);
+  });
+});
