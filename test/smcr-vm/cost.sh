@@ -33,6 +33,14 @@ case "$(echo "$mechs" | sed -n 's/^{"mechanism":"\([a-z0-9]*\)".*/\1/p')" in
 esac
 say "cost_mechanisms=$MECHS n=$N"
 
+# The annotations of an SMC-R pod of mechanism M whose settings document (as the webhook writes
+# it) carries the selection SEL.
+selected() { # mechanism selection
+  m_ann=""
+  [ "$1" = preload ] && m_ann=',"smcr.erdma.io/mechanism":"preload"'
+  printf '{"network.alibabacloud.com/erdma-smcr":"true","smcr.erdma.io/settings":"{\\"version\\":1,\\"sysctls\\":{\\"net.smc.tcp2smc\\":\\"1\\"},\\"select\\":\\"%s\\"}"%s}' "$2" "$m_ann"
+}
+
 PORT=7000
 serve() { # pod env
   ip netns exec "$1" env $2 /bin/smc-cost server $PORT > "/run/cost-server-$1.out" 2>&1 &
@@ -68,13 +76,18 @@ for m in $MECHS; do
     ENV=$PRELOAD
   fi
   pod_add "c$m" "$ON"
-  pod_add "s$m" "$ON"
-  pod_add "x$m" "$ON" nordma
-  serve "s$m" "$ENV"
-  serve "x$m" "$ENV"
-  # The same servers on a port the selection leaves out.
+  # The server pods listen with SMC on 7000 only (their selection), as a pod that names its SMC
+  # port does: the same servers on 7300, a port both ends leave out, are plain TCP listeners.
+  # Without the selection (trixie's bpf: no smc_hs_ctrl) 7300 stays an SMC listener.
+  SRV_SEL="nets=10.88.0.0/24;connect=*;listen=7000"
+  SENV_SRV=""
+  [ "$m" = preload ] && SENV_SRV="$ENV ERDMA_SMCR_SELECT=$SRV_SEL"
+  pod_add "s$m" "$(selected "$m" "$SRV_SEL")"
+  pod_add "x$m" "$(selected "$m" "$SRV_SEL")" nordma
+  serve "s$m" "${SENV_SRV:-$ENV}"
+  serve "x$m" "${SENV_SRV:-$ENV}"
   for srv in "s$m" "x$m"; do
-    ip netns exec "$srv" env $ENV /bin/smc-cost server 7300 > "/run/cost-server7300-$srv.out" 2>&1 &
+    ip netns exec "$srv" env ${SENV_SRV:-$ENV} /bin/smc-cost server 7300 > "/run/cost-server7300-$srv.out" 2>&1 &
   done
   # A server in the client's own pod (a sidecar, a local agent), reached over 127.0.0.1.
   ip netns exec "c$m" env $ENV /bin/smc-cost server 7100 > "/run/cost-server-c$m.out" 2>&1 &
@@ -91,10 +104,7 @@ for m in $MECHS; do
   # The selection: the SMC pods' addresses and port 7000. Under bpf only where smc_hs_ctrl keeps it.
   if [ "$m" = preload ] || echo "$mechs" | grep -q '"selection":{"ok":true'; then
     eval "sel=\"nets=\$IP_s$m/32,\$IP_x$m/32;connect=7000;listen=*\""
-    doc=$(printf '{"version":1,"sysctls":{"net.smc.tcp2smc":"1"},"select":"%s"}' "$sel" | sed 's/"/\\"/g')
-    m_ann=""
-    [ "$m" = preload ] && m_ann=',"smcr.erdma.io/mechanism":"preload"'
-    pod_add "k$m" "{\"network.alibabacloud.com/erdma-smcr\":\"true\",\"smcr.erdma.io/settings\":\"$doc\"$m_ann}"
+    pod_add "k$m" "$(selected "$m" "$sel")"
     SENV=""
     [ "$m" = preload ] && SENV="$PRELOAD ERDMA_SMCR_SELECT=$sel"
     say "cost_selection mech=$m select=$sel state=$(tr -d ' ' < /run/erdma-smcr/state/k${m}_eth0.json)"

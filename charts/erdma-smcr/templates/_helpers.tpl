@@ -17,7 +17,11 @@ app.kubernetes.io/component: {{ . }}
 {{- end }}
 
 {{- define "erdma-smcr.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
 {{- end }}
 
 {{/* Container fields every component shares: image, pull policy. */}}
@@ -69,9 +73,9 @@ true
 
 {{/* The device plugin's configuration file, when a value differs from the agent's defaults. */}}
 {{- define "erdma-smcr.deviceConfig" -}}
-{{- if or .Values.devices.resources (ne .Values.devices.allocation "numa") .Values.devices.takeOver -}}
+{{- if or .Values.devices.resources (ne (include "erdma-smcr.allocation" .) "numa") .Values.devices.takeOver -}}
 agent:
-  allocation: {{ .Values.devices.allocation }}
+  allocation: {{ include "erdma-smcr.allocation" . }}
   {{- with .Values.devices.resources }}
   resources:
     {{- toYaml . | nindent 4 }}
@@ -79,5 +83,67 @@ agent:
   {{- if .Values.devices.takeOver }}
   takeOverResources: true
   {{- end }}
+{{- end -}}
+{{- end }}
+
+{{/*
+ACK's eRDMA controller's value names (its chart, deploy/helm/values.yaml), each the same setting as
+one of ours (docs/install.md "Moving from ACK's controller"): the ACK name wins over our default,
+and the two given different fail the render. Its top-level keys with no place here are refused with
+the key to use. Rendered by erdma-smcr.validate, which every render includes.
+*/}}
+{{- define "erdma-smcr.driverMode" -}}
+{{- $ours := .Values.webhook.clusterProfile.driverMode | default "default" -}}
+{{- $ack := .Values.agent.preferDriver | default "" -}}
+{{- if and $ack (ne $ack $ours) (ne $ours "default") -}}
+{{- fail (printf "agent.preferDriver (ACK's name) is %s and webhook.clusterProfile.driverMode is %s: they are the same setting, the eRDMA driver mode of the cluster; set one" $ack $ours) -}}
+{{- end -}}
+{{- $ack | default $ours -}}
+{{- end }}
+
+{{- define "erdma-smcr.allocation" -}}
+{{- $ours := .Values.devices.allocation -}}
+{{- if kindIs "bool" .Values.agent.allocateAllDevices -}}
+{{- $ack := ternary "all" "numa" .Values.agent.allocateAllDevices -}}
+{{- if and (ne $ours "numa") (ne $ours $ack) -}}
+{{- fail (printf "agent.allocateAllDevices (ACK's name) is %t and devices.allocation is %s: they are the same setting (true is all, false numa); set one" .Values.agent.allocateAllDevices $ours) -}}
+{{- end -}}
+{{- $ack -}}
+{{- else -}}
+{{- $ours -}}
+{{- end -}}
+{{- end }}
+
+{{- define "erdma-smcr.failurePolicy" -}}
+{{- $ours := .Values.webhook.failurePolicy -}}
+{{- $ack := .Values.webhookFailurePolicy | default "" -}}
+{{- if and $ack (ne $ack $ours) (ne $ours "Ignore") -}}
+{{- fail (printf "webhookFailurePolicy (ACK's name) is %s and webhook.failurePolicy is %s: they are the same setting; set one" $ack $ours) -}}
+{{- end -}}
+{{- $ack | default $ours -}}
+{{- end }}
+
+{{- define "erdma-smcr.timeoutSeconds" -}}
+{{- $ours := int .Values.webhook.timeoutSeconds -}}
+{{- if hasKey .Values "webhookTimeoutSeconds" -}}
+{{- $ack := int .Values.webhookTimeoutSeconds -}}
+{{- if and (ne $ours 5) (ne $ack $ours) -}}
+{{- fail (printf "webhookTimeoutSeconds (ACK's name) is %d and webhook.timeoutSeconds is %d: they are the same setting; set one" $ack $ours) -}}
+{{- end -}}
+{{- $ack -}}
+{{- else -}}
+{{- $ours -}}
+{{- end -}}
+{{- end }}
+
+{{- define "erdma-smcr.validate" -}}
+{{- if hasKey .Values "preferDriver" -}}
+{{- fail "preferDriver is not a value of this chart: set webhook.clusterProfile.driverMode (the eRDMA driver mode of the cluster), or agent.preferDriver, ACK's chart's name for it" -}}
+{{- end -}}
+{{- if hasKey .Values "allocateAllDevices" -}}
+{{- fail "allocateAllDevices is not a value of this chart: set devices.allocation (all or numa), or agent.allocateAllDevices, ACK's chart's name for it" -}}
+{{- end -}}
+{{- if and .Values.image.tag .Values.image.digest -}}
+{{- fail "image.tag and image.digest are both set: the image is pulled by one; set the other empty" -}}
 {{- end -}}
 {{- end }}

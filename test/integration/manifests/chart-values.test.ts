@@ -1,0 +1,97 @@
+// What an admin coming from ACK's eRDMA controller types into this chart (#95): ACK's value names
+// render what ours do, its top-level keys that have no place here are refused naming ours, and the
+// image is a tag that a runtime can pull, or a digest. helm 4 alone (test/harness/k8s/build.sh helm).
+import yaml from 'js-yaml';
+import { describe, expect, it } from 'vitest';
+import { helmTemplate } from '../../harness/helm.js';
+import { k8sBinaries, requires } from '../../helpers/requires.js';
+
+const why = requires('the chart values suite (helm 4)', k8sBinaries(['helm']));
+
+function rendered(values: readonly string[]): string {
+  const r = helmTemplate(values);
+  if (r.status !== 0) throw new Error(`helm template ${values.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
+
+const images = (text: string): string[] =>
+  [...new Set([...text.matchAll(/^\s*image: (\S+)$/gm)].map((m) => m[1]!))].sort();
+
+describe.skipIf(why !== '')(
+  "the chart takes ACK's value names and refuses what no runtime pulls",
+  () => {
+    it.each([
+      [
+        ['--set', 'agent.preferDriver=compat', '--set', 'agent.allocateAllDevices=true'],
+        ['--set', 'webhook.clusterProfile.driverMode=compat', '--set', 'devices.allocation=all'],
+      ],
+      [
+        ['--set', 'webhookFailurePolicy=Fail', '--set', 'webhookTimeoutSeconds=10'],
+        ['--set', 'webhook.failurePolicy=Fail', '--set', 'webhook.timeoutSeconds=10'],
+      ],
+    ] as const)("ACK's %j renders the same objects as our %j", (ack, ours) => {
+      const a = rendered(ack);
+      expect(a).toBe(rendered(ours));
+      // And not the defaults' (the value reached the objects).
+      expect(a).not.toBe(rendered([]));
+    });
+
+    it("ACK's allocateAllDevices=false is our default, numa", () => {
+      expect(rendered(['--set', 'agent.allocateAllDevices=false'])).toBe(rendered([]));
+    });
+
+    it("the cluster profile and the device configuration carry what ACK's names said", () => {
+      const docs = yaml.loadAll(
+        rendered(['--set', 'agent.preferDriver=compat', '--set', 'agent.allocateAllDevices=true']),
+      ) as { kind?: string; data?: Record<string, string> }[];
+      const data = docs
+        .filter((d) => d?.kind === 'ConfigMap')
+        .map((d) => Object.values(d.data ?? {}).join('\n'));
+      expect(data.join('\n')).toMatch(/driverMode: compat/);
+      expect(data.join('\n')).toMatch(/allocation: all/);
+    });
+
+    it.each([
+      [
+        ['--set', 'preferDriver=default'],
+        /preferDriver is not a value of this chart: set webhook\.clusterProfile\.driverMode .*agent\.preferDriver/,
+      ],
+      [
+        ['--set', 'allocateAllDevices=true'],
+        /allocateAllDevices is not a value of this chart: set devices\.allocation \(all or numa\), or agent\.allocateAllDevices/,
+      ],
+      [
+        ['--set', 'agent.preferDriver=compat', '--set', 'webhook.clusterProfile.driverMode=ofed'],
+        /agent\.preferDriver \(ACK's name\) is compat and webhook\.clusterProfile\.driverMode is ofed: they are the same setting/,
+      ],
+      [
+        ['--set', 'agent.allocateAllDevices=false', '--set', 'devices.allocation=all'],
+        /agent\.allocateAllDevices \(ACK's name\) is false and devices\.allocation is all/,
+      ],
+      [['--set', 'image.tag=bad:tag'], /at '\/image\/tag': 'bad:tag' does not match pattern/],
+      [
+        ['--set', 'image.digest=sha256:abc'],
+        /at '\/image\/digest': 'sha256:abc' does not match pattern/,
+      ],
+      [
+        ['--set', 'image.tag=1.0', '--set', `image.digest=sha256:${'a'.repeat(64)}`],
+        /image\.tag and image\.digest are both set/,
+      ],
+    ] as const)('%j fails, saying what to set', (values, message) => {
+      const r = helmTemplate(values);
+      expect(r.status).not.toBe(0);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(message);
+    });
+
+    it('an image by tag or by digest, the same for every component', () => {
+      expect(images(rendered(['--set', 'image.tag=1.2.3']))).toEqual([
+        'ghcr.io/erdma-smcr/erdma-smcr:1.2.3',
+      ]);
+      const digest = `sha256:${'0123456789abcdef'.repeat(4)}`;
+      expect(images(rendered(['--set', `image.digest=${digest}`]))).toEqual([
+        `ghcr.io/erdma-smcr/erdma-smcr@${digest}`,
+      ]);
+    });
+  },
+);
