@@ -92,18 +92,18 @@ static void selection_none(struct applied *a, const struct logger *lg, const cha
  */
 static void select_bpf(struct applied *a, const struct netconf *c, const struct logger *lg)
 {
-	char *text = settings_select(c->annotations), why[300] = "";
+	char why[300] = "";
 	struct selection s;
 	int rc;
-	if (!text)
+	if (!a->select_text[0])
 		return; /* the webhook gave none: every connection, as before */
-	if (selection_parse(text, &s, why, sizeof(why))) {
+	if (selection_parse(a->select_text, &s, why, sizeof(why))) {
 		selection_none(a, lg, why);
-		goto out;
+		return;
 	}
 	if (!smcselect_available()) {
 		selection_none(a, lg, "this kernel has no smc_hs_ctrl (6.19+ with CONFIG_SMC_HS_CTRL_BPF)");
-		goto out;
+		return;
 	}
 	rc = smcselect_set(c->bpf_dir, a->cookie, &s);
 	if (rc == -ENOENT) {
@@ -119,11 +119,9 @@ static void select_bpf(struct applied *a, const struct netconf *c, const struct 
 	if (rc) {
 		snprintf(why, sizeof(why), "cannot hand it to smc_hs_ctrl: %s", strerror(-rc));
 		selection_none(a, lg, why);
-		goto out;
+		return;
 	}
 	a->selection = "enforced";
-out:
-	free(text);
 }
 
 int mechanism_choose(struct applied *a, struct settings *s, const struct netconf *c, const struct logger *lg,
@@ -132,19 +130,23 @@ int mechanism_choose(struct applied *a, struct settings *s, const struct netconf
 	const cJSON *m = cJSON_GetObjectItemCaseSensitive(c->annotations, MECHANISM_ANNOTATION);
 	char why[300] = "";
 	int rc;
+	char *text = settings_select(c->annotations);
+	/* What the record keeps of the selection, whatever enforces it (the agent counts by it). */
+	if (text && strlen(text) < sizeof(a->select_text))
+		snprintf(a->select_text, sizeof(a->select_text), "%s", text);
+	free(text);
 	a->mechanism = "tcp2smc";
 	if (access("/proc/sys/net/smc/tcp2smc", F_OK) == 0) {
-		char *text = settings_select(c->annotations);
-		if (text)
+		if (a->select_text[0])
 			selection_none(a, lg, "net.smc.tcp2smc converts every TCP socket of the netns");
-		free(text);
 		return 0;
 	}
 	if (cJSON_IsString(m) && !strcmp(m->valuestring, "preload")) {
 		settings_drop(s, "net.smc.tcp2smc");
 		a->mechanism = "preload";
 		/* The library reads the selection from ERDMA_SMCR_SELECT, set by the webhook beside it. */
-		a->selection = "enforced";
+		if (a->select_text[0])
+			a->selection = "enforced";
 		return 0;
 	}
 	if (!ipproto_smc_works()) {
@@ -222,6 +224,8 @@ void mechanism_record(cJSON *doc, const struct applied *a, const struct netconf 
 		cJSON_AddStringToObject(doc, "selection", a->selection);
 	if (a->selection_why[0])
 		cJSON_AddStringToObject(doc, "selectionWhy", a->selection_why);
+	if (a->select_text[0])
+		cJSON_AddStringToObject(doc, "select", a->select_text);
 	if (a->bpf_enabled) {
 		cJSON *bpf = cJSON_AddObjectToObject(doc, "bpf");
 		char cookie[24];

@@ -25,6 +25,7 @@ struct applied {
 	const char *selection;	 /* the SMC selection: enforced, or none (every connection SMC) */
 	char selection_why[200]; /* none: why */
 	int select_set;		 /* bpf: the netns's selection is in the program's map */
+	char select_text[1024];	 /* the selection the webhook wrote (settings "select"), "" when none */
 	cJSON *missing;		 /* array of missing knobs */
 	cJSON *warnings;	 /* array of strings */
 };

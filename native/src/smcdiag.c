@@ -20,6 +20,7 @@
 #include <linux/smc.h>
 #include <linux/smc_diag.h>
 #include <linux/sock_diag.h>
+#include "selection.h"
 #include "smc_genl.h"
 #include "tcp_table.h"
 
@@ -131,11 +132,14 @@ struct sockets_ctx {
 	/* This netns's TCP sockets, read at the first IPPROTO_SMC socket (tcp_read). */
 	struct tcp_table tcp;
 	int tcp_read;
+	/* The pod's SMC selection (summary only), and the port pairs of its SMC connections. */
+	const struct selection *sel;
+	uint32_t *smc_ports;
+	size_t n_smc, cap_smc;
 };
 
-/* The TCP socket SMC made for an IPPROTO_SMC socket: the one socket in this thread's netns with
- * the same ports. NULL when not exactly one. */
-static const struct tcp_sock *clc_socket(struct sockets_ctx *c, const struct smc_diag_msg *m)
+/* This netns's TCP sockets, read once. */
+static void read_tcp(struct sockets_ctx *c)
 {
 	static const char *const files[] = {"/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"};
 	size_t i;
@@ -150,7 +154,63 @@ static const struct tcp_sock *clc_socket(struct sockets_ctx *c, const struct smc
 		}
 		tcp_table_sort(&c->tcp);
 	}
+}
+
+/* The TCP socket SMC made for an IPPROTO_SMC socket: the one socket in this thread's netns with
+ * the same ports. NULL when not exactly one. */
+static const struct tcp_sock *clc_socket(struct sockets_ctx *c, const struct smc_diag_msg *m)
+{
+	read_tcp(c);
 	return tcp_table_find(&c->tcp, ntohs(m->id.idiag_sport), ntohs(m->id.idiag_dport));
+}
+
+/* Whether the pod's selection keeps this connection on TCP (selection.h): one the pod accepted
+ * (its local port listens here) when the listen selection leaves the port out or the peer is
+ * outside the networks; one it opened when its destination is outside the selection. A peer with
+ * an IPv6 address (not IPv4-mapped) is never selected. */
+static int kept(struct sockets_ctx *c, int v6, const uint32_t *raddr, uint16_t lport, uint16_t rport)
+{
+	uint32_t v4;
+	if (!c->sel)
+		return 0;
+	if (v6 && !((raddr[0] | raddr[1]) == 0 && ntohl(raddr[2]) == 0xffff))
+		return 1;
+	v4 = v6 ? raddr[3] : raddr[0];
+	read_tcp(c);
+	if (tcp_table_listens(&c->tcp, lport))
+		return !selection_port(&c->sel->listen, lport) || !selection_addr(c->sel, v4);
+	return !selection_addr(c->sel, v4) || !selection_port(&c->sel->connect, rport);
+}
+
+/* A fallen-back SMC socket the selection kept on TCP (its addresses: smc_diag's, or for an
+ * IPPROTO_SMC socket its TCP socket's). */
+static int kept_smc(struct sockets_ctx *c, const struct smc_sock *s)
+{
+	const uint32_t *dst = s->msg->id.idiag_dst;
+	if (!c->sel)
+		return 0;
+	if (!(dst[0] | dst[1] | dst[2] | dst[3])) {
+		const struct tcp_sock *t = clc_socket(c, s->msg);
+		return t && kept(c, t->v6, t->raddr, t->lport, t->rport);
+	}
+	return kept(c, s->v6, dst, ntohs(s->msg->id.idiag_sport), ntohs(s->msg->id.idiag_dport));
+}
+
+/* Notes the ports of an SMC connection, whose TCP socket is no plain connection (summary with a
+ * selection only). */
+static void note_ports(struct sockets_ctx *c, const struct smc_diag_msg *m)
+{
+	if (!c->sel)
+		return;
+	if (c->n_smc == c->cap_smc) {
+		size_t next = c->cap_smc ? c->cap_smc * 2 : 64;
+		uint32_t *v = realloc(c->smc_ports, next * sizeof(*v));
+		if (!v)
+			return;
+		c->smc_ports = v;
+		c->cap_smc = next;
+	}
+	c->smc_ports[c->n_smc++] = (uint32_t)ntohs(m->id.idiag_sport) << 16 | ntohs(m->id.idiag_dport);
 }
 
 /* Whether an address (network order, as smc_diag and tcp_table hold it) is a loopback one. */
@@ -185,6 +245,12 @@ static void count(struct sockets_ctx *c, const struct smc_sock *s)
 		return;
 	}
 	sum->sockets++;
+	note_ports(c, m);
+	/* Kept on TCP by the selection: counted apart, neither a fallback nor in byMode.TCP. */
+	if (m->diag_mode == SMC_DIAG_MODE_FALLBACK_TCP && !loopback_peer(c, s) && kept_smc(c, s)) {
+		sum->selection_kept++;
+		return;
+	}
 	if (m->diag_mode == SMC_DIAG_MODE_SMCR)
 		sum->smcr++;
 	else if (m->diag_mode == SMC_DIAG_MODE_SMCD)
@@ -300,7 +366,7 @@ static int dump_sockets(struct sockets_ctx *c)
 
 int smc_sockets(FILE *out)
 {
-	struct sockets_ctx c = {out, 1, NULL, {NULL, 0, 0}, 0};
+	struct sockets_ctx c = {out, 1, NULL, {NULL, 0, 0}, 0, NULL, NULL, 0, 0};
 	int rc = dump_sockets(&c);
 	tcp_table_free(&c.tcp);
 	if (rc == 0)
@@ -328,21 +394,52 @@ static uint64_t established(const char *file)
 	return n;
 }
 
-int smc_summary_read(struct smc_summary *sum)
+static int is_smc_pair(const struct sockets_ctx *c, uint16_t lport, uint16_t rport)
 {
-	struct sockets_ctx c = {NULL, 1, sum, {NULL, 0, 0}, 0};
+	uint32_t key = (uint32_t)lport << 16 | rport;
+	size_t i;
+	for (i = 0; i < c->n_smc; i++)
+		if (c->smc_ports[i] == key)
+			return 1;
+	return 0;
+}
+
+/* With a selection: each established TCP connection that is no SMC socket's own is either kept
+ * on TCP by the selection or plain TCP (a program the mechanism did not reach). */
+static void classify_plain(struct sockets_ctx *c)
+{
+	size_t i;
+	read_tcp(c);
+	for (i = 0; i < c->tcp.n; i++) {
+		const struct tcp_sock *t = &c->tcp.v[i];
+		if (t->state != 1 || is_smc_pair(c, t->lport, t->rport))
+			continue;
+		if (kept(c, t->v6, t->raddr, t->lport, t->rport))
+			c->sum->selection_kept++;
+		else
+			c->sum->plain_tcp++;
+	}
+}
+
+int smc_summary_read(struct smc_summary *sum, const struct selection *sel)
+{
+	struct sockets_ctx c = {NULL, 1, sum, {NULL, 0, 0}, 0, sel, NULL, 0, 0};
 	uint64_t tcp, own;
 	int rc;
 	memset(sum, 0, sizeof(*sum));
 	rc = dump_sockets(&c);
-	if (rc)
-		return rc;
-	/* Each SMC connection (SMC-R or fallen back; `sockets` leaves out the listening ones) holds
-	 * one TCP socket of its own. */
-	tcp = established("tcp") + established("tcp6");
-	own = sum->sockets;
-	sum->plain_tcp = tcp > own ? tcp - own : 0;
-	return 0;
+	if (rc == 0 && sel) {
+		classify_plain(&c);
+	} else if (rc == 0) {
+		/* Each SMC connection (SMC-R or fallen back; `sockets` leaves out the listening ones)
+		 * holds one TCP socket of its own. */
+		tcp = established("tcp") + established("tcp6");
+		own = sum->sockets;
+		sum->plain_tcp = tcp > own ? tcp - own : 0;
+	}
+	tcp_table_free(&c.tcp);
+	free(c.smc_ports);
+	return rc;
 }
 
 void smc_summary_print(FILE *out, const struct smc_summary *s)
@@ -350,7 +447,8 @@ void smc_summary_print(FILE *out, const struct smc_summary *s)
 	size_t i;
 	fprintf(out, "{\"sockets\":%" PRIu64 ",\"listening\":%" PRIu64 ",\"byMode\":{\"SMCR\":%" PRIu64 ",\"SMCD\":%" PRIu64 ",\"TCP\":%" PRIu64 "}",
 		s->sockets, s->listening, s->smcr, s->smcd, s->tcp);
-	fprintf(out, ",\"plainTcp\":%" PRIu64 ",\"loopbackFallbacks\":%" PRIu64, s->plain_tcp, s->loopback_fallbacks);
+	fprintf(out, ",\"plainTcp\":%" PRIu64 ",\"loopbackFallbacks\":%" PRIu64 ",\"selectionKept\":%" PRIu64, s->plain_tcp,
+		s->loopback_fallbacks, s->selection_kept);
 	fprintf(out, ",\"txBytes\":%" PRIu64 ",\"rxBytes\":%" PRIu64 ",\"fallbacks\":{", s->tx_bytes, s->rx_bytes);
 	for (i = 0; i < s->n_reasons; i++)
 		fprintf(out, "%s\"0x%08x\":%" PRIu64, i ? "," : "", s->reasons[i].code, s->reasons[i].count);

@@ -29,6 +29,9 @@ struct smc_summary {
 	/* Fallen-back connections to or from a loopback address: expected (no RDMA device serves lo,
 	 * and without loopback-ism no SMC-D either), counted here and in tcp, not in reasons. */
 	uint64_t loopback_fallbacks;
+	/* Connections the pod's SMC selection kept on TCP (#93): fallen-back SMC sockets and plain
+	 * TCP connections outside it, counted here and not in tcp, reasons or plain_tcp. */
+	uint64_t selection_kept;
 	struct smc_reason_count reasons[SMC_SUMMARY_REASONS];
 	size_t n_reasons;
 	struct smc_device_count devices[SMC_SUMMARY_DEVICES];
@@ -37,7 +40,9 @@ struct smc_summary {
 
 /* Each return 0 or a negative errno (-ENOENT when the kernel has no smc_diag). */
 int smc_sockets(FILE *out);
-int smc_summary_read(struct smc_summary *sum);
+/* `sel`: the pod's SMC selection (selection.h), or NULL: no connection is counted as kept by it. */
+struct selection;
+int smc_summary_read(struct smc_summary *sum, const struct selection *sel);
 /* One JSON object, no newline. */
 void smc_summary_print(FILE *out, const struct smc_summary *sum);
 

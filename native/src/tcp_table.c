@@ -49,6 +49,8 @@ int tcp_table_add(FILE *f, struct tcp_table *t)
 		e.lport = (uint16_t)lp;
 		e.rport = (uint16_t)rp;
 		e.v6 = lw == 4;
+		if (sscanf(line, " %*u: %*s %*s %x", &e.state) != 1)
+			e.state = 0;
 		if (t->n == t->cap) {
 			size_t next = t->cap ? t->cap * 2 : 64;
 			struct tcp_sock *v = realloc(t->v, next * sizeof(*v));
@@ -88,6 +90,22 @@ const struct tcp_sock *tcp_table_find(const struct tcp_table *t, uint16_t lport,
 	if (lo + 1 < t->n && tcp_cmp(&t->v[lo + 1], &key) == 0)
 		return NULL; /* two sockets with these ports (another address, or TIME_WAIT): not known */
 	return &t->v[lo];
+}
+
+int tcp_table_listens(const struct tcp_table *t, uint16_t lport)
+{
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) { /* the first entry of lport */
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->v[mid].lport < lport)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < t->n && t->v[lo].lport == lport; lo++)
+		if (t->v[lo].state == 10)
+			return 1;
+	return 0;
 }
 
 void tcp_table_free(struct tcp_table *t)

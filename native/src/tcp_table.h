@@ -11,6 +11,7 @@
 struct tcp_sock {
 	uint16_t lport, rport; /* host order */
 	int v6;
+	unsigned state;		     /* TCP_ESTABLISHED 1, TCP_LISTEN 10 (/proc/net/tcp's st) */
 	uint32_t laddr[4], raddr[4]; /* network order, as in struct inet_diag_sockid */
 };
 struct tcp_table {
@@ -24,6 +25,8 @@ int tcp_table_add(FILE *f, struct tcp_table *t);
 void tcp_table_sort(struct tcp_table *t);
 /* The one socket with these ports (the table sorted); NULL for none or more than one. */
 const struct tcp_sock *tcp_table_find(const struct tcp_table *t, uint16_t lport, uint16_t rport);
+/* 1 when a socket of the table (sorted) listens on lport. */
+int tcp_table_listens(const struct tcp_table *t, uint16_t lport);
 void tcp_table_free(struct tcp_table *t);
 
 #endif

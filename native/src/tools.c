@@ -16,6 +16,7 @@
 #include <linux/smc.h>
 #include "eni.h"
 #include "netns.h"
+#include "selection.h"
 #include "smc_genl.h"
 #include "settings.h"
 #include "smcbpf.h"
@@ -232,6 +233,8 @@ static int parse_u32(const char *s, uint32_t *out)
 }
 
 #define SMC_MAX_NETNS 65536
+/* Distinct --select texts of one `smc summary` call (the agent gives one per pod of a batch). */
+#define SMC_MAX_SELECTIONS 4096
 
 /* JSON string body for a path (quotes and backslashes escaped, control bytes as \u00XX). */
 static void put_json_str(FILE *out, const char *v)
@@ -252,23 +255,32 @@ static const char *smc_strerror(int rc)
 	return rc == -ENOENT || rc == -EINVAL ? "the kernel has no SMC socket diagnostics (load smc and smc_diag)" : strerror(-rc);
 }
 
+struct summary_job {
+	struct smc_summary sum;
+	const struct selection *sel;
+};
+
 static int summary_here(void *p)
 {
-	return smc_summary_read(p);
+	struct summary_job *j = p;
+	return smc_summary_read(&j->sum, j->sel);
 }
 
-/* `smc summary --netns A --netns B ...`: one JSON line per namespace, in order, in one process
- * (the agent samples every SMC-R pod of a node with one call). */
-static int smc_summaries(char **paths, int n)
+/* `smc summary [--select SEL] --netns A [--select SEL2] --netns B ...`: one JSON line per
+ * namespace, in order, in one process (the agent samples every SMC-R pod of a node with one call).
+ * A --select applies to the namespaces after it (an empty one: none), so that connections each
+ * pod's selection kept on TCP are counted apart (selectionKept). */
+static int smc_summaries(char **paths, struct selection **sels, int n)
 {
-	struct smc_summary sum;
+	static struct summary_job job;
 	int i, rc, result, failed = 0;
 	for (i = 0; i < n; i++) {
 		fputs("{\"netns\":\"", stdout);
 		put_json_str(stdout, paths[i]);
 		fputs("\",", stdout);
+		job.sel = sels[i];
 		/* Reading our own netns is fine: NETNS_ALLOW_SELF. */
-		rc = netns_run(paths[i], NETNS_ALLOW_SELF, summary_here, &sum, &result);
+		rc = netns_run(paths[i], NETNS_ALLOW_SELF, summary_here, &job, &result);
 		if (rc) {
 			fprintf(stdout, "\"error\":\"cannot enter the netns: %s\"}\n", netns_strerror(rc));
 			failed = 1;
@@ -280,7 +292,7 @@ static int smc_summaries(char **paths, int n)
 			continue;
 		}
 		fputs("\"summary\":", stdout);
-		smc_summary_print(stdout, &sum);
+		smc_summary_print(stdout, &job.sum);
 		fputs("}\n", stdout);
 	}
 	return failed;
@@ -295,7 +307,7 @@ static int smc_here(void *p)
 		return smc_sockets(stdout);
 	if (!strcmp(verb, "stats"))
 		return smc_stats(stdout);
-	rc = smc_summary_read(&sum);
+	rc = smc_summary_read(&sum, NULL);
 	if (rc == 0) {
 		smc_summary_print(stdout, &sum);
 		fputc('\n', stdout);
@@ -306,14 +318,32 @@ static int smc_here(void *p)
 /* `smc sockets|summary|stats` (smc_diag, smcdiag.h; SMC generic netlink, smc_stats.h). */
 static int smc_cmd(int argc, char **argv)
 {
-	static const struct option longopts[] = {{"netns", required_argument, 0, 'n'}, {0, 0, 0, 0}};
+	static const struct option longopts[] = {
+		{"netns", required_argument, 0, 'n'}, {"select", required_argument, 0, 's'}, {0, 0, 0, 0}};
 	static char *paths[SMC_MAX_NETNS];
+	static struct selection *sels[SMC_MAX_NETNS], parsed[SMC_MAX_SELECTIONS];
+	struct selection *current = NULL;
 	const char *verb;
-	int ch, rc, result, n = 0;
+	char why[160];
+	int ch, rc, result, n = 0, nsel = 0;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (ch == 's') {
+			current = NULL;
+			if (!*optarg)
+				continue;
+			if (nsel >= SMC_MAX_SELECTIONS)
+				return usage();
+			if (selection_parse(optarg, &parsed[nsel], why, sizeof(why))) {
+				fprintf(stderr, "erdma-smcr: smc summary --select: %s\n", why);
+				return 2;
+			}
+			current = &parsed[nsel++];
+			continue;
+		}
 		if (ch != 'n' || n >= SMC_MAX_NETNS)
 			return usage();
+		sels[n] = current;
 		paths[n++] = optarg;
 	}
 	if (optind != argc - 1)
@@ -323,8 +353,10 @@ static int smc_cmd(int argc, char **argv)
 		return usage();
 	if (n > 1 && strcmp(verb, "summary"))
 		return usage();
+	if (nsel > 0 && strcmp(verb, "summary"))
+		return usage();
 	if (n >= 1 && !strcmp(verb, "summary"))
-		return smc_summaries(paths, n);
+		return smc_summaries(paths, sels, n);
 	rc = netns_run(n == 1 ? paths[0] : NULL, NETNS_ALLOW_SELF, smc_here, (void *)verb, &result);
 	if (rc)
 		return netns_report(paths[0], rc);

@@ -283,6 +283,11 @@ static void test_tcp_table(void)
 	}
 	e = tcp_table_find(&t, 5201, 0);
 	EXPECT(e && !e->v6 && e->laddr[0] == 0 && e->raddr[0] == 0);
+	/* Its state (st): the listener is 0A, the connection 01; who listens where. */
+	EXPECT(e && e->state == 10);
+	e = tcp_table_find(&t, 5201, 56192);
+	EXPECT(e && e->state == 1);
+	EXPECT(tcp_table_listens(&t, 5201) == 1 && tcp_table_listens(&t, 56192) == 0);
 	e = tcp_table_find(&t, 5202, 50000);
 	EXPECT(e && e->v6);
 	if (e) {

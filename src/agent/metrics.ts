@@ -47,7 +47,7 @@ export class AgentMetrics {
   });
   readonly podConnections = new Gauge({
     name: 'erdma_smcr_pod_connections',
-    help: 'Established SMC connections of each SMC-R pod on this node by mode (SMCR, SMCD, TCP: fell back), from smc_diag at the last sample.',
+    help: "Established SMC connections of each SMC-R pod on this node by mode (SMCR, SMCD, TCP: fell back; KEPT: kept on TCP by the pod's SMC selection), from smc_diag at the last sample.",
     labelNames: ['namespace', 'pod', 'mode'] as const,
     registers: [this.registry],
   });

@@ -150,16 +150,23 @@ export class NativeBinary {
   /**
    * Summaries of many netns, one process per batch of SUMMARY_BATCH: path → summary, or why it
    * could not be read. The binary exits 1 when some netns could not be read (its line says why);
-   * any other failure fails every netns of the batch.
+   * any other failure fails every netns of the batch. `selects`: each netns's SMC selection, whose
+   * kept connections the summary counts apart (selectionKept).
    */
   async smcSummaries(
     paths: readonly string[],
     timeoutMs = 30_000,
+    selects: ReadonlyMap<string, string> = new Map(),
   ): Promise<Map<string, SmcSummary | { error: string }>> {
     const out = new Map<string, SmcSummary | { error: string }>();
     for (let i = 0; i < paths.length; i += SUMMARY_BATCH) {
       const batch = paths.slice(i, i + SUMMARY_BATCH);
-      const args = ['smc', 'summary', ...batch.flatMap((p) => ['--netns', p])];
+      // An empty --select resets it: a netns without a selection counts nothing as kept.
+      const args = [
+        'smc',
+        'summary',
+        ...batch.flatMap((p) => ['--select', selects.get(p) ?? '', '--netns', p]),
+      ];
       let r: CniAnswer;
       try {
         r = await this.run(args, { timeoutMs });

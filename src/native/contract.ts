@@ -48,6 +48,11 @@ export interface SmcSummary {
    * expected, so not in `fallbacks`. Absent from a node binary older than #85.
    */
   readonly loopbackFallbacks?: number;
+  /**
+   * Connections the pod's SMC selection kept on TCP (#93), counted apart from byMode.TCP,
+   * `fallbacks` and `plainTcp`: what a user reads to tune the ports. Absent from binaries before it.
+   */
+  readonly selectionKept?: number;
   readonly txBytes: number;
   readonly rxBytes: number;
   /** Local fallback reason code (0x%08x) → connections. */
@@ -183,6 +188,7 @@ export const pluginRecordSchema = z.strictObject({
     mechanismWhy: z.optional(z.string()),
     selection: z.optional(z.enum(['enforced', 'none'])),
     selectionWhy: z.optional(z.string()),
+    select: z.optional(z.string()),
   });
 
 /** What the CNI plugin wrote for one sandbox (native/src/cni.c state_doc). */
@@ -208,6 +214,8 @@ export interface PluginRecord {
    */
   readonly selection?: string;
   readonly selectionWhy?: string;
+  /** The selection's text as the webhook wrote it (settings "select"): what `smc summary --select` counts by. */
+  readonly select?: string;
   readonly mtimeMs: number;
 }
 
@@ -230,6 +238,7 @@ function recordOf(doc: Partial<Record<keyof PluginRecord, unknown>>, mtimeMs: nu
     ...(typeof doc.mechanismWhy === 'string' ? { mechanismWhy: doc.mechanismWhy } : {}),
     ...(typeof doc.selection === 'string' ? { selection: doc.selection } : {}),
     ...(typeof doc.selectionWhy === 'string' ? { selectionWhy: doc.selectionWhy } : {}),
+    ...(typeof doc.select === 'string' ? { select: doc.select } : {}),
     mtimeMs,
   };
 }
@@ -261,6 +270,8 @@ export interface RecordedPod {
   readonly netns: string;
   /** How the plugin made the pod's TCP SMC (absent in records of older plugins). */
   readonly mechanism?: string;
+  /** The pod's SMC selection (the record's `select`): connections it keeps on TCP are counted apart. */
+  readonly select?: string;
 }
 
 export function recordedPods(stateDir: string): RecordedPod[] {
@@ -272,5 +283,6 @@ export function recordedPods(stateDir: string): RecordedPod[] {
       uid: r.podUid,
       netns: r.netns,
       ...(r.mechanism ? { mechanism: r.mechanism } : {}),
+      ...(r.select ? { select: r.select } : {}),
     }));
 }

@@ -19,10 +19,13 @@ settle() { # client server count [tries of 0.2 s]
   say "settle=$1-$2 wanted=$3 client=$(conns "$1") server=$(conns "$2")"
 }
 
+# A pod's SMC selection, when the scenario gave it one (SELECT_<pod>): the summary counts the
+# connections it kept on TCP apart, as the agent's does from the plugin's record.
 observe() { # label client server
   for ns in "$2" "$3"; do
+    sel=$(eval "echo \"\${SELECT_$ns:-}\"")
     say "${1}_sockets_$ns=$(erdma-smcr smc sockets --netns /run/netns/$ns 2>&1 | tr -d '\n')"
-    say "${1}_summary_$ns=$(erdma-smcr smc summary --netns /run/netns/$ns 2>&1 | tr -d '\n')"
+    say "${1}_summary_$ns=$(erdma-smcr smc summary --select "$sel" --netns /run/netns/$ns 2>&1 | tr -d '\n')"
   done
 }
 

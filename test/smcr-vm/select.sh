@@ -25,6 +25,9 @@ NETS=10.88.0.0/24
 # with SMC on 7001-7049 only.
 SEL_A="nets=$NETS;connect=7001-7099,!7050-7059;listen=*"
 SEL_B="nets=$NETS;connect=*;listen=7001-7049"
+# pods.sh's observe() counts by them.
+SELECT_a=$SEL_A
+SELECT_b=$SEL_B
 # The annotations the runtime hands our plugin: the settings document as the webhook writes it,
 # with the selection when given (an empty one: a webhook before the selection).
 annotations() { # select-text

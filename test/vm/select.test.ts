@@ -14,7 +14,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { requires, root } from '../helpers/requires.js';
 import { bootVm, type VmRun } from '../helpers/vm.js';
-import { expectRanEveryStep, statsDelta, type Socket } from '../helpers/vm-pods.js';
+import { expectRanEveryStep, statsDelta, type Socket, type Summary } from '../helpers/vm-pods.js';
 
 const skip = requires('the SMC selection VM test (apt-get, qemu)', root) !== '';
 
@@ -125,6 +125,20 @@ describe.skipIf(skip).each(KERNELS)(
             ).toEqual([]);
           for (const tech of ['smcr', 'smcd'] as const)
             expect(statsDelta(vm, label, 'a', tech).successes).toBe(0);
+        }
+        // The summary counts them apart, by the pod's selection: neither a fallback nor plain TCP.
+        for (const label of ['excl_py', 'excl_go']) {
+          const sum = (
+            vm.json(`${label}_summary_a`) as {
+              summary: Summary['summary'] & {
+                selectionKept: number;
+                fallbacks: Record<string, number>;
+              };
+            }
+          ).summary;
+          expect(sum.selectionKept, label).toBeGreaterThanOrEqual(1);
+          expect(sum.fallbacks, label).toEqual({});
+          expect(sum.plainTcp, label).toBe(0);
         }
         const excluded = syns('b', ip('a'), ip('b'), [7050, 7059]).filter((l) =>
           l.includes('Flags [S]'),

@@ -94,6 +94,7 @@ export class SmcDuty implements Duty {
       const who = { namespace: p.namespace, pod: p.name };
       for (const mode of ['SMCR', 'SMCD', 'TCP'] as const)
         m.podConnections.set({ ...who, mode }, s.byMode[mode]);
+      m.podConnections.set({ ...who, mode: 'KEPT' }, s.selectionKept ?? 0);
       for (const [code, n] of Object.entries(s.fallbacks))
         m.podFallbacks.inc({ ...who, reason: reasonLabel(code) }, n);
       if (s.otherFallbacks > 0) m.podFallbacks.inc({ ...who, reason: 'OTHER' }, s.otherFallbacks);

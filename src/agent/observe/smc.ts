@@ -200,6 +200,17 @@ function plainTcpNotes(pods: readonly PodSmc[]): string[] {
   return notes.length > 0 ? ['', 'Plain TCP:', ...notes] : [];
 }
 
+/** Pods whose SMC selection kept connections on TCP (#93): said apart, to tune the ports by. */
+function selectionNotes(pods: readonly PodSmc[]): string[] {
+  const notes = pods
+    .filter((p) => (p.summary?.selectionKept ?? 0) > 0)
+    .map(
+      (p) =>
+        `  ${p.namespace}/${p.name}: ${p.summary!.selectionKept} connection(s) kept on TCP by its SMC selection (outside the cluster's networks, or a port it does not name): smcr.erdma.io/connect-ports and listen-ports choose them`,
+    );
+  return notes.length > 0 ? ['', 'Kept on TCP by the selection:', ...notes] : [];
+}
+
 /** Pods with loopback connections that fell back: expected, said apart from the reasons. */
 function loopbackNotes(pods: readonly PodSmc[]): string[] {
   const notes = pods
@@ -259,6 +270,7 @@ export function formatStatus(pods: readonly PodSmc[]): string {
     ...pods.map(podLine),
     ...legend(pods),
     ...loopbackNotes(pods),
+    ...selectionNotes(pods),
     ...plainTcpNotes(pods),
     ...pods.filter((x) => x.sockets).flatMap(socketTable),
   ];
@@ -285,6 +297,7 @@ export async function collectPodSmc(
     readonly uid: string;
     readonly netns: string;
     readonly mechanism?: string;
+    readonly select?: string;
   }[],
   o: CollectOptions,
 ): Promise<PodSmc[]> {
@@ -296,7 +309,13 @@ export async function collectPodSmc(
         reachNetns(o.hostRoot, p.netns, o.byPod ? () => o.byPod?.(p.uid) : undefined),
       ]),
   );
-  const summaries = await o.binary.smcSummaries([...where.values()], o.timeoutMs);
+  const selects = new Map(
+    pods.flatMap((p) => {
+      const path = where.get(p.uid);
+      return path && p.select ? [[path, p.select] as const] : [];
+    }),
+  );
+  const summaries = await o.binary.smcSummaries([...where.values()], o.timeoutMs, selects);
   const out: PodSmc[] = [];
   for (const p of pods) {
     const base = {

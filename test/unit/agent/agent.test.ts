@@ -469,6 +469,39 @@ describe('SMC sampling, in process', () => {
     }
   });
 
+  // #93: connections the pod's selection kept on TCP are neither fallbacks nor plain TCP: a series
+  // and a status line of their own, no SMCRFallback Event.
+  it('counts connections the selection kept on TCP apart: KEPT series, a status line, no Event', async () => {
+    const summary = {
+      sockets: 2,
+      listening: 0,
+      byMode: { SMCR: 1, SMCD: 0, TCP: 0 },
+      plainTcp: 0,
+      loopbackFallbacks: 0,
+      selectionKept: 2,
+      txBytes: 10,
+      rxBytes: 20,
+      fallbacks: {} as Record<string, number>,
+      otherFallbacks: 0,
+      devices: [],
+    };
+    const { dir, duty, events, metrics } = samplingDuty('web', () => summary);
+    try {
+      await duty.pass();
+      const text = await metrics.registry.metrics();
+      expect(text).toContain(
+        'erdma_smcr_pod_connections{namespace="apps",pod="web",mode="KEPT"} 2',
+      );
+      expect(text).not.toMatch(/erdma_smcr_pod_fallback_connections\{/);
+      expect(events.told).toEqual([]);
+      expect(formatStatus(duty.last)).toMatch(
+        /\nKept on TCP by the selection:\n {2}apps\/web: 2 connection\(s\) kept on TCP by its SMC selection/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   // #85: loopback connections fall back by design (no RDMA device serves lo): counted apart, no
   // Event, no series of the fallback metric (which the alert reads), a line of their own in status.
   it('counts loopback fallbacks apart: no SMCRFallback Event and no fallback series for them', async () => {
