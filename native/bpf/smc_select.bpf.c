@@ -85,36 +85,6 @@ static __always_inline int count(struct selection *s, int selected)
 	return selected;
 }
 
-static __always_inline int port_selected(const struct sel_ports *p, __u16 port)
-{
-	int included = p->includes == 0;
-	__u32 i;
-	for (i = 0; i < SEL_MAX_RANGES; i++) {
-		if (i >= p->n)
-			break;
-		if (port < p->r[i].lo || port > p->r[i].hi)
-			continue;
-		if (p->r[i].exclude)
-			return 0;
-		included = 1;
-	}
-	return included;
-}
-
-static __always_inline int addr_selected(const struct selection *s, __u32 addr)
-{
-	__u32 i;
-	if (s->nnets == 0)
-		return 1;
-	for (i = 0; i < SEL_MAX_NETS; i++) {
-		if (i >= s->nnets)
-			break;
-		if ((addr & s->nets[i].mask) == s->nets[i].addr)
-			return 1;
-	}
-	return 0;
-}
-
 static __always_inline struct selection *selection_of(const struct sock_common *skc)
 {
 	__u64 cookie = skc->skc_net.net->net_cookie;
@@ -130,7 +100,7 @@ int BPF_PROG(erdma_smcr_syn, struct tcp_sock *tp)
 	if (!s)
 		return 1;
 	/* An IPv6 socket to a non-mapped address holds no IPv4 destination: never selected. */
-	return count(s, addr_selected(s, skc->skc_daddr) && port_selected(&s->connect, bpf_ntohs(skc->skc_dport)));
+	return count(s, selection_addr(s, skc->skc_daddr) && selection_port(&s->connect, bpf_ntohs(skc->skc_dport)));
 }
 
 /* The SYN-ACK to a peer whose SYN offered SMC: the listener's port and the peer's address. */
@@ -141,7 +111,7 @@ int BPF_PROG(erdma_smcr_synack, const struct tcp_sock *tp, struct inet_request_s
 	struct selection *s = selection_of(skc);
 	if (!s)
 		return 1;
-	return count(s, addr_selected(s, ireq->req.__req_common.skc_daddr) && port_selected(&s->listen, skc->skc_num));
+	return count(s, selection_addr(s, ireq->req.__req_common.skc_daddr) && selection_port(&s->listen, skc->skc_num));
 }
 
 SEC(".struct_ops")

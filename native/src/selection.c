@@ -135,31 +135,6 @@ int selection_parse(const char *text, struct selection *out, char *why, size_t s
 	return 0;
 }
 
-int selection_port(const struct sel_ports *p, uint16_t port)
-{
-	int included = p->includes == 0;
-	__u32 i;
-	for (i = 0; i < p->n && i < SEL_MAX_RANGES; i++) {
-		if (port < p->r[i].lo || port > p->r[i].hi)
-			continue;
-		if (p->r[i].exclude)
-			return 0;
-		included = 1;
-	}
-	return included;
-}
-
-int selection_addr(const struct selection *s, uint32_t addr)
-{
-	__u32 i;
-	if (s->nnets == 0)
-		return 1;
-	for (i = 0; i < s->nnets && i < SEL_MAX_NETS; i++)
-		if ((addr & s->nets[i].mask) == s->nets[i].addr)
-			return 1;
-	return 0;
-}
-
 int selection_connect(const struct selection *s, const struct sockaddr *sa, socklen_t len)
 {
 	if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {

@@ -43,6 +43,39 @@ struct selection {
 	__u64 kept, selected;
 };
 
+/* 1 when `port` (host order) is selected by `p`. Written once for both sides: the loops are
+ * bounded as the BPF verifier wants them. */
+static inline int selection_port(const struct sel_ports *p, __u16 port)
+{
+	int included = p->includes == 0;
+	__u32 i;
+	for (i = 0; i < SEL_MAX_RANGES; i++) {
+		if (i >= p->n)
+			break;
+		if (port < p->r[i].lo || port > p->r[i].hi)
+			continue;
+		if (p->r[i].exclude)
+			return 0;
+		included = 1;
+	}
+	return included;
+}
+
+/* 1 when the IPv4 address `addr` (network order) is in the selection's nets. */
+static inline int selection_addr(const struct selection *s, __u32 addr)
+{
+	__u32 i;
+	if (s->nnets == 0)
+		return 1;
+	for (i = 0; i < SEL_MAX_NETS; i++) {
+		if (i >= s->nnets)
+			break;
+		if ((addr & s->nets[i].mask) == s->nets[i].addr)
+			return 1;
+	}
+	return 0;
+}
+
 #ifndef __bpf__
 #include <stddef.h>
 #include <stdint.h>
@@ -50,10 +83,6 @@ struct selection {
 
 /* Parses `text` into `out`; 0, or -1 with `why` saying what is wrong (nothing else changes). */
 int selection_parse(const char *text, struct selection *out, char *why, size_t size);
-/* 1 when `port` (host order) is selected by `p`. */
-int selection_port(const struct sel_ports *p, uint16_t port);
-/* 1 when the IPv4 address `addr` (network order) is in the selection's nets. */
-int selection_addr(const struct selection *s, uint32_t addr);
 /* 1 when a connection to `sa` uses SMC: an IPv4 (or IPv4-mapped IPv6) destination in the nets on a
  * selected port. Other IPv6 destinations are never selected (SMC-R pods run IPv4). */
 int selection_connect(const struct selection *s, const struct sockaddr *sa, socklen_t len);
