@@ -5,7 +5,9 @@
 #define ERDMA_SMCR_POD_MECHANISM_H
 
 #include "cJSON.h"
-#include "pod_netns.h"
+#include "applied.h"
+#include "cni.h"
+#include "conf.h"
 
 /* Inside the pod netns: sets a->mechanism (and drops knobs it does not need from s). 0 or the CNI
  * error (e set: "try again later" when the IPPROTO_SMC program cannot be pinned yet). */

@@ -2,22 +2,10 @@
 #include "pod_netns.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <string.h>
 #include "netns.h"
 #include "pod_mechanism.h"
 #include "smc_genl.h"
-
-void pod_warn(struct applied *a, const struct logger *lg, const char *fmt, ...)
-{
-	char line[300];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	log_msg(lg, "warning", "%s", line);
-	cJSON_AddItemToArray(a->warnings, cJSON_CreateString(line));
-}
 
 /* Puts back every sysctl ADD changed and removes its pnet entry (we are inside the netns). */
 static void rollback(struct applied *a, const struct netconf *c, const char *ifname)

@@ -4,7 +4,9 @@
 #define ERDMA_SMCR_POD_RECORD_H
 
 #include "cJSON.h"
-#include "pod_netns.h"
+#include "applied.h"
+#include "cni.h"
+#include "conf.h"
 
 /* The record for the pod named by env's CNI_ARGS, with `outcome` (pending, applied, partial). */
 cJSON *pod_record(const struct cni_env *env, const struct netconf *c, const struct applied *a, const char *outcome);
