@@ -29,7 +29,11 @@ describe("the node binary's tools through erdma-smcr", () => {
     expect(r.stdout).not.toMatch(/Transparent SMC-R for Kubernetes/);
     const bpf = await runCli(['bpf', 'status', '--dir', '/nonexistent-bpffs/erdma-smcr']);
     expect(bpf.code).toBe(0);
-    expect(JSON.parse(bpf.stdout)).toEqual({ loaded: false, netns: [] });
+    expect(JSON.parse(bpf.stdout)).toEqual({
+      loaded: false,
+      netns: [],
+      select: { registered: false, netns: [] },
+    });
   });
 
   it('says where the binary should be when it is missing', async () => {

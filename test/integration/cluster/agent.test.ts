@@ -612,14 +612,15 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
   });
 
   it("samples what SMC-R pods' connections run on: metrics per pod, one SMCRFallback Event with the decoded reason", async () => {
-    // This kernel has no SMC, so the native binary is a stand-in that answers `smc summary` with
+    // This kernel has no SMC, so the native binary is a stand-in that answers `smc summary`
+    // (`--select SEL --netns PATH` pairs: a line per --netns) with
     // what the real one printed in the SMC-R VM for a pod whose connection fell back
     // (test/fixtures/smc/summary-c.json); the real binary's output is checked in the VM test.
     const summary = readFileSync('test/fixtures/smc/summary-c.json', 'utf8').replace(/\s+/g, '');
     const stand = join(dir, 'native-smc');
     writeFileSync(
       stand,
-      `#!/bin/sh\n[ "$1 $2" = "smc summary" ] || exit 2\nshift 2\nwhile [ $# -gt 1 ]; do echo "{\\"netns\\":\\"$2\\",\\"summary\\":${summary.replace(/"/g, '\\"')}}"; shift 2; done\n`,
+      `#!/bin/sh\n[ "$1 $2" = "smc summary" ] || exit 2\nshift 2\nwhile [ $# -gt 1 ]; do [ "$1" = --netns ] && echo "{\\"netns\\":\\"$2\\",\\"summary\\":${summary.replace(/"/g, '\\"')}}"; shift 2; done\n`,
       { mode: 0o755 },
     );
     const config = loadConfig({

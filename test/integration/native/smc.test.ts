@@ -19,4 +19,24 @@ describe('the native binary, called as the agent calls it', () => {
     if ('error' in self) expect(self.error).toMatch(/no SMC socket diagnostics/);
     else expect(self).toHaveProperty('byMode');
   });
+
+  it('takes each netns\'s SMC selection, and refuses one that does not parse before reading any', async () => {
+    const binary = new NativeBinary('native/build/erdma-smcr');
+    const r = await binary.smcSummaries(
+      ['/nonexistent/netns'],
+      30_000,
+      new Map([['/nonexistent/netns', 'nets=10.0.0.0/8;connect=6379;listen=*']]),
+    );
+    expect(r.get('/nonexistent/netns')).toEqual({
+      error: expect.stringMatching(/cannot enter the netns/),
+    });
+    const bad = await binary.smcSummaries(
+      ['/proc/self/ns/net'],
+      30_000,
+      new Map([['/proc/self/ns/net', 'nets=bad']]),
+    );
+    expect(bad.get('/proc/self/ns/net')).toEqual({
+      error: expect.stringMatching(/--select: nets: "bad" is not an IPv4 CIDR/),
+    });
+  });
 });
