@@ -25,7 +25,7 @@ kernel=${SMCR_VM_KERNEL:-bookworm}
 modules=(crc32_generic ib_core smc smc_diag udp_tunnel ip6_udp_tunnel ib_uverbs veth llc stp bridge)
 # What init.sh loads with insmod, in order (smc itself comes through the agent's modprobe).
 load=(crc32_generic ib_core udp_tunnel ip6_udp_tunnel ib_uverbs rdma_rxe veth llc stp bridge)
-for p in qemu-system-x86 kmod cpio busybox-static iperf3 python3.11 redis-server redis-tools golang-go rsync musl-tools tcpdump; do
+for p in qemu-system-x86 kmod cpio busybox-static iperf3 python3.11 redis-server redis-tools golang-go rsync musl-tools tcpdump nftables; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
     apt-get install -y -o DPkg::Lock::Timeout=300 --no-install-recommends "$p" >/dev/null
 done
@@ -132,7 +132,7 @@ with_libs() {
   done
 }
 with_libs /usr/sbin/ip /usr/bin/rdma /usr/bin/kmod /usr/bin/iperf3 "$node_bin" /usr/bin/redis-benchmark \
-  /usr/bin/python3.11 /usr/bin/tcpdump /usr/sbin/bpftool
+  /usr/bin/python3.11 /usr/bin/tcpdump /usr/sbin/bpftool /usr/sbin/nft
 [ "$node_bin" = /usr/bin/node ] || ln -s "$node_bin" "$root/usr/bin/node"
 # The programs of each runtime (test/smcr-vm/runtimes): Debian's redis-server (a name of
 # redis-check-rdb, which it execs as), CPython's standard library with its compiled modules and

@@ -23,7 +23,8 @@ say "mechanism=$mech"
 NETS=10.88.0.0/24
 # Pod a: SMC on destination ports 7001-7099 but 7050-7059, in the cluster's networks; pod b: listens
 # with SMC on 7001-7049 only.
-SEL_A="nets=$NETS;connect=7001-7099,!7050-7059;listen=*"
+# 10.96.0.0/16: the cluster's Service CIDR (the profile's serviceNetworks).
+SEL_A="nets=$NETS,10.96.0.0/16;connect=7001-7099,!7050-7059;listen=*"
 SEL_B="nets=$NETS;connect=*;listen=7001-7049"
 # pods.sh's observe() counts by them.
 SELECT_a=$SEL_A
@@ -109,6 +110,24 @@ python_row nolisten_py 7060
 # A static program (Go): the in-kernel selection reaches it; the preload library never does.
 runtime sel_go a b 7002 1 "" "/runtimes/go-http serve 7002" "/runtimes/go-http get http://\$dst:7002/bytes/$B"
 runtime excl_go a b 7055 1 "" "/runtimes/go-http serve 7055" "/runtimes/go-http get http://\$dst:7055/bytes/$B"
+# A Service: its ClusterIP is in the selection's networks (serviceNetworks), and nftables DNATs it
+# to pod b as kube-proxy's nftables mode does (here in the client pod's own netns, at the output
+# hook: connect() sees the ClusterIP, the SYN leaves for b). Where the kernel has nftables (7.x here).
+SVC=10.96.0.10
+if ip netns exec a nft add table ip svc 2>/dev/null; then
+  ip netns exec a nft add chain ip svc out '{ type nat hook output priority -100; }' || fail "nft chain"
+  for port in 7003 7056; do
+    ip netns exec a nft add rule ip svc out ip daddr $SVC tcp dport $port dnat to "$IP_b:$port" || fail "nft rule $port"
+  done
+  ip -n a route add 10.96.0.0/16 via 10.88.0.1 || fail "route to the Service CIDR"
+  say "service=$SVC"
+  runtime svc_sel a b 7003 1 "" "env $ENV_B python3 -m http.server 7003 --directory /srv" \
+    "env $ENV_A python3 /runtimes/get.py http://$SVC:7003/blob"
+  runtime svc_excl a b 7056 1 "" "env $ENV_B python3 -m http.server 7056 --directory /srv" \
+    "env $ENV_A python3 /runtimes/get.py http://$SVC:7056/blob"
+else
+  say "service=none"
+fi
 say "bpf_status_after=$(erdma-smcr bpf status 2>&1 | tr -d '\n')"
 
 for c in ext b; do

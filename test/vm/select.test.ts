@@ -180,10 +180,33 @@ describe.skipIf(skip).each(KERNELS)(
         expect(before.select?.registered).toBe(true);
         const cookie = Number((vm.json('state_a') as { bpf: { cookie: string } }).bpf.cookie);
         const mine = before.select?.netns.find((n) => n.cookie === cookie);
-        expect(mine?.kept).toBeGreaterThanOrEqual(3); // the outside fetch, 7050 and 7055
+        expect(mine?.kept).toBeGreaterThanOrEqual(4); // the outside fetch, 7050, 7055, the Service's 7056
         expect(mine?.selected).toBeGreaterThanOrEqual(2); // 7001, 7002 (and 7060)
         const after = vm.json('bpf_status_after_del') as SelectStatus;
         expect(after.select?.netns.some((n) => n.cookie === cookie)).toBe(false);
+      });
+    }
+
+    if (enforced && mechanism === 'bpf') {
+      // 7.x has nftables here (newest.config); the other kernels' VMs load no netfilter module.
+      it("a Service's ClusterIP counts as in the cluster: connect() sees it, the SYN goes to the pod after DNAT, with SMC's option on a selected port and without on an excluded one", () => {
+        expect(vm.find((r) => 'service' in r).service).toBe('10.96.0.10');
+        expect(vm.find((r) => r.runtime === 'svc_sel').client).toMatch(/got 4194304 bytes/);
+        const socks = active('svc_sel', 'a');
+        expect(socks.length).toBeGreaterThan(0);
+        for (const s of socks) expect(s.mode, JSON.stringify(socks)).toBe(smcMode);
+        const viaService = syns('b', ip('a'), ip('b'), [7003, 7003]).filter((l) =>
+          l.includes('Flags [S]'),
+        );
+        expect(viaService.length).toBeGreaterThan(0);
+        for (const l of viaService) expect(l).toContain(SMC_OPTION);
+        expect(vm.find((r) => r.runtime === 'svc_excl').client).toMatch(/got 4194304 bytes/);
+        expect(active('svc_excl', 'a').filter((s) => s.mode !== 'TCP')).toEqual([]);
+        const excluded = syns('b', ip('a'), ip('b'), [7056, 7056]).filter((l) =>
+          l.includes('Flags [S]'),
+        );
+        expect(excluded.length).toBeGreaterThan(0);
+        for (const l of excluded) expect(l).not.toContain(SMC_OPTION);
       });
     }
 
