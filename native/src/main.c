@@ -1,11 +1,11 @@
 /* erdma-smcr: a chained CNI plugin. The container runtime runs it with CNI_COMMAND and the other
  * CNI_* variables set and the network configuration on stdin (cni.c does the work); with an
- * argument, it is one of the node agent's tools instead (tools.c). */
+ * argument, it is one of the node agent's tools instead (agent_commands.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cni.h"
-#include "tools.h"
+#include "agent_commands.h"
 #include "util.h"
 
 /* The largest network configuration read from stdin. */

@@ -1,7 +1,7 @@
 /* The node agent's tools in the plugin binary: `pnet` and `ueid` (SMC generic netlink), `smc`
  * (smc_diag), `net` (rtnetlink) and `sysctls` (the allow-list), each as JSON or text, inside a
  * network namespace when asked (netns_run). No smc-tools or iproute2 on the node is needed. */
-#include "tools.h"
+#include "agent_commands.h"
 
 #include <errno.h>
 #include <fcntl.h>
