@@ -1,7 +1,7 @@
 // Allocation policy of aliyun/erdma, pure: how devices become kubelet device IDs (with shareable
 // slots), which IDs to prefer (one NUMA node), and what a container gets for its IDs.
 import { posix } from 'node:path';
-import type { RdmaDevice } from '../node/discovery.js';
+import { deviceEnv, type RdmaDevice } from '../node/discovery.js';
 
 export type AllocationMode = 'numa' | 'all';
 
@@ -150,13 +150,7 @@ export function grant(
   const devs = mode === 'all' ? [...all] : all.filter((d) => names.has(d.name));
   const paths = [...new Set(devs.map((d) => d.uverbs).filter((p) => p !== '')), RDMA_CM];
   return {
-    envs: {
-      ERDMA_DEVICES: devs.map((d) => d.name).join(','),
-      ERDMA_PNETIDS: devs
-        .map((d) => d.pnetId)
-        .filter(Boolean)
-        .join(','),
-    },
+    envs: deviceEnv(devs),
     devices: paths.map((p) => ({
       container_path: p,
       host_path: posix.join(deviceRoot, p),

@@ -7,7 +7,7 @@
 // old file or the new one, never half of one.
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { posix } from 'node:path';
-import type { RdmaDevice } from '../node/discovery.js';
+import { deviceEnv, type RdmaDevice } from '../node/discovery.js';
 import { DRA_DRIVER } from './slice.js';
 
 /** The CDI kind of our devices (vendor/class). */
@@ -99,18 +99,22 @@ export class CdiStore {
       hostPath: posix.join(this.deviceRoot, path),
       permissions: 'rw',
     });
+    // Which devices and PNETIDs the claim gave, as the device plugin's Allocate says them
+    // (deviceEnv): once for the claim, in the spec's own edits, which the runtime applies with any
+    // of its devices. Per device, one ERDMA_DEVICES= each, a container with two was told of one.
+    const env = deviceEnv(p.devices.map((d) => ({ name: d.rdmaDevice, pnetId: d.pnetId })));
     const spec = {
       cdiVersion: CDI_VERSION,
       kind: CDI_KIND,
+      containerEdits: {
+        env: Object.entries(env)
+          .filter(([, v]) => v !== '')
+          .map(([k, v]) => `${k}=${v}`),
+      },
       devices: p.devices.map((d) => ({
         name: cdiName(p.uid, d.deviceName),
         containerEdits: {
           deviceNodes: [...(d.uverbs ? [node(d.uverbs)] : []), node(RDMA_CM)],
-          // As the device plugin's Allocate sets them: which devices and PNETIDs the pod has.
-          env: [
-            `ERDMA_DEVICES=${d.rdmaDevice}`,
-            ...(d.pnetId ? [`ERDMA_PNETIDS=${d.pnetId}`] : []),
-          ],
         },
       })),
     };
