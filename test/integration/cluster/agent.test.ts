@@ -138,6 +138,8 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
       'smcr.erdma.io/capable': 'true',
       'smcr.erdma.io/driver-mode': 'default',
       'smcr.erdma.io/mechanism': 'tcp2smc',
+      // tcp2smc converts every TCP socket of a pod: it keeps no SMC selection (#93).
+      'smcr.erdma.io/selection': 'none',
     });
     expect(await labels('ecs-other')).toEqual({ team: 'a', 'smcr.erdma.io/capable': 'stale' });
 
