@@ -440,6 +440,7 @@ export async function uninstalledAsTheRunbookSays(
     'smcr.erdma.io/erdma-reserved-ports-',
     'smcr.erdma.io/smc-reserved-ports-',
     'smcr.erdma.io/device-plugin-reason-',
+    'smcr.erdma.io/selection-',
   );
   expect(readFileSync(CONFLIST, 'utf8')).toBe(conflistBefore);
   expect(existsSync(join(HOST, 'opt/cni/bin/erdma-smcr'))).toBe(false);
