@@ -73,7 +73,15 @@ describe.skipIf(why !== '')('the live view at 5,000 ACK-shaped nodes', () => {
       expect(nodes.size).toBe(NODES);
       expect(nodes.usable('default').size).toBe(NODES / 4);
       const facts = nodes.get(ackNodeName(8))!;
-      expect(Object.keys(facts).sort()).toEqual(['kernelVersion', 'labels', 'name', 'osImage']);
+      expect(Object.keys(facts).sort()).toEqual([
+        'kernelVersion',
+        'labels',
+        'name',
+        'osImage',
+        'podCIDRs',
+      ]);
+      // ACK's nodes carry the older single spec.podCIDR: read as the list (#93's selection networks).
+      expect(facts.podCIDRs).toEqual(['172.20.8.0/26']);
       expect(Object.getPrototypeOf(facts.labels)).toBeNull();
       // kubelet status updates change no fact: the entries stay the same objects.
       const updates = churn(api, 40, 200);
