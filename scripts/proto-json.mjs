@@ -1,5 +1,5 @@
 // Writes each proto/**/api.json: the JSON descriptor of the api.proto beside it, which the device
-// plugin and the DRA driver load with protobufjs's light build (src/agent/grpc-api.ts), so that no
+// plugin and the DRA driver load with protobufjs's light build (src/agent/kubelet/grpc-api.ts), so that no
 // process parses .proto text at start. Field names stay as the .proto spells them. Run it after
 // changing an api.proto; test/unit/agent/deviceplugin-api.test.ts fails while the two differ.
 // Usage: node scripts/proto-json.mjs
@@ -13,10 +13,9 @@ export const API_JSON = 'proto/deviceplugin/v1beta1/api.json';
 /** Every API of ours: [api.proto, api.json]. */
 export const API_FILES = [
   [API_PROTO, API_JSON],
-  ...['pluginregistration/v1', 'dra/v1', 'dra/v1beta1'].map((d) => [
-    `proto/${d}/api.proto`,
-    `proto/${d}/api.json`,
-  ]),
+  ...['pluginregistration/v1', 'dra/v1', 'dra/v1beta1', 'dra-health/v1', 'dra-health/v1alpha1'].map(
+    (d) => [`proto/${d}/api.proto`, `proto/${d}/api.json`],
+  ),
 ];
 
 /** The descriptor of a .proto file as the JSON text written beside it. */

@@ -12,7 +12,7 @@ import type { ProbeServer } from '../util/probes.js';
 import { NodeAgent } from '../agent/agent.js';
 import { devicePlugins } from './device-plugin.js';
 import { AgentMetrics, startDaemonProbes } from '../agent/metrics.js';
-import { discover, DiscoveryCache, discoveryOptions } from '../agent/node/discovery.js';
+import { discover, DiscoveryCache, discoveryOptions } from '../agent/devices/discovery.js';
 import { startFailure } from './startup.js';
 import { inHost } from '../agent/host.js';
 

@@ -8,12 +8,12 @@ import { runUntilSignal } from '../util/signals.js';
 import type { AgentConfig, Config } from '../config/schema.js';
 import { createLogger } from '../util/log.js';
 import type { ProbeServer } from '../util/probes.js';
-import { servedResources } from '../agent/deviceplugin/resources.js';
+import { servedResources } from '../agent/devices/resources.js';
 import type { ErdmaDevicePlugin } from '../agent/deviceplugin/plugin.js';
 import { DevicePluginMetrics, startDaemonProbes } from '../agent/metrics.js';
-import { discover, DiscoveryCache, discoveryOptions } from '../agent/node/discovery.js';
+import { discover, DiscoveryCache, discoveryOptions } from '../agent/devices/discovery.js';
 import { startFailure } from './startup.js';
-import { writeHeldBack } from '../agent/deviceplugin/held-back.js';
+import { writeHeldBack } from '../agent/kubelet/held-back.js';
 import { inHost } from '../agent/host.js';
 
 /**
@@ -28,7 +28,7 @@ export async function devicePlugins(
 ): Promise<ErdmaDevicePlugin[]> {
   const [{ ErdmaDevicePlugin }, { grpcLogsTo }] = await Promise.all([
     import('../agent/deviceplugin/plugin.js'),
-    import('../agent/deviceplugin/grpc-service.js'),
+    import('../agent/kubelet/serve.js'),
   ]);
   grpcLogsTo(logger);
   const stateFile = inHost(a.hostRoot, a.devicePluginStateFile);

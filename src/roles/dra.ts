@@ -10,7 +10,7 @@ import { createLogger } from '../util/log.js';
 import { runUntilSignal } from '../util/signals.js';
 import type { ProbeServer } from '../util/probes.js';
 import { DraPluginMetrics, startDaemonProbes } from '../agent/metrics.js';
-import { discover, DiscoveryCache, discoveryOptions } from '../agent/node/discovery.js';
+import { discover, DiscoveryCache, discoveryOptions } from '../agent/devices/discovery.js';
 import type { SliceSpec } from '../agent/dra/slice.js';
 import { startFailure } from './startup.js';
 
@@ -23,16 +23,25 @@ export async function runDraPlugin(config: Readonly<Config>, io: CliIO): Promise
       'the DRA driver needs its node: set agent.nodeName (ERDMA_SMCR_NODE_NAME from spec.nodeName, or --node-name)',
     );
   const nodeName = a.nodeName;
-  const [{ loadKubeClient }, { WatchedSet }, { DraPlugin }, { SlicePublisher }, cdi, slice, grpc] =
-    await Promise.all([
-      import('../cluster/kubeconfig.js'),
-      import('../cluster/watch.js'),
-      import('../agent/dra/plugin.js'),
-      import('../agent/dra/publisher.js'),
-      import('../agent/dra/cdi.js'),
-      import('../agent/dra/slice.js'),
-      import('../agent/deviceplugin/grpc-service.js'),
-    ]);
+  const [
+    { loadKubeClient },
+    { WatchedSet },
+    { DraPlugin },
+    { SlicePublisher },
+    { CdiSpecs },
+    { Checkpoint },
+    slice,
+    grpc,
+  ] = await Promise.all([
+    import('../cluster/kubeconfig.js'),
+    import('../cluster/watch.js'),
+    import('../agent/dra/plugin.js'),
+    import('../agent/dra/publisher.js'),
+    import('../agent/dra/cdi.js'),
+    import('../agent/dra/checkpoint.js'),
+    import('../agent/dra/slice.js'),
+    import('../agent/kubelet/serve.js'),
+  ]);
   grpc.grpcLogsTo(logger);
   const client = await loadKubeClient(config.cluster.kubeconfig, io.env);
   const cache = new DiscoveryCache();
@@ -45,26 +54,27 @@ export async function runDraPlugin(config: Readonly<Config>, io: CliIO): Promise
     resyncMs: a.sliceResyncMs,
     logger,
   });
-  let passing: Promise<void> | undefined;
-  const publish = (): Promise<void> =>
-    (passing ??= publisher.pass().finally(() => (passing = undefined)));
-  const store = new cdi.CdiStore(
-    a.cdiDir,
-    posix.join(a.kubeletDir, 'plugins', slice.DRA_DRIVER),
-    a.deviceRoot,
-  );
   const plugin = new DraPlugin({
     kubeletDir: a.kubeletDir,
     nodeName,
     client,
     discover: discoverNow,
-    cdi: store,
+    specs: new CdiSpecs(a.cdiDir, a.deviceRoot),
+    checkpoint: new Checkpoint(posix.join(a.kubeletDir, 'plugins', slice.DRA_DRIVER)),
+    mechanism: () => slice.nodeMechanism(publisher.lastNode),
     logger,
     onRegistered: () => {
       publisher.invalidate();
       void publish();
     },
   });
+  // One pass: the slice kept true, then the devices' health to the kubelet and the claims.
+  let passing: Promise<void> | undefined;
+  const publish = (): Promise<void> =>
+    (passing ??= publisher
+      .pass()
+      .then(() => plugin.observe(discoverNow()))
+      .finally(() => (passing = undefined)));
   // Our slice as the API has it: deleted (the kubelet wipes a driver's slices when it starts) or
   // changed by someone else, it is written again now, not at the next resync.
   type Stored = { metadata?: { name?: string }; spec?: SliceSpec };

@@ -5,7 +5,7 @@
 import pino from 'pino';
 import { MetadataClient, reconcileEnis } from '../../src/agent/network/eni.js';
 import { NativeBinary } from '../../src/native/binary.js';
-import type { RdmaDevice } from '../../src/agent/node/discovery.js';
+import type { RdmaDevice } from '../../src/agent/devices/discovery.js';
 
 const a = JSON.parse(process.argv[2] ?? '{}') as {
   devices: { name: string; mac: string }[];

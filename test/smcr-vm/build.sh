@@ -176,19 +176,18 @@ ln -s /usr/bin/kmod "$root/usr/sbin/modprobe"
 # The agent's modules as built (ES modules importing only Node's own and each other).
 mkdir -p "$root/agent"
 echo '{"type":"module"}' > "$root/agent/package.json"
-# Each is copied flat: driver.js imports ./discovery.js, its neighbour in dist/agent/node too.
-for m in node/driver node/discovery observe/counters observe/programs; do
+# Each keeps its place under dist/agent, so their relative imports hold: /agent/node/driver.js
+# imports ../devices/discovery.js and ../host.js; programs.js imports ../../constants.js (/constants.js).
+for m in node/driver devices/discovery observe/counters observe/programs host; do
   src="$repo/dist/agent/$m.js"
   [ -f "$src" ] || { log "$src is missing: run npm run build first"; exit 1; }
-  cp "$src" "$root/agent/$(basename "$m").js"
+  mkdir -p "$root/agent/$(dirname "$m")"
+  cp "$src" "$root/agent/$m.js"
 done
 cp "$here/driver-pass.mjs" "$root/agent/driver-pass.mjs"
 cp "$here/counters.mjs" "$root/agent/counters-read.mjs"
 cp "$here/plain-tcp.mjs" "$root/agent/plain-tcp.mjs"
-# programs.js imports ../../constants.js: from /agent, that is /constants.js. Each imports
-# ../host.js (where the agent finds things on its node): from /agent, that is /host.js.
 cp "$repo/dist/constants.js" "$root/constants.js"
-cp "$repo/dist/agent/host.js" "$root/host.js"
 echo '{"type":"module"}' > "$root/package.json"
 for m in "${modules[@]}"; do cp "$kdir/modules/$m.ko" "$root/lib/modules/"; done
 printf '%s\n' "${load[@]}" > "$root/lib/modules/load-order"

@@ -2,7 +2,7 @@
 // preferDriver default): the agent's own code (dist/agent/node/driver.js and what it imports, copied into /agent) with
 // the VM's real modprobe (kmod, over a depmod'ed /lib/modules). There is no erdma module in the VM,
 // so loading it fails; smc must still be loaded, by this code path. Prints one SMCRVM line.
-import { reconcileDriver } from '/agent/driver.js';
+import { reconcileDriver } from '/agent/node/driver.js';
 
 const log = [];
 const logger = { info: (_o, m) => log.push(m), warn: (_o, m) => log.push(m) };

@@ -90,6 +90,27 @@ describe('the rooms of src/', () => {
     expect(wrong).toEqual([]);
   });
 
+  it("the agent's two kubelet protocols (deviceplugin/, dra/) import neither each other nor upward; the device model and the kubelet plumbing import neither", () => {
+    // The rooms inside src/agent/ that a device passes through, top to bottom (#94 item 1).
+    const inner: Readonly<Record<string, readonly string[]>> = {
+      deviceplugin: ['kubelet', 'devices'],
+      dra: ['kubelet', 'devices'],
+      kubelet: [],
+      devices: [],
+    };
+    const wrong = files
+      .filter((f) => relative('src/agent', f).split('/')[0]! in inner)
+      .flatMap((f) => {
+        const room = relative('src/agent', f).split('/')[0]!;
+        return imports(f)
+          .filter((t) => t.startsWith('src/agent/') && relative('src/agent', t).includes('/'))
+          .map((t) => [t, relative('src/agent', t).split('/')[0]!] as const)
+          .filter(([, r]) => r !== room && !inner[room]!.includes(r))
+          .map(([t]) => `${f} → ${t}`);
+      });
+    expect(wrong).toEqual([]);
+  });
+
   it('observe/ only reads: it imports nothing of network/ but the late-apply record name', () => {
     const wrong = files
       .filter((f) => f.startsWith('src/agent/observe/'))

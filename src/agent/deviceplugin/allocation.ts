@@ -1,7 +1,7 @@
 // Allocation policy of aliyun/erdma, pure: how devices become kubelet device IDs (with shareable
 // slots), which IDs to prefer (one NUMA node), and what a container gets for its IDs.
-import { posix } from 'node:path';
-import { deviceEnv, type RdmaDevice } from '../node/discovery.js';
+import { containerEdits } from '../devices/container.js';
+import type { RdmaDevice } from '../devices/discovery.js';
 
 export type AllocationMode = 'numa' | 'all';
 
@@ -134,11 +134,10 @@ export interface ContainerGrant {
   readonly devices: { container_path: string; host_path: string; permissions: string }[];
 }
 
-export const RDMA_CM = '/dev/infiniband/rdma_cm';
-
 /**
- * What a container gets: the uverbs devices behind its IDs (or all, in `all` mode) and rdma_cm.
- * `deviceRoot` prefixes the host side of each device node ('/' on a real node).
+ * Allocate's answer for a container: the devices behind its IDs (or all, in `all` mode) as
+ * ../devices/container.ts gives any container its devices. `deviceRoot` prefixes the host side
+ * of each device node ('/' on a real node).
  */
 export function grant(
   ids: readonly string[],
@@ -148,13 +147,13 @@ export function grant(
 ): ContainerGrant {
   const names = new Set(ids.map(deviceNameOf));
   const devs = mode === 'all' ? [...all] : all.filter((d) => names.has(d.name));
-  const paths = [...new Set(devs.map((d) => d.uverbs).filter((p) => p !== '')), RDMA_CM];
+  const edits = containerEdits(devs, deviceRoot);
   return {
-    envs: deviceEnv(devs),
-    devices: paths.map((p) => ({
-      container_path: p,
-      host_path: posix.join(deviceRoot, p),
-      permissions: 'rw',
+    envs: edits.env,
+    devices: edits.deviceNodes.map((n) => ({
+      container_path: n.path,
+      host_path: n.hostPath,
+      permissions: n.permissions,
     })),
   };
 }

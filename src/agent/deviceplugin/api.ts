@@ -1,7 +1,7 @@
 // Our copy of the kubelet device plugin API for grpc-js: proto/deviceplugin/v1beta1/api.proto,
-// loaded from its JSON descriptor (../grpc-api.ts).
+// loaded from its JSON descriptor (../kubelet/grpc-api.ts).
 import type * as grpc from '@grpc/grpc-js';
-import { grpcServices } from '../grpc-api.js';
+import { grpcServices } from '../kubelet/grpc-api.js';
 
 const PACKAGE = 'v1beta1';
 

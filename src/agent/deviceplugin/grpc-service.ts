@@ -1,11 +1,9 @@
 // The kubelet's DevicePlugin gRPC service on our unix socket (deviceplugin/v1beta1): the device
 // list streamed with health and NUMA topology, preferred allocations, Allocate's grants, and
 // requests the kubelet would never send refused with a bounded message. ./plugin.ts runs it.
-import { accessSync, constants, existsSync, unlinkSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
-import { AppError } from '../../errors.js';
-import type { RdmaDevice } from '../node/discovery.js';
+import type { RdmaDevice } from '../devices/discovery.js';
 import {
   grant,
   idIndex,
@@ -15,17 +13,13 @@ import {
   type PluginDevice,
 } from './allocation.js';
 import { devicePluginApi } from './api.js';
-
-interface Stream {
-  write(msg: unknown): boolean;
-  end(): void;
-  on(event: 'cancelled' | 'close' | 'error', fn: () => void): unknown;
-}
-
-type Unary<Req, Res> = (
-  call: { request: Req },
-  cb: (err: grpc.ServiceError | null, res?: Res) => void,
-) => void;
+import {
+  grpcError,
+  serveUnix,
+  stopServing,
+  type ServerStream,
+  type Unary,
+} from '../kubelet/serve.js';
 
 export function listResponse(devs: readonly PluginDevice[]): unknown {
   return {
@@ -38,8 +32,6 @@ export function listResponse(devs: readonly PluginDevice[]): unknown {
   };
 }
 
-/** How long calls in flight may take to finish when the server closes (a client may never finish one). */
-const SHUTDOWN_GRACE_MS = 2000;
 /**
  * Largest request the kubelet could need: every advertised ID (at most 1024 slots x a few
  * devices, ~16 bytes each) fits many times over; bigger messages are refused before decoding.
@@ -47,16 +39,6 @@ const SHUTDOWN_GRACE_MS = 2000;
 const MAX_REQUEST_BYTES = 1024 * 1024;
 /** Unknown IDs named in an error: the rest are counted (gRPC carries the message in a header). */
 const MAX_LISTED_IDS = 5;
-
-/** Graceful shutdown that cannot hang: calls still open after graceMs are cancelled. */
-export async function shutdown(server: grpc.Server, graceMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const graceful = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
-  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
-  await Promise.race([graceful, late]);
-  clearTimeout(timer);
-  server.forceShutdown();
-}
 
 /**
  * Refuses ID lists the kubelet would never send: longer than the list we advertise (duplicates or
@@ -67,7 +49,7 @@ function checkIds(
   known: ReadonlyMap<string, unknown>,
 ): grpc.ServiceError | undefined {
   const invalid = (message: string): grpc.ServiceError =>
-    ({ code: grpc.status.INVALID_ARGUMENT, message }) as grpc.ServiceError;
+    grpcError(grpc.status.INVALID_ARGUMENT, message);
   const unknown: string[] = [];
   let count = 0;
   for (const ids of lists) {
@@ -86,43 +68,8 @@ function checkIds(
   );
 }
 
-/**
- * grpc-js's own log lines ("E No address added..." on stderr by default) as JSON lines of the
- * process logger, so that the log stays one JSON object per line. Its verbosity is still
- * GRPC_VERBOSITY's (errors only by default); GRPC_TRACE's lines come at debug. No child logger
- * and no node:util: with them the device plugin's reading 3 s after start was higher in 10 of 16
- * alternating starts, against 3 of 16 (#43; a scavenge more after start-up's last full collection).
- */
-export function grpcLogsTo(logger: Logger): void {
-  const line = (args: unknown[]): string => args.map(String).join(' ');
-  const grpcLine = { component: 'grpc' };
-  grpc.setLogger({
-    error: (...args: unknown[]) => logger.error(grpcLine, line(args)),
-    info: (...args: unknown[]) => logger.info(grpcLine, line(args)),
-    debug: (...args: unknown[]) => logger.debug(grpcLine, line(args)),
-  });
-}
-
-/**
- * Why our socket could not be served, as one line. grpc-js reports a failed bind as "No address
- * added out of total 1 resolved errors: [...]"; the directory's own errno (EACCES, EROFS), when
- * it has one, names the cause and the path.
- */
-export function bindFailure(dir: string, socket: string, err: unknown): unknown {
-  try {
-    accessSync(dir, constants.W_OK | constants.X_OK);
-  } catch (dirErr) {
-    return dirErr;
-  }
-  return new AppError(
-    'START_FAILED',
-    `cannot serve the kubelet on ${socket}: ${err instanceof Error ? err.message : String(err)}`,
-  );
-}
-
 export interface ServiceOptions {
-  /** The kubelet's device-plugins directory, and our socket in it. */
-  readonly dir: string;
+  /** Our socket, in the kubelet's device-plugins directory. */
   readonly socketPath: string;
   readonly allocation: AllocationMode;
   readonly mode?: 'exclusive' | 'shared';
@@ -133,7 +80,7 @@ export interface ServiceOptions {
 /** The service on our socket: what it advertises is set by the plugin after each scan. */
 export class DevicePluginService {
   private server: grpc.Server | undefined;
-  private streams = new Set<Stream>();
+  private streams = new Set<ServerStream>();
   private devices: PluginDevice[] = [];
   /** `devices` indexed by ID (NUMA node, order), made by the first call after the list changed. */
   private indexed: { of: PluginDevice[]; ids: ReadonlyMap<string, IdInfo> } | undefined;
@@ -170,7 +117,7 @@ export class DevicePluginService {
   private handlers(): grpc.UntypedServiceImplementation {
     const options: Unary<unknown, unknown> = (_call, cb) =>
       cb(null, { pre_start_required: false, get_preferred_allocation_available: true });
-    const listAndWatch = (call: Stream): void => {
+    const listAndWatch = (call: ServerStream): void => {
       this.streams.add(call);
       const drop = (): void => void this.streams.delete(call);
       call.on('cancelled', drop);
@@ -240,21 +187,9 @@ export class DevicePluginService {
 
   /** Binds our socket (replacing a stale one) and serves. */
   async serve(): Promise<void> {
-    if (existsSync(this.opts.socketPath)) unlinkSync(this.opts.socketPath);
     const server = new grpc.Server({ 'grpc.max_receive_message_length': MAX_REQUEST_BYTES });
     server.addService(devicePluginApi().DevicePlugin.service, this.handlers());
-    try {
-      await new Promise<void>((resolve, reject) =>
-        server.bindAsync(
-          `unix:${this.opts.socketPath}`,
-          grpc.ServerCredentials.createInsecure(),
-          (err) => (err ? reject(err) : resolve()),
-        ),
-      );
-    } catch (err) {
-      server.forceShutdown();
-      throw bindFailure(this.opts.dir, this.opts.socketPath, err);
-    }
+    await serveUnix(server, this.opts.socketPath);
     this.server = server;
   }
 
@@ -264,7 +199,6 @@ export class DevicePluginService {
     this.streams.clear();
     const server = this.server;
     this.server = undefined;
-    if (server) await shutdown(server, SHUTDOWN_GRACE_MS);
-    if (existsSync(this.opts.socketPath)) unlinkSync(this.opts.socketPath);
+    await stopServing(server, this.opts.socketPath);
   }
 }

@@ -4,7 +4,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { RdmaDevice } from '../node/discovery.js';
+import type { RdmaDevice } from '../devices/discovery.js';
 import {
   pluginDevices,
   sharedDevices,
@@ -56,7 +56,6 @@ export class ErdmaDevicePlugin {
 
   constructor(private readonly opts: DevicePluginOptions) {
     this.service = new DevicePluginService({
-      dir: this.dir,
       socketPath: this.socketPath,
       allocation: opts.allocation,
       logger: opts.logger,

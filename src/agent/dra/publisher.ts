@@ -7,7 +7,7 @@
 // resourceVersion (409) reads again on the next pass.
 import type { Logger } from 'pino';
 import { ApiError, type KubeClient } from '../../cluster/client.js';
-import type { RdmaDevice } from '../node/discovery.js';
+import type { RdmaDevice } from '../devices/discovery.js';
 import {
   resourceSlice,
   sliceName,

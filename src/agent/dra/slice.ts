@@ -6,7 +6,7 @@
 // CEL selector of a claim or a DeviceClass reads them as
 // `device.attributes["erdma.smcr.erdma.io"].smcMechanism`. Pure: ./publisher.ts writes it.
 import { NODE_LABELS } from '../../constants.js';
-import type { RdmaDevice } from '../node/discovery.js';
+import type { RdmaDevice } from '../devices/discovery.js';
 
 /** Our DRA driver's name: the domain of its attributes, its CDI vendor, its kubelet plugin dir. */
 export const DRA_DRIVER = 'erdma.smcr.erdma.io';
@@ -77,12 +77,16 @@ export function kernelSemver(release: string): string | undefined {
   return m ? `${Number(m[1])}.${Number(m[2])}.${Number(m[3] ?? 0)}` : undefined;
 }
 
+/** The node's SMC mechanism as the agent labelled it ('none' before it did, or unknown). */
+export function nodeMechanism(node: NodeInfo | undefined): string {
+  return node?.labels[NODE_LABELS.mechanism] ?? 'none';
+}
+
 /** The node's facts every device shares, from the agent's labels and the Node's status. */
 function nodeAttributes(node: NodeInfo): Record<string, Attribute> {
   const l = node.labels;
   const out: Record<string, Attribute> = {};
-  const mechanism = l[NODE_LABELS.mechanism];
-  out.smcMechanism = { string: mechanism ?? 'none' };
+  out.smcMechanism = { string: nodeMechanism(node) };
   if (l[NODE_LABELS.smcdLoopback] !== undefined)
     out.smcdLoopback = { bool: l[NODE_LABELS.smcdLoopback] === 'true' };
   const version = kernelSemver(node.kernelVersion);

@@ -18,7 +18,7 @@ import { request as httpsRequest } from 'node:https';
 import type { Logger } from 'pino';
 import type { NativeBinary } from '../../native/binary.js';
 import type { NetConfigure, NetLink, NetRoute, NetState } from '../../native/contract.js';
-import type { RdmaDevice } from '../node/discovery.js';
+import type { RdmaDevice } from '../devices/discovery.js';
 import { named } from '../../errors.js';
 
 /** Metric the platform gives eRDMA ENI routes, below NICs in the same CIDR (platform docs). */

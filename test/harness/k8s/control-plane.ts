@@ -148,9 +148,12 @@ export interface ControlPlane {
   readonly etcdUrl: string;
   /**
    * A kubeconfig holding a real token of ServiceAccount `namespace/name` (TokenRequest API, so
-   * the API server's ServiceAccount authenticator validates it): RBAC applies as in a pod.
+   * the API server's ServiceAccount authenticator validates it): RBAC applies as in a pod. With
+   * `boundPod` (a Pod of that namespace), the token is bound to it as the kubelet's projected
+   * token is, and names the pod's node (userInfo.extra node-name: the API server's
+   * `associated-node:` checks read it).
    */
-  kubeconfigFor(namespace: string, name: string): Promise<string>;
+  kubeconfigFor(namespace: string, name: string, boundPod?: string): Promise<string>;
   /** The API server's (and kubectl's) Kubernetes minor. */
   readonly minor: KubeMinor;
   /** Runs kubectl of the same minor against this control plane (asynchronously: webhooks in this process keep serving). */
@@ -462,7 +465,11 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         ),
       );
     }
-    const kubeconfigFor = async (namespace: string, name: string): Promise<string> => {
+    const kubeconfigFor = async (
+      namespace: string,
+      name: string,
+      boundPod?: string,
+    ): Promise<string> => {
       const r = await kubectl(
         [
           'create',
@@ -474,12 +481,18 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         JSON.stringify({
           apiVersion: 'authentication.k8s.io/v1',
           kind: 'TokenRequest',
-          spec: { audiences: [], expirationSeconds: 3600 },
+          spec: {
+            audiences: [],
+            expirationSeconds: 3600,
+            ...(boundPod
+              ? { boundObjectRef: { kind: 'Pod', apiVersion: 'v1', name: boundPod } }
+              : {}),
+          },
         }),
       );
       if (r.status !== 0) throw new Error(`TokenRequest for ${namespace}/${name}: ${r.stderr}`);
       const saToken = (JSON.parse(r.stdout) as { status: { token: string } }).status.token;
-      const file = join(dir, `kubeconfig-${namespace}-${name}`);
+      const file = join(dir, `kubeconfig-${namespace}-${name}${boundPod ? `-${boundPod}` : ''}`);
       writeFileSync(file, kubeconfigYaml(url, caPem, saToken), { mode: 0o600 });
       return file;
     };

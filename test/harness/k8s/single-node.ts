@@ -245,7 +245,32 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
       },
     );
     const cdiDir = started.containerd.cdiSpecDirs[0]!;
+    // The DRA driver's token, bound to a pod of its own on the node as the DaemonSet's is (the
+    // API server lets a driver write a claim's device status only on its own node: the token's
+    // node name). The pod is the pause image on the host network: nothing of ours acts on it.
+    const draPod = `erdma-smcr-dra-${o.node}`.slice(0, 63);
+    const draToken = async (): Promise<string> => {
+      const r = await control.kubectl(
+        ['apply', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: draPod, namespace: 'erdma-smcr' },
+          spec: {
+            nodeName: o.node,
+            hostNetwork: true,
+            serviceAccountName: 'erdma-smcr-dra',
+            automountServiceAccountToken: false,
+            terminationGracePeriodSeconds: 0,
+            containers: [{ name: 'pause', image: PAUSE, imagePullPolicy: 'Never' }],
+          },
+        }),
+      );
+      if (r.status !== 0) throw new Error(`the DRA driver's pod: ${r.stderr}`);
+      return control.kubeconfigFor('erdma-smcr', 'erdma-smcr-dra', draPod);
+    };
     const startDra = async (): Promise<void> => {
+      const kubeconfig = await draToken();
       dra = started.spawnInNode(
         process.execPath,
         [
@@ -260,7 +285,7 @@ export async function startSingleNode(o: SingleNodeOptions): Promise<SingleNode>
           '--cdi-dir',
           cdiDir,
           '--kubeconfig',
-          await control.kubeconfigFor('erdma-smcr', 'erdma-smcr-dra'),
+          kubeconfig,
         ],
         'dra',
       );

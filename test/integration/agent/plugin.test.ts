@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { discover } from '../../../src/agent/node/discovery.js';
+import { discover } from '../../../src/agent/devices/discovery.js';
 import { ErdmaDevicePlugin } from '../../../src/agent/deviceplugin/plugin.js';
 import { FakeKubelet, type DeviceMsg } from '../../helpers/fake-kubelet.js';
 import { until } from '../../helpers/wait.js';

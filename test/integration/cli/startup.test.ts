@@ -18,6 +18,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { requires, root } from '../../helpers/requires.js';
 
 /** Runs the CLI; `asNobody` runs it as uid/gid 65534 (setpriv), as a pod with runAsNonRoot would. */
 /**
@@ -232,7 +233,7 @@ describe('start-up failures', () => {
 
   // Reproduced first: "internal error" with a stack, after grpc-js's own "E No address added out
   // of total 1 resolved" line, which is not JSON, on stderr.
-  it.skipIf(process.getuid?.() !== 0)(
+  it.skipIf(requires('the unprivileged device plugin test', root) !== '')(
     'the device plugin not allowed to write its socket (not root): one line naming the directory, JSON log lines only, exit 1',
     async () => {
       const base = join(dir, 'nonroot');

@@ -26,7 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NodeAgent } from '../../../src/agent/agent.js';
 import { realClock, type Clock } from '../../../src/agent/duty.js';
 import { AgentMetrics } from '../../../src/agent/metrics.js';
-import { discover } from '../../../src/agent/node/discovery.js';
+import { discover } from '../../../src/agent/devices/discovery.js';
 import type { KubeClient } from '../../../src/cluster/client.js';
 import { loadKubeClient } from '../../../src/cluster/kubeconfig.js';
 import { loadConfig } from '../../../src/config/load.js';

@@ -1,10 +1,11 @@
 // eRDMA devices through Dynamic Resource Allocation (#86), on a real single-node cluster:
 // kube-apiserver, controller-manager (its resourceclaim controller) and kube-scheduler 1.37 with
 // their default feature gates, kubelet 1.37 and containerd 2 (CDI), our webhook and agent, and no
-// device plugin: `erdma-smcr dra-plugin` runs in the node with its ServiceAccount's token and the
-// RBAC and DeviceClass of manifests/components/dra. The scheduler allocates from our
-// ResourceSlice, the kubelet calls our plugin over its sockets, containerd injects the devices
-// from our CDI spec, and the container sees them.
+// device plugin: `erdma-smcr dra-plugin` runs in the node with its ServiceAccount's token (bound
+// to a pod on the node, as the DaemonSet's) and the RBAC and DeviceClass of
+// manifests/components/dra. The scheduler allocates from our ResourceSlice, the kubelet calls our
+// plugin over its sockets, containerd injects the devices from our CDI spec, and the container
+// sees them; the claim's status says what it got, and a downed port shows on the pod (#95).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -208,6 +209,28 @@ describe.skipIf(why !== '')(
       console.log(
         `(a) claim ${claims[0]!.metadata.name}: ${JSON.stringify(claims[0]!.status.allocation.devices.results)}; pod ${JSON.stringify(p.status.extendedResourceClaimStatus ?? {})}`,
       );
+      // The claim says what it got (status.devices, written by our driver after preparing it).
+      const withStatus = await until("the claim's device status", async () => {
+        const c = await getJson('resourceclaim', '-n', 'apps', claims[0]!.metadata.name);
+        return c.status.devices?.length ? c : undefined;
+      });
+      const status = withStatus.status.devices[0];
+      expect(status).toMatchObject({
+        driver: DRIVER,
+        pool: NODE,
+        device: result.device,
+        conditions: [{ type: 'Ready', status: 'True', reason: 'PortActive' }],
+        data: {
+          rdmaDevice: expect.stringMatching(/^erdma_\d$/),
+          pnetId: expect.stringMatching(/^[0-9A-F]+$/),
+          portState: 'ACTIVE',
+          smcMechanism: expect.any(String),
+        },
+        networkData: { hardwareAddress: expect.stringMatching(/^([0-9a-f]{2}:){5}[0-9a-f]{2}$/) },
+      });
+      console.log(
+        `(a) kubectl get resourceclaim ${claims[0]!.metadata.name} -o yaml: status.devices:\n${JSON.stringify(withStatus.status.devices, null, 2)}`,
+      );
       expect((await inPod('plain-erdma', 'ls', '/dev/infiniband')).split(/\s+/).sort()).toEqual(
         expect.arrayContaining(['rdma_cm']),
       );
@@ -302,13 +325,51 @@ describe.skipIf(why !== '')(
         );
         const reason = await unschedulable('on-down-port');
         console.log(`port down, the scheduler: ${reason}`);
+        // The pod that holds erdma-0 is told: the kubelet shows the health our driver streams it
+        // (KEP-4680) in the container's status, under the claim's name and the device's CDI ID,
+        // and the claim's device status turns not Ready.
+        const health = await until("by-cel's container status: erdma-0 Unhealthy", async () => {
+          const p = await getJson('pod', '-n', 'apps', 'by-cel');
+          const statuses = (p.status.containerStatuses?.[0]?.allocatedResourcesStatus ?? []) as {
+            name: string;
+            resources?: { resourceID: string; health?: string; message?: string }[];
+          }[];
+          const r = statuses.flatMap((x) => x.resources ?? []);
+          return r.some((x) => /-erdma-0$/.test(x.resourceID) && x.health === 'Unhealthy')
+            ? statuses
+            : undefined;
+        });
+        console.log(
+          `port down, kubectl get pod by-cel -o yaml: allocatedResourcesStatus:\n${JSON.stringify(health, null, 2)}`,
+        );
+        const byCelClaim = (await getJson('resourceclaims', '-n', 'apps')).items.find((c) =>
+          c.metadata.name.startsWith('by-cel-erdma'),
+        )!;
+        await until("by-cel's claim: erdma-0 not Ready", async () => {
+          const c = await getJson('resourceclaim', '-n', 'apps', byCelClaim.metadata.name);
+          const d = (c.status.devices ?? [])[0];
+          return d?.conditions?.[0]?.status === 'False' && d.data.portState === 'DOWN'
+            ? true
+            : undefined;
+        });
         // The pods already running on it keep their devices.
         expect((await getJson('pod', '-n', 'apps', 'by-cel')).status.phase).toBe('Running');
       } finally {
         writeFileSync(state, '4: ACTIVE\n');
       }
       await running('on-down-port');
-    });
+      await until("by-cel's container status: erdma-0 Healthy again", async () => {
+        const p = await getJson('pod', '-n', 'apps', 'by-cel');
+        const r = (
+          (p.status.containerStatuses?.[0]?.allocatedResourcesStatus ?? []) as {
+            resources?: { resourceID: string; health?: string }[];
+          }[]
+        ).flatMap((x) => x.resources ?? []);
+        return r.some((x) => /-erdma-0$/.test(x.resourceID) && x.health === 'Healthy')
+          ? true
+          : undefined;
+      });
+    }, 240_000);
 
     it('a restarted plugin answers a prepared claim from its checkpoint, and the slice a kubelet wiped comes back', async () => {
       await cluster!.stopDra();

@@ -6,7 +6,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error -- a plain .mjs build script, typed by its use here
 import { API_FILES, API_JSON, API_PROTO, protoJson } from '../../../scripts/proto-json.mjs';
-import { grpcServices } from '../../../src/agent/grpc-api.js';
+import { grpcServices } from '../../../src/agent/kubelet/grpc-api.js';
 import { devicePluginApi } from '../../../src/agent/deviceplugin/api.js';
 import { protoLoaderApi } from '../../helpers/device-plugin-proto.js';
 

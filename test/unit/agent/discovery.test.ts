@@ -10,7 +10,7 @@ import {
   pluginDevices,
   preferredAllocation,
 } from '../../../src/agent/deviceplugin/allocation.js';
-import { discover, DiscoveryCache, guidToMac } from '../../../src/agent/node/discovery.js';
+import { discover, DiscoveryCache, guidToMac } from '../../../src/agent/devices/discovery.js';
 import { runCli } from '../../helpers/cli.js';
 import { addDevice, nodeA, put } from '../../helpers/sysfs.js';
 

@@ -145,9 +145,11 @@ describe('what each role loads, in the bundle that ships', () => {
     // in every device plugin (0.5-0.7 MB resident, docs/benchmarks.md).
     // Sources are keyed by their first three path segments (scripts/bundle-report.mjs).
     const sources = [...loads(meta, 'src/roles/device-plugin.ts').keys()];
-    expect(sources).toEqual(expect.arrayContaining(['src/agent/node', 'src/agent/deviceplugin']));
+    expect(sources).toEqual(expect.arrayContaining(['src/agent/devices', 'src/agent/kubelet']));
+    // Since #94 the device model is its own room: the node's duties (node/) and the DRA driver
+    // (dra/) are not loaded either.
     const agentOnly = sources.filter((s) =>
-      /^src\/(agent\/(agent|duty|events)\.ts|agent\/(network|observe)$|roles\/(agent|serve)\.ts|cluster\/)/.test(
+      /^src\/(agent\/(agent|duty|events)\.ts|agent\/(network|observe|node|dra)$|roles\/(agent|serve)\.ts|cluster\/)/.test(
         s,
       ),
     );

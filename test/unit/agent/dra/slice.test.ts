@@ -11,7 +11,7 @@ import {
   sliceSpec,
   type NodeInfo,
 } from '../../../../src/agent/dra/slice.js';
-import type { RdmaDevice } from '../../../../src/agent/node/discovery.js';
+import type { RdmaDevice } from '../../../../src/agent/devices/discovery.js';
 
 const device = (name: string, o: Partial<RdmaDevice> = {}): RdmaDevice => ({
   name,

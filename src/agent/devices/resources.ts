@@ -6,7 +6,7 @@
 // node has.
 import { AppError } from '../../errors.js';
 import type { AgentConfig, ResourceSpec } from '../../config/schema.js';
-import { discover, DiscoveryCache, type RdmaDevice } from '../node/discovery.js';
+import { discover, DiscoveryCache, type RdmaDevice } from './discovery.js';
 
 export interface ServedResource {
   readonly name: string;

@@ -229,22 +229,6 @@ export function discover(opts: DiscoveryOptions, cache?: DiscoveryCache): RdmaDe
 }
 
 /** A short ibv_devinfo-like text. */
-/**
- * What a container is told of the RDMA devices it was given, on both kubelet paths (the device
- * plugin's Allocate, the DRA driver's CDI spec): every device and every PNETID, as lists.
- */
-export function deviceEnv(
-  devices: readonly Pick<RdmaDevice, 'name' | 'pnetId'>[],
-): Record<'ERDMA_DEVICES' | 'ERDMA_PNETIDS', string> {
-  return {
-    ERDMA_DEVICES: devices.map((d) => d.name).join(','),
-    ERDMA_PNETIDS: devices
-      .map((d) => d.pnetId)
-      .filter(Boolean)
-      .join(','),
-  };
-}
-
 export function formatDevices(devices: readonly RdmaDevice[]): string {
   if (devices.length === 0) return 'no eRDMA devices found\n';
   return devices

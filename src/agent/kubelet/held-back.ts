@@ -1,8 +1,9 @@
 // What the device plugin holds back, in a host file the agent reads: the device plugin has no API
 // access (manifests/base/device-plugin.yaml), the agent says it on the Node (a label, an Event).
 // {"aliyun/erdma": {"others": ["<their IDs>"...], "since": "<ISO time>"}}; a resource served is absent.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { writeAtomic } from '../../util/fs.js';
 
 export type HeldBack = Record<
   string,
@@ -28,6 +29,5 @@ export function writeHeldBack(
   if (others) state[resource] = { others: others.slice(0, 8), since: new Date().toISOString() };
   else delete state[resource];
   mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(`${file}.tmp`, JSON.stringify(state));
-  renameSync(`${file}.tmp`, file);
+  writeAtomic(file, JSON.stringify(state), 0o644);
 }

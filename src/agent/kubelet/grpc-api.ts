@@ -6,7 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs/light.js';
-import { packagePath } from '../util/package.js';
+import { packagePath } from '../../util/package.js';
 
 function descriptor(dir: readonly string[]): protobuf.INamespace {
   const p = packagePath('proto', ...dir, 'api.json');

@@ -1,0 +1,103 @@
+// What a container gets for its RDMA devices (src/agent/devices/container.ts), the one function
+// both kubelet paths render: the device plugin's Allocate answer (deviceplugin/allocation.ts
+// grant) and the DRA driver's CDI spec (dra/cdi.ts). A container given two devices is told of both
+// on either path (#94 item 2: the CDI spec's one ERDMA_DEVICES= per device told it of one).
+import { describe, expect, it } from 'vitest';
+import { grant } from '../../../../src/agent/deviceplugin/allocation.js';
+import { containerEdits, deviceEnv, envLines } from '../../../../src/agent/devices/container.js';
+import type { RdmaDevice } from '../../../../src/agent/devices/discovery.js';
+import { cdiIds, cdiSpec } from '../../../../src/agent/dra/cdi.js';
+import type { PreparedClaim } from '../../../../src/agent/dra/checkpoint.js';
+
+const device = (name: string, uverbs: string, pnetId: string): RdmaDevice =>
+  ({ name, uverbs, pnetId }) as RdmaDevice;
+const two = [
+  device('erdma_0', '/dev/infiniband/uverbs0', '00163E10F8B0'),
+  device('erdma_2', '/dev/infiniband/uverbs2', '00163E10F8B2'),
+];
+
+describe('containerEdits: what a container holding RDMA devices gets', () => {
+  it('each verbs node, rdma_cm once, host paths under the device root, and the devices as lists', () => {
+    const e = containerEdits(two, '/host');
+    expect(e.deviceNodes).toEqual([
+      {
+        path: '/dev/infiniband/uverbs0',
+        hostPath: '/host/dev/infiniband/uverbs0',
+        permissions: 'rw',
+      },
+      {
+        path: '/dev/infiniband/uverbs2',
+        hostPath: '/host/dev/infiniband/uverbs2',
+        permissions: 'rw',
+      },
+      {
+        path: '/dev/infiniband/rdma_cm',
+        hostPath: '/host/dev/infiniband/rdma_cm',
+        permissions: 'rw',
+      },
+    ]);
+    expect(e.env).toEqual({
+      ERDMA_DEVICES: 'erdma_0,erdma_2',
+      ERDMA_PNETIDS: '00163E10F8B0,00163E10F8B2',
+    });
+  });
+
+  it('a device without a verbs node adds none, one without a PNETID adds no PNETID', () => {
+    const e = containerEdits([
+      device('erdma_0', '', ''),
+      device('erdma_3', '/dev/infiniband/uverbs3', '3A'),
+    ]);
+    expect(e.deviceNodes.map((n) => n.path)).toEqual([
+      '/dev/infiniband/uverbs3',
+      '/dev/infiniband/rdma_cm',
+    ]);
+    expect(e.env).toEqual({ ERDMA_DEVICES: 'erdma_0,erdma_3', ERDMA_PNETIDS: '3A' });
+    expect(envLines(deviceEnv([device('erdma_0', '', '')]))).toEqual(['ERDMA_DEVICES=erdma_0']);
+  });
+
+  it('no devices: rdma_cm alone, and empty lists (which the CDI spec leaves out)', () => {
+    const e = containerEdits([]);
+    expect(e.deviceNodes.map((n) => n.path)).toEqual(['/dev/infiniband/rdma_cm']);
+    expect(envLines(e.env)).toEqual([]);
+  });
+
+  it("the device plugin's Allocate and the DRA driver's CDI spec give the same two devices the same nodes and env", () => {
+    const viaPlugin = grant(
+      ['erdma_0-0', 'erdma_2-5'],
+      [...two, device('erdma_4', '/dev/infiniband/uverbs4', '44')],
+      'numa',
+      '/host',
+    );
+    const claim: PreparedClaim = {
+      uid: 'u-1',
+      namespace: 'apps',
+      name: 'two',
+      devices: two.map((d, i) => ({
+        requestNames: ['erdma'],
+        poolName: 'node-a',
+        deviceName: `erdma-${i * 2}`,
+        rdmaDevice: d.name,
+        uverbs: d.uverbs,
+        pnetId: d.pnetId,
+        cdiDeviceIds: cdiIds('u-1', `erdma-${i * 2}`),
+      })),
+    };
+    const spec = cdiSpec(claim, '/host') as {
+      containerEdits: { env: string[] };
+      devices: {
+        containerEdits: { env?: string[]; deviceNodes: { path: string; hostPath: string }[] };
+      }[];
+    };
+    // The env once, in the spec's own edits; each CDI device its own nodes and no env.
+    expect(spec.containerEdits.env).toEqual(envLines(viaPlugin.envs as never));
+    expect(spec.devices.map((d) => d.containerEdits.env)).toEqual([undefined, undefined]);
+    const cdiNodes = new Set(
+      spec.devices.flatMap((d) =>
+        d.containerEdits.deviceNodes.map((n) => `${n.path}=${n.hostPath}`),
+      ),
+    );
+    const pluginNodes = new Set(viaPlugin.devices.map((d) => `${d.container_path}=${d.host_path}`));
+    expect(cdiNodes).toEqual(pluginNodes);
+    expect(pluginNodes.size).toBe(3);
+  });
+});
