@@ -1,5 +1,5 @@
 // Allocation policy of aliyun/erdma, pure: how devices become kubelet device IDs (with shareable
-// slots), which IDs to prefer (one NUMA node), and what a container gets for its IDs.
+// slots), which IDs to prefer (distinct devices, then one NUMA node), and what a container gets.
 import { containerEdits } from '../devices/container.js';
 import type { RdmaDevice } from '../devices/discovery.js';
 
@@ -66,10 +66,13 @@ export function idIndex(
 }
 
 /**
- * Chooses `size` IDs among `available`, keeping `mustInclude`, preferring one NUMA node: the node
- * of the must-include IDs, else the node with the most available IDs. Unknown NUMA (-1) comes last;
- * within each, IDs in `known`'s order. An ID `known` lacks counts as on an unknown NUMA node and
- * comes after the known ones (the server refuses such IDs before it asks).
+ * Chooses `size` IDs among `available`, keeping `mustInclude`: `aliyun/erdma: N` is N devices,
+ * each shared with other pods (docs/agent.md), as DRA allocates it, so one ID of each device
+ * comes before a second ID of any. Within that, one NUMA node is preferred: the node of the
+ * must-include IDs, else the node with the most available IDs; unknown NUMA (-1) comes last;
+ * then IDs in `known`'s order. An ID `known` lacks counts as on an unknown NUMA node and comes
+ * after the known ones (the server refuses such IDs before it asks). Fewer devices free than N:
+ * the rest are further slots of the devices chosen (the kubelet counts IDs, not devices).
  */
 export function preferredAllocation(
   available: readonly string[],
@@ -95,7 +98,31 @@ export function preferredAllocation(
     return n < 0 ? 2 : 1;
   };
   rest.sort((a, b) => rank(a) - rank(b) || orderOf(a) - orderOf(b));
-  return [...chosen, ...rest.slice(0, size - chosen.length)];
+  return [...chosen, ...distinctDevicesFirst(rest, chosen, size - chosen.length, known)];
+}
+
+/**
+ * `n` of `ordered`: an ID of each device not in `taken` first, in order, then the others in order
+ * (IDs `known` lacks stay among the others: last).
+ */
+function distinctDevicesFirst(
+  ordered: readonly string[],
+  taken: readonly string[],
+  n: number,
+  known: ReadonlyMap<string, IdInfo>,
+): string[] {
+  const devices = new Set(taken.map(deviceNameOf));
+  const first: string[] = [];
+  const later: string[] = [];
+  for (const id of ordered) {
+    const d = deviceNameOf(id);
+    if (devices.has(d) || !known.has(id)) later.push(id);
+    else {
+      devices.add(d);
+      first.push(id);
+    }
+  }
+  return [...first, ...later].slice(0, Math.max(n, 0));
 }
 
 /** Splits an ID into text and digit runs: `erdma_0-10` → `['erdma_', '0', '-', '10', '']`. */

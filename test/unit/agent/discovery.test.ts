@@ -183,15 +183,29 @@ describe('allocation policy', () => {
       'prefers the NUMA node with the most free IDs',
       ['a-0', 'b-0', 'b-1', 'b-2', 'c-0'],
       [],
-      2,
-      ['b-0', 'b-1'],
+      1,
+      ['b-0'],
     ],
     [
-      'stays on the node of a must-include ID',
+      'N devices: a second device before a second slot of one, even on another NUMA node',
+      ['a-0', 'b-0', 'b-1', 'b-2', 'c-0'],
+      [],
+      2,
+      ['b-0', 'a-0'],
+    ],
+    [
+      'N devices: more than the node has free gives further slots of the devices chosen',
+      ['a-0', 'a-1', 'b-0', 'b-1'],
+      [],
+      3,
+      ['a-0', 'b-0', 'a-1'],
+    ],
+    [
+      'stays on the node of a must-include ID, with another device',
       ['a-0', 'a-1', 'b-0', 'b-1'],
       ['a-1'],
       2,
-      ['a-1', 'a-0'],
+      ['a-1', 'b-0'],
     ],
     [
       'fills from other nodes, unknown NUMA last',
@@ -205,16 +219,16 @@ describe('allocation policy', () => {
     expect(preferredAllocation(available, must, size, known)).toEqual(expected);
   });
 
-  it('prefers IDs in device and slot order, digit runs by value', () => {
+  it('prefers IDs in device and slot order, digit runs by value, a slot of each device first', () => {
     const ids = ['erdma_10-0', 'erdma_0-10', 'erdma_2-1', 'erdma_0-2', 'erdma_2-0', 'erdma_0-0'];
     const shuffled = idIndex(ids.map((id) => [id, 0] as const));
     expect(preferredAllocation(ids, [], 6, shuffled)).toEqual([
       'erdma_0-0',
+      'erdma_2-0',
+      'erdma_10-0',
       'erdma_0-2',
       'erdma_0-10',
-      'erdma_2-0',
       'erdma_2-1',
-      'erdma_10-0',
     ]);
     expect(compareIds('hca-007', 'hca-7')).toBeGreaterThan(0);
     expect(compareIds('erdma_0-1', 'erdma_0-1')).toBe(0);
@@ -251,10 +265,18 @@ describe('allocation policy', () => {
           const n = numaOf.get(i) ?? -1;
           return n === target ? 0 : n < 0 ? 2 : 1;
         };
-        const expected = [
-          ...must,
-          ...rest.sort((a, b) => rank(a) - rank(b) || compareIds(a, b)),
-        ].slice(0, Math.max(size, must.length));
+        // Then one ID of each device not yet taken before a second ID of any (N devices).
+        const sorted = rest.sort((a, b) => rank(a) - rank(b) || compareIds(a, b));
+        const dev = (i: string): string => i.replace(/-\d+$/, '');
+        const firsts = sorted.filter(
+          (i, k) =>
+            !must.some((m) => dev(m) === dev(i)) &&
+            sorted.findIndex((j) => dev(j) === dev(i)) === k,
+        );
+        const expected = [...must, ...firsts, ...sorted.filter((i) => !firsts.includes(i))].slice(
+          0,
+          Math.max(size, must.length),
+        );
         expect(got).toEqual(expected);
       }),
       { numRuns: 500 },
