@@ -241,8 +241,12 @@ export const agentSchema = z.strictObject({
   cdiDir: z._default(z.string(), '/var/run/cdi'),
   /** How often the DRA driver reads its Node and ResourceSlice again when its devices did not change. */
   sliceResyncMs: z._default(z.number().check(z.int(), z.gte(1000)), 300_000),
-  /** Duties, each can be switched off. */
-  devicePlugin: z._default(z.boolean(), true),
+  /**
+   * Duties, each can be switched off. devicePlugin: serve the kubelet device plugin inside the agent too. Off, as every manifest and the chart
+   * ship it: the device plugin runs as its own DaemonSet (`erdma-smcr device-plugin`), so that an
+   * agent upgrade never takes the device away from the kubelet.
+   */
+  devicePlugin: z._default(z.boolean(), false),
   nodeLabels: z._default(z.boolean(), true),
   hostPnet: z._default(z.boolean(), true),
   cniInstall: z._default(z.boolean(), true),

@@ -38,7 +38,7 @@ export function agentCommand({ program, io, configFor, setCode }: CommandContext
     program
       .command('agent')
       .description(
-        'run the node agent: node labels, host pnet, CNI chaining, pod outcome events (the aliyun/erdma device plugin too, unless ERDMA_SMCR_AGENT_DEVICE_PLUGIN=false, as the manifests set it: they run `device-plugin` in a DaemonSet of its own)',
+        'run the node agent: node labels, host pnet, CNI chaining, pod outcome events (the aliyun/erdma device plugin too with ERDMA_SMCR_AGENT_DEVICE_PLUGIN=true; off by default, as the manifests ship it: they run `device-plugin` in a DaemonSet of its own)',
       ),
   )
     .option('--node-name <name>', 'this node (default: $ERDMA_SMCR_NODE_NAME)')

@@ -49,7 +49,13 @@ describe('erdma-smcr agent', () => {
         join(host, 'none'),
       ],
       {
-        env: { ...process.env, ERDMA_SMCR_AGENT_METRICS_PORT: '0', ERDMA_SMCR_LOG_LEVEL: 'warn' },
+        env: {
+          ...process.env,
+          ERDMA_SMCR_AGENT_METRICS_PORT: '0',
+          ERDMA_SMCR_LOG_LEVEL: 'warn',
+          // Off by default, as the manifests ship it: this test asks for it.
+          ERDMA_SMCR_AGENT_DEVICE_PLUGIN: 'true',
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );

@@ -4,18 +4,21 @@ import { readFileSync } from 'node:fs';
 import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../helpers/cli.js';
+import { agentSchema } from '../../../src/config/schema.js';
 
 type Container = { env?: { name: string; value?: string }[] };
 
 describe('the agent as --help, the manifests and the docs describe it', () => {
-  it('the device plugin: --help names the variable the agent DaemonSet sets, and its own DaemonSet', async () => {
+  it('the device plugin: the agent serves none by default, as the DaemonSet ships it; --help names the variable and its own DaemonSet', async () => {
     const agent = yaml.load(readFileSync('manifests/base/agent.yaml', 'utf8')) as {
       spec: { template: { spec: { containers: Container[] } } };
     };
+    // The default is what ships (#94 item 5): the manifest needs no variable to switch it off.
     const env = agent.spec.template.spec.containers[0]!.env ?? [];
-    expect(env.find((e) => e.name === 'ERDMA_SMCR_AGENT_DEVICE_PLUGIN')?.value).toBe('false');
+    expect(env.find((e) => e.name === 'ERDMA_SMCR_AGENT_DEVICE_PLUGIN')).toBeUndefined();
+    expect(agentSchema.parse({}).devicePlugin).toBe(false);
     const help = (await runCli(['agent', '--help'])).stdout.replace(/\s+/g, ' ');
-    expect(help).toContain('ERDMA_SMCR_AGENT_DEVICE_PLUGIN=false');
+    expect(help).toContain('ERDMA_SMCR_AGENT_DEVICE_PLUGIN=true; off by default');
     expect(help).toMatch(/device-plugin. in a DaemonSet of its own/);
   });
 
