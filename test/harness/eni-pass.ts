@@ -3,7 +3,8 @@
 // happen there. argv[2]: JSON {devices: [{name, mac}], binary, metadataUrl, timeoutMs, retries, mtu}.
 // Prints the results as JSON.
 import pino from 'pino';
-import { MetadataClient, reconcileEnis } from '../../src/agent/network/eni.js';
+import { MetadataClient } from '../../src/agent/network/ecs-metadata.js';
+import { reconcileEnis } from '../../src/agent/network/eni.js';
 import { NativeBinary } from '../../src/native/binary.js';
 import type { RdmaDevice } from '../../src/agent/devices/discovery.js';
 

@@ -44,7 +44,10 @@ export function statusCommand({ program, io, configFor, setCode }: CommandContex
       const { agent: a } = await configFor({ 'agent.hostRoot': opts.hostRoot });
       requireHostRoot(a.hostRoot);
       const { findPodNetns } = await import('../../agent/host.js');
-      const { collectPodSmc, formatStatus } = await import('../../agent/observe/smc.js');
+      const [{ collectPodSmc }, { formatStatus }] = await Promise.all([
+        import('../../agent/observe/smc.js'),
+        import('../output/smc-status.js'),
+      ]);
       const { NativeBinary } = await import('../../native/binary.js');
       const { recordedPods } = await import('../../native/contract.js');
       const records = recordedPods(inHost(a.hostRoot, a.cniStateDir))

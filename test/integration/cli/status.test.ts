@@ -1,7 +1,7 @@
 // `erdma-smcr status` as a person runs it: the SMC-R pods our plugin recorded under a host root,
 // read through the native binary (native/build/erdma-smcr, built before the integration suites),
 // and the errors for what cannot be read. The table itself is unit-tested from the VM's output
-// (test/unit/agent/smc-observe.test.ts).
+// (test/unit/agent/observe/smc.test.ts).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -16,7 +16,7 @@ import { AgentMetrics } from '../../../src/agent/metrics.js';
 import type { PodSource } from '../../../src/agent/pod-duty.js';
 import { discover } from '../../../src/agent/devices/discovery.js';
 import { SmcDuty } from '../../../src/agent/observe/smc-sampling.js';
-import { formatStatus } from '../../../src/agent/observe/smc.js';
+import { formatStatus } from '../../../src/cli/output/smc-status.js';
 import type { NativeBinary } from '../../../src/native/binary.js';
 import { loadConfig } from '../../../src/config/load.js';
 

@@ -5,10 +5,10 @@ import { readFileSync } from 'node:fs';
 import type * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error -- a plain .mjs build script, typed by its use here
-import { API_FILES, API_JSON, API_PROTO, protoJson } from '../../../scripts/proto-json.mjs';
-import { grpcServices } from '../../../src/agent/kubelet/grpc-api.js';
-import { devicePluginApi } from '../../../src/agent/deviceplugin/api.js';
-import { protoLoaderApi } from '../../helpers/device-plugin-proto.js';
+import { API_FILES, API_JSON, API_PROTO, protoJson } from '../../../../scripts/proto-json.mjs';
+import { grpcServices } from '../../../../src/agent/kubelet/grpc-api.js';
+import { devicePluginApi } from '../../../../src/agent/deviceplugin/api.js';
+import { protoLoaderApi } from '../../../helpers/device-plugin-proto.js';
 
 type Method = grpc.MethodDefinition<object, object>;
 

@@ -12,10 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { findPodNetns } from '../../../src/agent/host.js';
-import { removeLateRecords } from '../../../src/agent/network/late-apply.js';
-import { judge } from '../../../src/agent/observe/pod-outcome.js';
-import { readRecords, type PluginRecord } from '../../../src/native/contract.js';
+import { findPodNetns } from '../../../../src/agent/host.js';
+import { removeLateRecords } from '../../../../src/agent/network/late-apply.js';
+import { judge } from '../../../../src/agent/observe/pod-outcome.js';
+import { readRecords, type PluginRecord } from '../../../../src/native/contract.js';
 
 const pod = (
   annotations: Record<string, string>,

@@ -20,8 +20,8 @@ import {
   insertPlugin,
   PLUGIN_TYPE,
   removePlugin,
-} from '../../../src/agent/network/cni-install.js';
-import { until } from '../../helpers/wait.js';
+} from '../../../../src/agent/network/cni-install.js';
+import { until } from '../../../helpers/wait.js';
 
 const terway = {
   cniVersion: '0.4.0',

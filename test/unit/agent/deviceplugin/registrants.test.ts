@@ -10,7 +10,7 @@ import {
   KUBELET_CHECKPOINT,
   otherRegistrant,
   registeredIds,
-} from '../../../src/agent/deviceplugin/registrants.js';
+} from '../../../../src/agent/deviceplugin/registrants.js';
 
 const checkpoint = (registered: Record<string, string[]>): string =>
   JSON.stringify({ Data: { PodDeviceEntries: null, RegisteredDevices: registered }, Checksum: 1 });

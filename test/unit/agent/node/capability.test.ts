@@ -10,10 +10,10 @@ import {
   isLabelValue,
   smcBuilt,
   type HostFacts,
-} from '../../../src/agent/node/capability.js';
-import { discover } from '../../../src/agent/devices/discovery.js';
-import { readReservedPorts } from '../../../src/agent/node/reserved-ports.js';
-import type { MechanismProbe, Probe } from '../../../src/native/contract.js';
+} from '../../../../src/agent/node/capability.js';
+import { discover } from '../../../../src/agent/devices/discovery.js';
+import { readReservedPorts } from '../../../../src/agent/node/reserved-ports.js';
+import type { MechanismProbe, Probe } from '../../../../src/native/contract.js';
 
 const good: HostFacts = {
   kernelRelease: '5.10.134-17.3.al8.x86_64',

@@ -11,17 +11,16 @@ import {
   normalize,
   RateWatch,
   readDeviceCounters,
-} from '../../../src/agent/observe/counters.js';
+} from '../../../../src/agent/observe/counters.js';
 import {
   agentNetnsPath,
   describeReason,
-  formatStatus,
-  plainTcpWhy,
   type PodSmc,
   type SmcSocket,
   type SmcSummary,
-} from '../../../src/agent/observe/smc.js';
-import { runCli } from '../../helpers/cli.js';
+} from '../../../../src/agent/observe/smc.js';
+import { formatStatus, plainTcpWhy } from '../../../../src/cli/output/smc-status.js';
+import { runCli } from '../../../helpers/cli.js';
 
 const fixture = <T>(name: string): T =>
   JSON.parse(readFileSync(join('test/fixtures/smc', name), 'utf8')) as T;

@@ -3,8 +3,8 @@
 // The binary is a stand-in with the native binary's answers (the VM test runs the real one).
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { Mechanisms, wantsBpf } from '../../../src/agent/node/mechanisms.js';
-import type { BpfStatus, MechanismProbe } from '../../../src/native/contract.js';
+import { Mechanisms, wantsBpf } from '../../../../src/agent/node/mechanisms.js';
+import type { BpfStatus, MechanismProbe } from '../../../../src/native/contract.js';
 
 const yes = { ok: true } as const;
 const no = (why: string): { ok: false; why: string } => ({ ok: false, why });

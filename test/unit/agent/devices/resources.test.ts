@@ -7,13 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { discover } from '../../../src/agent/devices/discovery.js';
-import { ErdmaDevicePlugin } from '../../../src/agent/deviceplugin/plugin.js';
-import { matches, servedResources } from '../../../src/agent/devices/resources.js';
-import { loadConfig } from '../../../src/config/load.js';
-import { FakeKubelet, type DeviceMsg } from '../../helpers/fake-kubelet.js';
-import { addDevice } from '../../helpers/sysfs.js';
-import { until } from '../../helpers/wait.js';
+import { discover } from '../../../../src/agent/devices/discovery.js';
+import { ErdmaDevicePlugin } from '../../../../src/agent/deviceplugin/plugin.js';
+import { matches, servedResources } from '../../../../src/agent/devices/resources.js';
+import { loadConfig } from '../../../../src/config/load.js';
+import { FakeKubelet, type DeviceMsg } from '../../../helpers/fake-kubelet.js';
+import { addDevice } from '../../../helpers/sysfs.js';
+import { until } from '../../../helpers/wait.js';
 
 const NODE_A = 'test/fixtures/sysfs/node-a';
 const agentConfig = (resources: unknown, hostRoot = NODE_A) =>

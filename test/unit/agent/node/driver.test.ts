@@ -26,7 +26,7 @@ import {
   wantedMode,
   type DriverFacts,
   type PreferDriver,
-} from '../../../src/agent/node/driver.js';
+} from '../../../../src/agent/node/driver.js';
 
 const base: DriverFacts = {
   erdmaLoaded: true,

@@ -2,8 +2,8 @@
 // metadata, without touching a network (src/agent/network/eni.ts): route metrics, addresses,
 // gateway, MTU. test/integration/agent/eni.test.ts applies plans in real network namespaces.
 import { describe, expect, it } from 'vitest';
-import { metricFor, mtuFor, parseCidr, planEni } from '../../../src/agent/network/eni.js';
-import type { NetState } from '../../../src/native/contract.js';
+import { metricFor, mtuFor, parseCidr, planEni } from '../../../../src/agent/network/eni.js';
+import type { NetState } from '../../../../src/native/contract.js';
 
 const PRIMARY = '00:16:3e:00:00:01';
 const ENI1 = '00:16:3e:00:00:02';

@@ -10,7 +10,7 @@ import {
   describePlainTcp,
   plainTcpPrograms,
   preloadCause,
-} from '../../../src/agent/observe/programs.js';
+} from '../../../../src/agent/observe/programs.js';
 
 const LDSO = '7f00-7f01 r--p 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\n';
 const LIB = '7f10-7f11 r-xp 00000000 00:1f 456 /run/erdma-smcr-preload/libsmc-preload.so\n';
