@@ -24,6 +24,7 @@ export const MB = 1e6;
 export const BUSY_NODE_PODS = 110;
 
 export const AGENT_YAML = 'manifests/base/agent.yaml';
+export const DEVICE_PLUGIN_YAML = 'manifests/base/device-plugin.yaml';
 
 /** #43's targets: within about 2x of a Go peer, on every node. */
 export const TARGET = {
@@ -226,19 +227,13 @@ export async function startDaemon(
   return child;
 }
 
-/** The agent as its DaemonSet runs it: the device plugin is the other DaemonSet's. */
+/** The agent as its DaemonSet runs it: no device plugin (the other DaemonSet's), its default. */
 export function startAgent(
   site: DaemonSite,
   env: Record<string, string> = {},
   kubeconfig?: string,
 ): Promise<ChildProcess> {
-  return startDaemon(
-    site,
-    'agent',
-    AGENT_YAML,
-    { ERDMA_SMCR_AGENT_DEVICE_PLUGIN: daemonSetEnv('ERDMA_SMCR_AGENT_DEVICE_PLUGIN'), ...env },
-    kubeconfig,
-  );
+  return startDaemon(site, 'agent', AGENT_YAML, env, kubeconfig);
 }
 
 /**
