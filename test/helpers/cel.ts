@@ -44,10 +44,17 @@ export function evaluate(
 
 /** The match-conditions overlay's conditions on the pod webhook, as shipped. */
 export function podWebhookConditions(): { name: string; expression: string }[] {
-  const patch = yaml.load(
-    readFileSync('manifests/overlays/match-conditions/mutating.yaml', 'utf8'),
-  ) as { op: string; path: string; value: { name: string; expression: string }[] }[];
-  return patch.find((p) => p.path === '/webhooks/0/matchConditions')!.value;
+  const docs = yaml.loadAll(
+    readFileSync('manifests/overlays/match-conditions/erdma-smcr.yaml', 'utf8'),
+  ) as {
+    kind?: string;
+    webhooks?: { matchConditions?: { name: string; expression: string }[] }[];
+  }[];
+  const mutating = docs.find((d) => d?.kind === 'MutatingWebhookConfiguration');
+  const conditions = mutating?.webhooks?.[0]?.matchConditions;
+  if (!conditions)
+    throw new Error('the match-conditions overlay has no pod webhook matchConditions');
+  return conditions;
 }
 
 /** Whether an API server 1.28+ with that overlay calls the pod webhook: every condition true. */

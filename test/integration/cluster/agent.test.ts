@@ -1,5 +1,5 @@
 // The node agent's Kubernetes duties against the real kube-apiserver, running as the agent's
-// ServiceAccount (with a token from the TokenRequest API) under manifests/base/agent-rbac.yaml: node labels, and Events on
+// ServiceAccount (with a token from the TokenRequest API) under manifests/base/agent.yaml's RBAC: node labels, and Events on
 // SMC-R pods that stayed on TCP. The pod outcomes come from our real CNI plugin run in real network
 // namespaces (this kernel has no SMC, so it records the knob as missing, as on a node without the
 // smc module). There is no kubelet here: pods are bound by spec.nodeName and their status (podIP)
@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { objectsOf, RBAC_KINDS } from '../../helpers/manifest-objects.js';
 import { NodeAgent } from '../../../src/agent/agent.js';
 import { realClock, type Clock } from '../../../src/agent/duty.js';
 import { AgentMetrics } from '../../../src/agent/metrics.js';
@@ -76,8 +77,11 @@ describe.skipIf(why !== '')('node agent against the real kube-apiserver', () => 
     writeFileSync(join(proc, 'sys/net/smc/tcp2smc'), '0\n');
 
     cp = await startControlPlane();
-    for (const f of ['manifests/base/namespace.yaml', 'manifests/base/agent-rbac.yaml']) {
-      const r = await cp.kubectl(['apply', '-f', f]);
+    for (const [f, input] of [
+      ['manifests/base/namespace.yaml', undefined],
+      ['-', objectsOf('manifests/base/agent.yaml', RBAC_KINDS)],
+    ] as const) {
+      const r = await cp.kubectl(['apply', '-f', f], input);
       expect(r.status, r.stderr).toBe(0);
     }
     const nodes = ['v1', 'Node'];

@@ -10,6 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { objectsOf, RBAC_KINDS } from '../../helpers/manifest-objects.js';
 import { NodeLabeler } from '../../../src/agent/node/labels.js';
 import { ApiError, type KubeClient } from '../../../src/cluster/client.js';
 import { loadKubeClient } from '../../../src/cluster/kubeconfig.js';
@@ -77,12 +78,9 @@ describe.skipIf(why !== '').each(['1.37', '1.35'] as const)(
 
     beforeAll(async () => {
       cp = await startControlPlane({ minor });
-      for (const f of [
-        'manifests/base/namespace.yaml',
-        'manifests/base/agent-rbac.yaml',
-        'manifests/components/dra/dra.yaml',
-      ])
-        await kubectl(['apply', '-f', f]);
+      await kubectl(['apply', '-f', 'manifests/base/namespace.yaml']);
+      await kubectl(['apply', '-f', '-'], objectsOf('manifests/base/agent.yaml', RBAC_KINDS));
+      await kubectl(['apply', '-f', 'manifests/components/dra/dra.yaml']);
       for (const name of ['node-a', 'node-b'])
         await kubectl(
           ['create', '-f', '-'],

@@ -115,7 +115,7 @@ describe('the monitoring component and the docs', () => {
     expect(() => new models.PodMonitor!(broken).validate()).toThrow();
   });
 
-  it('the PrometheusRule holds exactly the plain rules file (node scripts/prometheusrule.mjs)', () => {
+  it('the PrometheusRule holds exactly the plain rules file (both rendered from the chart: scripts/render-manifests.mjs)', () => {
     const rule = objects.find((o) => o.kind === 'PrometheusRule')!;
     expect(rule.spec).toEqual(yaml.load(readFileSync(RULES, 'utf8')));
   });

@@ -10,9 +10,12 @@ type Container = { env?: { name: string; value?: string }[] };
 
 describe('the agent as --help, the manifests and the docs describe it', () => {
   it('the device plugin: the agent serves none by default, as the DaemonSet ships it; --help names the variable and its own DaemonSet', async () => {
-    const agent = yaml.load(readFileSync('manifests/base/agent.yaml', 'utf8')) as {
-      spec: { template: { spec: { containers: Container[] } } };
-    };
+    const agent = (
+      yaml.loadAll(readFileSync('manifests/base/agent.yaml', 'utf8')) as {
+        kind: string;
+        spec: { template: { spec: { containers: Container[] } } };
+      }[]
+    ).find((d) => d.kind === 'DaemonSet')!;
     // The default is what ships (#94 item 5): the manifest needs no variable to switch it off.
     const env = agent.spec.template.spec.containers[0]!.env ?? [];
     expect(env.find((e) => e.name === 'ERDMA_SMCR_AGENT_DEVICE_PLUGIN')).toBeUndefined();
