@@ -146,4 +146,17 @@ the key to use. Rendered by erdma-smcr.validate, which every render includes.
 {{- if and .Values.image.tag .Values.image.digest -}}
 {{- fail "image.tag and image.digest are both set: the image is pulled by one; set the other empty" -}}
 {{- end -}}
+{{- /* One install per cluster: its node agents, the aliyun/erdma resource, the CNI chain entry and
+  the DRA driver are each node's, not a namespace's, so a second release in another namespace
+  would fight the first on every node. Its cluster-wide objects say who installed it (lookup
+  reads nothing under helm template). */ -}}
+{{- with (lookup "rbac.authorization.k8s.io/v1" "ClusterRole" "" "erdma-smcr-agent") -}}
+{{- $a := .metadata.annotations | default dict -}}
+{{- $rel := get $a "meta.helm.sh/release-name" -}}
+{{- $relNs := get $a "meta.helm.sh/release-namespace" -}}
+{{- if not (and (eq $rel $.Release.Name) (eq $relNs $.Release.Namespace)) -}}
+{{- $by := ternary (printf "as Helm release %s in namespace %s: upgrade that one (helm upgrade %s -n %s), or uninstall it first" $rel $relNs $rel $relNs) "by kubectl apply (its ClusterRole erdma-smcr-agent has no Helm release): remove that install first (docs/install.md, uninstall)" (ne $rel "") -}}
+{{- fail (printf "erdma-smcr is already installed in this cluster %s. One install per cluster: its node agents, the aliyun/erdma resource, the CNI chain entry and the DRA driver belong to each node, not to a namespace" $by) -}}
+{{- end -}}
+{{- end -}}
 {{- end }}

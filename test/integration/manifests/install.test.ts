@@ -15,7 +15,7 @@ import {
   type KubeMinor,
 } from '../../harness/k8s/control-plane.js';
 import { until } from '../../helpers/wait.js';
-import { helmTemplate } from '../../harness/helm.js';
+import { CHART, helmEnv, helmTemplate } from '../../harness/helm.js';
 import { k8s135, k8sBinaries, requires } from '../../helpers/requires.js';
 
 const why = requires(
@@ -247,6 +247,53 @@ describe.skipIf(why !== '').each(['1.37', '1.35'] as const)(
         },
         60_000,
       );
+    });
+
+    it("helm install puts everything in the release's namespace, and a second install in the cluster is refused naming the first", async () => {
+      const helm = (args: string[]): { status: number | null; stdout: string; stderr: string } =>
+        spawnSync(binPath('helm'), args, {
+          encoding: 'utf8',
+          env: helmEnv({ KUBECONFIG: cp.kubeconfig }),
+        });
+      // Installed by kubectl first: Helm is told who holds the cluster-wide objects.
+      const applied = await cp.kubectl(['apply', '-k', 'manifests/base']);
+      expect(applied.status, applied.stderr).toBe(0);
+      const overKubectl = helm(['install', 'one', CHART, '-n', 'other', '--create-namespace']);
+      expect(overKubectl.status).not.toBe(0);
+      expect(overKubectl.stderr).toMatch(
+        /erdma-smcr is already installed in this cluster by kubectl apply \(its ClusterRole erdma-smcr-agent has no Helm release\)/,
+      );
+      expect((await cp.kubectl(['delete', '-k', 'manifests/base'])).status).toBe(0);
+      // A release in a namespace of its choice: every namespaced object there.
+      const one = helm(['install', 'one', CHART, '-n', 'other', '--create-namespace']);
+      expect(one.status, one.stderr).toBe(0);
+      const inOther = await cp.kubectl([
+        'get',
+        'deployment,daemonset,configmap,service',
+        '-n',
+        'other',
+        '-o',
+        'name',
+      ]);
+      expect(inOther.stdout).toMatch(/deployment\.apps\/erdma-smcr-webhook/);
+      expect(inOther.stdout).toMatch(/daemonset\.apps\/erdma-smcr-agent/);
+      expect(inOther.stdout).toMatch(/configmap\/erdma-smcr-cluster/);
+      const binding = JSON.parse(
+        (await cp.kubectl(['get', 'clusterrolebinding', 'erdma-smcr-agent', '-o', 'json'])).stdout,
+      ) as { subjects: { namespace: string }[] };
+      expect(binding.subjects[0]!.namespace).toBe('other');
+      expect((await cp.kubectl(['get', 'namespace', 'erdma-smcr'])).status).not.toBe(0);
+      // A second release elsewhere would fight the first on every node: refused, naming it.
+      const two = helm(['install', 'two', CHART, '-n', 'third', '--create-namespace']);
+      expect(two.status).not.toBe(0);
+      console.log(`a second release: ${two.stderr.trim()}`);
+      expect(two.stderr).toContain(
+        'erdma-smcr is already installed in this cluster as Helm release one in namespace other: upgrade that one (helm upgrade one -n other), or uninstall it first',
+      );
+      // The release itself upgrades as before.
+      const upgraded = helm(['upgrade', 'one', CHART, '-n', 'other', '--set', 'logLevel=debug']);
+      expect(upgraded.status, upgraded.stderr).toBe(0);
+      expect(helm(['uninstall', 'one', '-n', 'other']).status).toBe(0);
     });
   },
 );
