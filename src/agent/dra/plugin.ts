@@ -7,15 +7,12 @@
 // IDs), v1 and v1alpha1 of DRAResourceHealth.
 import { posix } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import type { Logger } from 'pino';
-import type { KubeClient } from '../../cluster/client.js';
 import type { RdmaDevice } from '../devices/discovery.js';
 import { grpcServices } from '../kubelet/grpc-api.js';
 import { PluginRegistration } from '../kubelet/plugin-registration.js';
 import { grpcError, serveUnix, stopServing, type Unary } from '../kubelet/serve.js';
-import { ClaimState, type ClaimRef } from './claims.js';
-import type { CdiSpecs } from './cdi.js';
-import type { Checkpoint, PreparedClaim } from './checkpoint.js';
+import { ClaimState, type ClaimRef, type ClaimStateOptions } from './claims.js';
+import type { PreparedClaim } from './checkpoint.js';
 import { applyDeviceStatuses, deviceStatuses, statusKey } from './device-status.js';
 import { HEALTH_SERVICES, HealthStreams } from './health.js';
 import { DRA_DRIVER } from './slice.js';
@@ -25,14 +22,9 @@ export const DRA_SERVICES = ['v1.DRAPlugin', 'v1beta1.DRAPlugin', ...HEALTH_SERV
 /** The most claims one call may name (the kubelet sends a pod's claims: a handful). */
 const MAX_CLAIMS = 128;
 
-export interface DraPluginOptions {
+/** The claim state's options (./claims.ts), and the protocol's own. */
+export interface DraPluginOptions extends ClaimStateOptions {
   readonly kubeletDir: string;
-  readonly nodeName: string;
-  readonly client: KubeClient;
-  readonly discover: () => RdmaDevice[];
-  readonly specs: CdiSpecs;
-  readonly checkpoint: Checkpoint;
-  readonly logger: Logger;
   /** The node's SMC mechanism as its label says it (the claims' device status carries it). */
   readonly mechanism?: () => string;
   /** Called when the kubelet says it registered us (a restarted kubelet wipes our slice first). */
