@@ -136,9 +136,10 @@ describe('device plugin with a kubelet', () => {
       ['/dev/infiniband/uverbs0', 'rw'],
       ['/dev/infiniband/rdma_cm', 'rw'],
     ]);
+    // aliyun/erdma: 2 is two devices (docs/agent.md): a slot of each before a second of one.
     expect(await preferred(kubelet, ['erdma_1-0', 'erdma_0-0', 'erdma_0-1'], 2)).toEqual([
       'erdma_0-0',
-      'erdma_0-1',
+      'erdma_1-0',
     ]);
     await expect(
       kubelet.unary('Allocate', { container_requests: [{ devicesIDs: ['nope-0'] }] }),
@@ -172,11 +173,11 @@ describe('device plugin with a kubelet', () => {
       uverbs: 'uverbs5',
     });
     await until('device added', () => last(kubelet)?.some((d) => d.ID === 'erdma_5-1'), 2000);
-    // Calls are answered from the new list: the added device's IDs served on its NUMA node, the
-    // removed device's refused.
+    // Calls are answered from the new list: the added device's IDs served (its NUMA node first,
+    // then a second device before a second slot of it), the removed device's refused.
     expect(await preferred(kubelet, ['erdma_5-1', 'erdma_0-0', 'erdma_5-0'], 2)).toEqual([
       'erdma_5-0',
-      'erdma_5-1',
+      'erdma_0-0',
     ]);
     await expect(
       kubelet.unary('Allocate', { container_requests: [{ devicesIDs: ['erdma_1-0'] }] }),

@@ -338,8 +338,10 @@ describe.skipIf(why !== '')('manifests', () => {
     expect(config.policy.preloadImage).toBe(c.image);
     // The kernel's module lists: whether the node's kernel has SMC at all.
     expect(hostPathOf(join(hostRoot, '/lib/modules'))).toBe('/lib/modules');
-    // The device plugin is its own DaemonSet's: the agent does not serve it, nor mount its dir.
-    expect(env.ERDMA_SMCR_AGENT_DEVICE_PLUGIN).toBe('false');
+    // The device plugin is its own DaemonSet's: the agent does not serve it (its default, which
+    // the DaemonSet leaves alone), nor mount its dir.
+    expect(env.ERDMA_SMCR_AGENT_DEVICE_PLUGIN).toBeUndefined();
+    expect(a.devicePlugin).toBe(false);
     expect(mounts[join(a.kubeletDir, 'device-plugins')]).toBeUndefined();
     expect(Number(env.ERDMA_SMCR_AGENT_METRICS_PORT)).toBe(c.readinessProbe.httpGet.port);
     expect(c.readinessProbe.httpGet.path).toBe('/readyz');
