@@ -190,10 +190,20 @@ export async function agentRollsUnderLoad(c: InCluster): Promise<void> {
     await kubectl('delete', 'pod', '-n', 'erdma-smcr', updated!.metadata.name, '--wait=false');
     await agentReady(0, updated!.metadata.name);
     steps.push('restart');
-    // At least STREAM_WINDOW_MS of stream in all, so that well over 100 pods meet the three steps
-    // however fast the machine takes them (a warm one did them in 35 s: 68 pods).
+    // At least STREAM_WINDOW_MS of stream in all, and then until more than 100 pods were made,
+    // so that well over 100 meet the three steps however fast the machine takes them (a warm
+    // one did them in 35 s: 68 pods) and however slowly a loaded API server lets the stream go
+    // (a CI run's window made 69 at the stream's rate).
     await new Promise((r) =>
       setTimeout(r, Math.max(3000, STREAM_WINDOW_MS - (Date.now() - began))),
+    );
+    await until(
+      'more than 100 stream pods made',
+      async () =>
+        (await getJson('pods', '-n', 'apps', '-l', 'stream=agent-lifecycle')).items.length > 100
+          ? true
+          : undefined,
+      240_000,
     );
   } finally {
     writeFileSync(stop, '');
