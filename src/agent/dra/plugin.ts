@@ -21,6 +21,12 @@ import { DRA_DRIVER } from './slice.js';
 export const DRA_SERVICES = ['v1.DRAPlugin', 'v1beta1.DRAPlugin', ...HEALTH_SERVICES] as const;
 /** The most claims one call may name (the kubelet sends a pod's claims: a handful). */
 const MAX_CLAIMS = 128;
+/**
+ * How long a claim's device status that could not be written waits before the next try (the
+ * driver scans every second: RBAC missing, or a claim already gone, must not cost a write and a
+ * log line a second). A changed status is tried at once.
+ */
+export const STATUS_RETRY_MS = 60_000;
 
 /** The claim state's options (./claims.ts), and the protocol's own. */
 export interface DraPluginOptions extends ClaimStateOptions {
@@ -40,6 +46,8 @@ export class DraPlugin {
   readonly health: HealthStreams;
   /** Each prepared claim's device status as last applied (by UID). */
   private readonly statusWritten = new Map<string, string>();
+  /** A claim's status that failed: which, when, and why (logged once per reason). */
+  private readonly statusFailed = new Map<string, { key: string; at: number; why: string }>();
   registered = false;
   registrationError: string | undefined;
   /** The last device status write that failed, or undefined. */
@@ -88,14 +96,24 @@ export class DraPlugin {
     );
     const k = statusKey(statuses);
     if (this.statusWritten.get(claim.uid) === k) return;
+    const now = (this.o.now ?? Date.now)();
+    const failed = this.statusFailed.get(claim.uid);
+    if (failed?.key === k && now - failed.at < STATUS_RETRY_MS) return;
     try {
       await applyDeviceStatuses(this.o.client, claim, statuses);
       this.statusWritten.set(claim.uid, k);
+      this.statusFailed.delete(claim.uid);
       this.calls.statusWrites += 1;
       this.statusProblem = undefined;
     } catch (err) {
-      this.statusProblem = `cannot write the device status of ResourceClaim ${claim.namespace}/${claim.name}: ${err instanceof Error ? err.message : String(err)}`;
-      this.o.logger.warn({ claim: `${claim.namespace}/${claim.name}` }, this.statusProblem);
+      const why = err instanceof Error ? err.message : String(err);
+      this.statusProblem = `cannot write the device status of ResourceClaim ${claim.namespace}/${claim.name}: ${why}`;
+      if (failed?.why !== why)
+        this.o.logger.warn(
+          { claim: `${claim.namespace}/${claim.name}`, retryMs: STATUS_RETRY_MS },
+          this.statusProblem,
+        );
+      this.statusFailed.set(claim.uid, { key: k, at: now, why });
     }
   }
 
@@ -167,6 +185,7 @@ export class DraPlugin {
             try {
               this.state.unprepare(c);
               this.statusWritten.delete(c.uid);
+              this.statusFailed.delete(c.uid);
               out[c.uid] = { error: '' };
             } catch (err) {
               out[c.uid] = {
