@@ -68,12 +68,13 @@ export async function runDraPlugin(config: Readonly<Config>, io: CliIO): Promise
       void publish();
     },
   });
-  // One pass: the slice kept true, then the devices' health to the kubelet and the claims.
+  // One pass, one reading of the devices: the slice kept true, then their health to the kubelet
+  // and the claims.
   let passing: Promise<void> | undefined;
   const publish = (): Promise<void> =>
     (passing ??= publisher
       .pass()
-      .then(() => plugin.observe(discoverNow()))
+      .then(() => plugin.observe(publisher.devices))
       .finally(() => (passing = undefined)));
   // Our slice as the API has it: deleted (the kubelet wipes a driver's slices when it starts) or
   // changed by someone else, it is written again now, not at the next resync.

@@ -74,6 +74,8 @@ export class SlicePublisher {
   writes = 0;
   /** The last pass's error, or undefined when it published. */
   problem: string | undefined;
+  /** The node's devices as the last pass read them (the driver's other duties use this reading). */
+  devices: readonly RdmaDevice[] = [];
 
   constructor(private readonly o: PublisherOptions) {}
 
@@ -131,6 +133,7 @@ export class SlicePublisher {
   async pass(): Promise<void> {
     const now = (this.o.now ?? Date.now)();
     const devices = this.o.discover();
+    this.devices = devices;
     const devKey = JSON.stringify(devices);
     if (devKey === this.lastDevices && now < this.resyncAt && this.problem === undefined) return;
     // Passes run one at a time (the caller's), so `written` is this pass's when it ends.
