@@ -1,7 +1,7 @@
 // Boots the SMC-R test VM (test/smcr-vm/build.sh, qemu under TCG) and reads its console: each
 // step of init.sh prints a `SMCRVM key=value ...` line, DONE or FAIL at the end.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -82,6 +82,8 @@ export interface VmOptions {
   readonly smc?: 'stock' | 'lo';
   /** Put CPython's own test suite in the VM (test/smcr-vm/cpython.sh): about 25 MB more. */
   readonly pytest?: boolean;
+  /** Files the scenario reads, by name, under /files in the VM. */
+  readonly files?: Readonly<Record<string, string>>;
 }
 
 /** Builds the VM, boots it once and returns what its console said. */
@@ -89,12 +91,17 @@ export async function bootVm(opts: VmOptions = {}): Promise<VmRun> {
   const dir = mkdtempSync(join(tmpdir(), 'smcr-vm-'));
   try {
     const watchdog = opts.watchdogSec ?? 240;
+    const files = join(dir, 'files');
+    mkdirSync(files);
+    for (const [name, text] of Object.entries(opts.files ?? {}))
+      writeFileSync(join(files, name), text);
     const env = {
       ...process.env,
       SMCR_VM_KERNEL: opts.kernel ?? 'bookworm',
       SMCR_VM_WATCHDOG: String(watchdog),
       SMCR_VM_SMC: opts.smc ?? 'stock',
       SMCR_VM_PYTEST: opts.pytest ? '1' : '0',
+      SMCR_VM_FILES: files,
     };
     const build = await run('bash', ['test/smcr-vm/build.sh', dir], 20 * 60_000, env);
     if (build.code !== 0) throw new Error(`building the VM failed:\n${build.out}`);

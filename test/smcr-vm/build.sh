@@ -67,17 +67,36 @@ else
     apt-get install -y -o DPkg::Lock::Timeout=300 --no-install-recommends "${missing[@]}" >/dev/null
   fi
 
-  if [ ! -f "$kdir/vmlinuz" ]; then
+  # nftables as kube-proxy's nftables mode uses it, and br_netfilter, with every module they need
+  # (depmod over the image's modules): the selection suite loads a real kube-proxy's rules for a Service
+  # (select.sh), where modprobe brings them in.
+  # crc32c_generic: libcrc32c (conntrack, nf_nat) asks the crypto API for crc32c, a module on 6.1.
+  netfilter=(nft_ct nft_nat nft_chain_nat nft_masq nft_reject_ipv4 nft_fib_ipv4 br_netfilter crc32c_generic)
+  if [ ! -f "$kdir/vmlinuz" ] || [ "$(cat "$kdir/netfilter/.complete" 2>/dev/null)" != "${netfilter[*]}" ]; then
     log "downloading linux-image-$abi"
     tmp=$(mktemp -d)
     (cd "$tmp" && apt-get download "linux-image-$abi=$version" >/dev/null 2>&1)
     dpkg-deb -x "$tmp"/linux-image-*.deb "$tmp/x"
     mkdir -p "$kdir/modules"
+    unpack() { # file.ko[.xz] destination
+      case "$1" in *.xz) xz -dc "$1" > "$2" ;; *) cp "$1" "$2" ;; esac
+    }
     for m in "${modules[@]}"; do
       f=$(find "$tmp/x/lib/modules/$abi" -name "$m.ko*" | head -n1)
       [ -n "$f" ] || { log "module $m not in the image package"; exit 1; }
-      case "$f" in *.xz) xz -dc "$f" > "$kdir/modules/$m.ko" ;; *) cp "$f" "$kdir/modules/$m.ko" ;; esac
+      unpack "$f" "$kdir/modules/$m.ko"
     done
+    rm -rf "$kdir/netfilter" && mkdir -p "$kdir/netfilter"
+    # The package has no modules.dep (installing it runs depmod): made here.
+    depmod -b "$tmp/x" "$abi"
+    dep=$tmp/x/lib/modules/$abi/modules.dep
+    for m in "${netfilter[@]}"; do
+      line=$(grep -E "(^|/)$m\.ko(\.xz)?:" "$dep") || { log "module $m not in the image's modules.dep"; exit 1; }
+      for f in $(echo "$line" | tr -d ':'); do
+        unpack "$tmp/x/lib/modules/$abi/$f" "$kdir/netfilter/$(basename "${f%.xz}")"
+      done
+    done
+    echo "${netfilter[*]}" > "$kdir/netfilter/.complete"
     cp "$tmp/x/boot/vmlinuz-$abi" "$kdir/vmlinuz.tmp" && mv "$kdir/vmlinuz.tmp" "$kdir/vmlinuz"
     rm -rf "$tmp"
   fi
@@ -201,12 +220,15 @@ fi
 # smc (and smc_diag) also where modprobe looks, with depmod's index.
 mkdir -p "$root/lib/modules/$abi/extra"
 if [ "$kernel" = newest ]; then
-  # Built in: modprobe finds smc in modules.builtin and has nothing to do.
+  # Built in: modprobe finds smc (and nftables) in modules.builtin and has nothing to do.
   cp "$kdir/modules.builtin" "$kdir/modules.builtin.modinfo" "$root/lib/modules/$abi/"
+  cp "$kdir/modules/br_netfilter.ko" "$root/lib/modules/$abi/extra/"
 else
   cp "$kdir/modules/ib_core.ko" "$root/lib/modules/$abi/extra/"
   for m in smc smc_diag; do cp "$root/lib/modules/$m.ko" "$root/lib/modules/$abi/extra/"; done
 fi
+# bookworm's nftables and br_netfilter (above), for modprobe.
+[ "$kernel" != bookworm ] || cp "$kdir"/netfilter/*.ko "$root/lib/modules/$abi/extra/"
 depmod -b "$root" "$abi"
 cp "$rxe" "$root/lib/modules/rdma_rxe.ko"
 install -m 0755 "$here/init.sh" "$root/init"
@@ -232,6 +254,11 @@ if [ "${SMCR_VM_PYTEST:-0}" = 1 ]; then
   (cd "$goroot/src/net" && CGO_ENABLED=0 GOFLAGS=-trimpath GOTOOLCHAIN=local GOCACHE=${GOCACHE:-$cache/go-build} \
     "$go" test -c -o "$root/bin/go-net.test" net)
   mkdir -p "$root/gonet" && cp -r "$goroot/src/net/testdata" "$root/gonet/"
+fi
+# SMCR_VM_FILES: a directory whose files the scenario reads, under /files (the selection suite's
+# kube-proxy rules).
+if [ -n "${SMCR_VM_FILES:-}" ]; then
+  mkdir -p "$root/files" && cp -r "$SMCR_VM_FILES/." "$root/files/"
 fi
 echo "${SMCR_VM_WATCHDOG:-240}" > "$root/watchdog"
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 > "$out/initramfs.gz")

@@ -110,17 +110,29 @@ python_row nolisten_py 7060
 # A static program (Go): the in-kernel selection reaches it; the preload library never does.
 runtime sel_go a b 7002 1 "" "/runtimes/go-http serve 7002" "/runtimes/go-http get http://\$dst:7002/bytes/$B"
 runtime excl_go a b 7055 1 "" "/runtimes/go-http serve 7055" "/runtimes/go-http get http://\$dst:7055/bytes/$B"
-# A Service: its ClusterIP is in the selection's networks (serviceNetworks), and nftables DNATs it
-# to pod b as kube-proxy's nftables mode does (here in the client pod's own netns, at the output
-# hook: connect() sees the ClusterIP, the SYN leaves for b). Where the kernel has nftables (7.x here).
+# A Service: its ClusterIP is in the selection's networks (serviceNetworks). Its rules are a real
+# kube-proxy's (nftables mode), written on the host for a Service whose EndpointSlice holds pod b
+# (test/harness/k8s/kube-proxy-rules.ts: kube-proxy cannot reach an API server from this VM), and
+# loaded on the node as kube-proxy loads them: connect() in pod a sees the ClusterIP, its SYN meets
+# kube-proxy's DNAT on the node and goes to b. br_netfilter un-DNATs b's reply, bridged straight to
+# a, as on any node whose pods share a bridge. Where the kernel has nftables (6.1's modules, 7.x).
 SVC=10.96.0.10
-if ip netns exec a nft add table ip svc 2>/dev/null; then
-  ip netns exec a nft add chain ip svc out '{ type nat hook output priority -100; }' || fail "nft chain"
-  for port in 7003 7056; do
-    ip netns exec a nft add rule ip svc out ip daddr $SVC tcp dport $port dnat to "$IP_b:$port" || fail "nft rule $port"
+rules=/files/kube-proxy.nft
+if [ -f $rules ]; then
+  # Modules on 6.1 (build.sh puts them where modprobe looks); built in on 7.x, but br_netfilter.
+  # kmod's modprobe by path: busybox's applet ignores softdeps (libcrc32c's on crc32c).
+  : > /run/modprobe.err
+  for m in nft_ct nft_nat nft_chain_nat nft_masq nft_reject_ipv4 nft_fib_ipv4 br_netfilter; do
+    /usr/sbin/modprobe "$m" 2>> /run/modprobe.err || true
   done
+  loaded=$(tr '\n' ' ' < /run/modprobe.err)
+  [ -f /proc/sys/net/bridge/bridge-nf-call-iptables ] || fail "br_netfilter did not load: $loaded"
+  echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables
+  to=$(grep -o 'dnat to [0-9.]*' $rules | sort -u | tr '\n' ' ')
+  [ "$to" = "dnat to $IP_b " ] || fail "kube-proxy's rules DNAT ($to) to another address than pod b's ($IP_b)"
+  nft -f $rules > /run/nft.err 2>&1 || fail "loading kube-proxy's rules: $(tr '\n' ' ' < /run/nft.err) (modprobe: $loaded)"
   ip -n a route add 10.96.0.0/16 via 10.88.0.1 || fail "route to the Service CIDR"
-  say "service=$SVC"
+  say "service=$SVC kube_proxy_chains=$(nft list table ip kube-proxy | grep -c '^[[:space:]]*chain ')"
   runtime svc_sel a b 7003 1 "" "env $ENV_B python3 -m http.server 7003 --directory /srv" \
     "env $ENV_A python3 /runtimes/get.py http://$SVC:7003/blob"
   runtime svc_excl a b 7056 1 "" "env $ENV_B python3 -m http.server 7056 --directory /srv" \

@@ -14,17 +14,56 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { requires, root } from '../helpers/requires.js';
 import { bootVm, type VmRun } from '../helpers/vm.js';
+import { kubeProxyMissing, kubeProxyServiceRules } from '../harness/k8s/kube-proxy-rules.js';
 import { expectRanEveryStep, statsDelta, type Socket, type Summary } from '../helpers/vm-pods.js';
 
 const skip = requires('the SMC selection VM test (apt-get, qemu)', root) !== '';
 
 // smcMode: what a selected connection between the two pods of the VM runs. The newest kernel has
 // loopback-ism (DIBS_LO), and the CLC handshake prefers SMC-D between pods of one kernel.
+// service: the VM loads a real kube-proxy's rules for a Service (nftables: 7.x built in, 6.1's
+// modules in the VM; 6.12 does not enforce the selection, so there is nothing to show there).
 const KERNELS = [
-  { kernel: 'newest', release: /^7\./, mechanism: 'bpf', enforced: true, smcMode: 'SMCD' },
-  { kernel: 'bookworm', release: /^6\.1\./, mechanism: 'preload', enforced: true, smcMode: 'SMCR' },
-  { kernel: 'trixie', release: /^6\.12\./, mechanism: 'bpf', enforced: false, smcMode: 'SMCR' },
+  {
+    kernel: 'newest',
+    release: /^7\./,
+    mechanism: 'bpf',
+    enforced: true,
+    smcMode: 'SMCD',
+    service: true,
+  },
+  {
+    kernel: 'bookworm',
+    release: /^6\.1\./,
+    mechanism: 'preload',
+    enforced: true,
+    smcMode: 'SMCR',
+    service: true,
+  },
+  {
+    kernel: 'trixie',
+    release: /^6\.12\./,
+    mechanism: 'bpf',
+    enforced: false,
+    smcMode: 'SMCR',
+    service: false,
+  },
 ] as const;
+
+// The Service: its ClusterIP in the selection's serviceNetworks (select.sh's SEL_A), its one
+// endpoint pod b (the second pod select.sh adds on the bridge's 10.88.0.0/24), ports 7003 (selected
+// by a and b) and 7056 (excluded by a).
+const SERVICE = {
+  serviceCidr: '10.96.0.0/16',
+  clusterIp: '10.96.0.10',
+  ports: [7003, 7056],
+  endpointIp: '10.88.0.3',
+  podCidr: '10.88.0.0/24',
+  nodeIp: '10.88.0.1',
+} as const;
+const noKubeProxy = skip
+  ? 'skipped'
+  : requires("a Service through a real kube-proxy's rules", kubeProxyMissing);
 
 /** SMC's TCP option as tcpdump prints it (kind 254, ExID 0xE2D4...). */
 const SMC_OPTION = 'exp-e2d4';
@@ -38,10 +77,16 @@ interface SelectStatus {
 
 describe.skipIf(skip).each(KERNELS)(
   'the SMC selection on $kernel ($mechanism)',
-  ({ kernel, release, mechanism, enforced, smcMode }) => {
+  ({ kernel, release, mechanism, enforced, smcMode, service }) => {
     let vm: VmRun;
     beforeAll(async () => {
-      vm = await bootVm({ kernel, append: 'smcr_scenario=select', watchdogSec: 420 });
+      const files: Record<string, string> = {};
+      if (service && noKubeProxy === '') {
+        const rules = await kubeProxyServiceRules(SERVICE);
+        console.log(`the Service's rules, by ${rules.version} in nftables mode:\n${rules.table}`);
+        files['kube-proxy.nft'] = rules.table;
+      }
+      vm = await bootVm({ kernel, append: 'smcr_scenario=select', watchdogSec: 420, files });
       console.log(`SMC selection on ${kernel}: VM run ${vm.summary}`);
       for (const c of ['ext', 'b'])
         for (const r of vm.lines.filter((x) => `syn_${c}` in x))
@@ -187,27 +232,35 @@ describe.skipIf(skip).each(KERNELS)(
       });
     }
 
-    if (enforced && mechanism === 'bpf') {
-      // 7.x has nftables here (newest.config); the other kernels' VMs load no netfilter module.
-      it("a Service's ClusterIP counts as in the cluster: connect() sees it, the SYN goes to the pod after DNAT, with SMC's option on a selected port and without on an excluded one", () => {
-        expect(vm.find((r) => 'service' in r).service).toBe('10.96.0.10');
-        expect(vm.find((r) => r.runtime === 'svc_sel').client).toMatch(/got 4194304 bytes/);
-        const socks = active('svc_sel', 'a');
-        expect(socks.length).toBeGreaterThan(0);
-        for (const s of socks) expect(s.mode, JSON.stringify(socks)).toBe(smcMode);
-        const viaService = syns('b', ip('a'), ip('b'), [7003, 7003]).filter((l) =>
-          l.includes('Flags [S]'),
-        );
-        expect(viaService.length).toBeGreaterThan(0);
-        for (const l of viaService) expect(l).toContain(SMC_OPTION);
-        expect(vm.find((r) => r.runtime === 'svc_excl').client).toMatch(/got 4194304 bytes/);
-        expect(active('svc_excl', 'a').filter((s) => s.mode !== 'TCP')).toEqual([]);
-        const excluded = syns('b', ip('a'), ip('b'), [7056, 7056]).filter((l) =>
-          l.includes('Flags [S]'),
-        );
-        expect(excluded.length).toBeGreaterThan(0);
-        for (const l of excluded) expect(l).not.toContain(SMC_OPTION);
-      });
+    if (service) {
+      it.skipIf(noKubeProxy !== '')(
+        "a Service's ClusterIP counts as in the cluster: connect() sees it, the SYN goes to the pod through kube-proxy's DNAT, with SMC's option on a selected port and without on an excluded one",
+        () => {
+          expect(vm.find((r) => 'service' in r).service).toBe(SERVICE.clusterIp);
+          expect(ip('b')).toBe(SERVICE.endpointIp);
+          expect(vm.find((r) => r.runtime === 'svc_sel').client).toMatch(/got 4194304 bytes/);
+          const socks = active('svc_sel', 'a');
+          expect(socks.length).toBeGreaterThan(0);
+          for (const s of socks) expect(s.mode, JSON.stringify(socks)).toBe(smcMode);
+          // The client's socket is connected to the ClusterIP: the DNAT happened on the node.
+          for (const s of socks)
+            expect(s.peer.replace(/^\[::ffff:([\d.]+)\]/, '$1'), JSON.stringify(socks)).toBe(
+              `${SERVICE.clusterIp}:7003`,
+            );
+          const viaService = syns('b', ip('a'), ip('b'), [7003, 7003]).filter((l) =>
+            l.includes('Flags [S]'),
+          );
+          expect(viaService.length).toBeGreaterThan(0);
+          for (const l of viaService) expect(l).toContain(SMC_OPTION);
+          expect(vm.find((r) => r.runtime === 'svc_excl').client).toMatch(/got 4194304 bytes/);
+          expect(active('svc_excl', 'a').filter((s) => s.mode !== 'TCP')).toEqual([]);
+          const excluded = syns('b', ip('a'), ip('b'), [7056, 7056]).filter((l) =>
+            l.includes('Flags [S]'),
+          );
+          expect(excluded.length).toBeGreaterThan(0);
+          for (const l of excluded) expect(l).not.toContain(SMC_OPTION);
+        },
+      );
     }
 
     if (!enforced) {

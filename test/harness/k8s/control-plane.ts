@@ -298,6 +298,8 @@ export interface ControlPlaneOptions {
    * Endpoints; and the Job controller (the in-cluster suite's outage step runs an annotated Job).
    */
   readonly inClusterPods?: { readonly nodeIp: string; readonly serviceCidr: string };
+  /** The Service CIDR when the pods are not in the cluster (default: the loopback SERVICE_CIDR). */
+  readonly serviceCidr?: string;
   /** The API server's and kubectl's minor (default 1.37; 1.35 builds only those two). */
   readonly minor?: KubeMinor;
   /** More kube-apiserver flags (e.g. `--watch-cache-sizes` to send one resource's watches to etcd). */
@@ -381,7 +383,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
             `--service-account-key-file=${join(dir, 'sa.pub')}`,
             `--service-account-signing-key-file=${join(dir, 'sa.key')}`,
             '--service-account-issuer=https://kubernetes.default.svc',
-            `--service-cluster-ip-range=${pods?.serviceCidr ?? SERVICE_CIDR}`,
+            `--service-cluster-ip-range=${pods?.serviceCidr ?? opts.serviceCidr ?? SERVICE_CIDR}`,
             // Pods in tests carry no API tokens unless they run our manifests (the token controller is not always running).
             ...(pods ? [] : ['--disable-admission-plugins=ServiceAccount']),
             '--allow-privileged=true',
