@@ -272,6 +272,9 @@ export interface RecordedPod {
   readonly mechanism?: string;
   /** The pod's SMC selection (the record's `select`): connections it keeps on TCP are counted apart. */
   readonly select?: string;
+  /** `none` where the node's mechanism cannot keep to that selection (the record's), and why. */
+  readonly selection?: string;
+  readonly selectionWhy?: string;
 }
 
 export function recordedPods(stateDir: string): RecordedPod[] {
@@ -284,5 +287,7 @@ export function recordedPods(stateDir: string): RecordedPod[] {
       netns: r.netns,
       ...(r.mechanism ? { mechanism: r.mechanism } : {}),
       ...(r.select ? { select: r.select } : {}),
+      ...(r.selection ? { selection: r.selection } : {}),
+      ...(r.selectionWhy ? { selectionWhy: r.selectionWhy } : {}),
     }));
 }

@@ -2,6 +2,7 @@
 // (in its state dir): one outcome per pod, which ../pod-duty.ts posts as a Kubernetes Event. A
 // pod with no record once its grace is over was missed: the plugin never ran for it.
 import type { PluginRecord } from '../../native/contract.js';
+import { selectionNotEnforced } from './smc.js';
 import { LATE_PREFIX } from '../network/late-apply.js';
 import { SANDBOX_CONDITIONS, wantsSmcr, type NodePod } from '../pod.js';
 
@@ -108,11 +109,7 @@ function fromRecord(r: PluginRecord): PodOutcome {
 /** What the record says of the pod's SMC selection (#93), for the SMCREnabled message. */
 function selectionNote(r: PluginRecord): string {
   if (r.selection === 'enforced') return '; connections outside its SMC selection stay on TCP';
-  if (r.selection === 'none')
-    return (
-      `; its SMC selection is not enforced on this node${r.selectionWhy ? ` (${r.selectionWhy})` : ''}: ` +
-      'every TCP connection of the pod uses SMC, whatever smcr.erdma.io/connect-ports and listen-ports say'
-    );
+  if (r.selection === 'none') return `; ${selectionNotEnforced(r.selectionWhy)}`;
   return '';
 }
 

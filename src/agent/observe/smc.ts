@@ -5,7 +5,7 @@
 import { plainTcpPrograms, type PlainTcpProgram } from './programs.js';
 import { existsSync } from 'node:fs';
 import type { NativeBinary } from '../../native/binary.js';
-import type { SmcSocket, SmcSummary } from '../../native/contract.js';
+import type { RecordedPod, SmcSocket, SmcSummary } from '../../native/contract.js';
 import { inHost } from '../host.js';
 
 export type { SmcSocket, SmcSummary } from '../../native/contract.js';
@@ -132,12 +132,23 @@ export function reachNetns(
   return found ?? byPod?.() ?? direct;
 }
 
+/** What a pod whose SMC selection its node cannot enforce is told (its SMCREnabled Event, `status`). */
+export function selectionNotEnforced(why: string | undefined): string {
+  return (
+    `its SMC selection is not enforced on this node${why ? ` (${why})` : ''}: ` +
+    'every TCP connection of the pod uses SMC, whatever smcr.erdma.io/connect-ports and listen-ports say'
+  );
+}
+
 export interface PodSmc {
   readonly namespace: string;
   readonly name: string;
   readonly uid: string;
   /** How the plugin made the pod's TCP SMC, as it recorded it. */
   readonly mechanism?: string;
+  /** `none` where the node's mechanism cannot keep to the pod's SMC selection, as recorded, and why. */
+  readonly selection?: string;
+  readonly selectionWhy?: string;
   readonly summary?: SmcSummary;
   /** Only when asked for (status --pod). */
   readonly sockets?: readonly SmcSocket[];
@@ -159,16 +170,21 @@ export interface CollectOptions {
   readonly procRoot?: string;
 }
 
+/** What a pod's entry holds from its record alone: who, how, and whether its selection holds. */
+function recordedPart(p: RecordedPod): PodSmc {
+  return {
+    namespace: p.namespace,
+    name: p.name,
+    uid: p.uid,
+    ...(p.mechanism ? { mechanism: p.mechanism } : {}),
+    ...(p.selection ? { selection: p.selection } : {}),
+    ...(p.selectionWhy ? { selectionWhy: p.selectionWhy } : {}),
+  };
+}
+
 /** One summary (and, when asked, the sockets) per SMC-R pod. */
 export async function collectPodSmc(
-  pods: readonly {
-    readonly namespace: string;
-    readonly name: string;
-    readonly uid: string;
-    readonly netns: string;
-    readonly mechanism?: string;
-    readonly select?: string;
-  }[],
+  pods: readonly RecordedPod[],
   o: CollectOptions,
 ): Promise<PodSmc[]> {
   const where = new Map(
@@ -188,12 +204,7 @@ export async function collectPodSmc(
   const summaries = await o.binary.smcSummaries([...where.values()], o.timeoutMs, selects);
   const out: PodSmc[] = [];
   for (const p of pods) {
-    const base = {
-      namespace: p.namespace,
-      name: p.name,
-      uid: p.uid,
-      ...(p.mechanism ? { mechanism: p.mechanism } : {}),
-    };
+    const base = recordedPart(p);
     if (!p.netns) {
       out.push({ ...base, error: 'no network namespace recorded for the pod' });
       continue;

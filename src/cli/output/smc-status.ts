@@ -1,7 +1,7 @@
 // `erdma-smcr status` for people: one line per SMC-R pod (connections by mode, bytes, devices,
 // fallback reasons), the reasons explained once, why plain TCP stayed plain, and with --pod an
 // smcss-like table of its connections. The data is the agent's (agent/observe/smc.ts).
-import { describeReason, type PodSmc } from '../../agent/observe/smc.js';
+import { describeReason, selectionNotEnforced, type PodSmc } from '../../agent/observe/smc.js';
 import { describePlainTcp } from '../../agent/observe/programs.js';
 import type { SmcSocket } from '../../native/contract.js';
 
@@ -57,6 +57,14 @@ function plainTcpNotes(pods: readonly PodSmc[]): string[] {
       ...(p.plainTcpPrograms ?? []).map((x) => `    ${describePlainTcp(x)}`),
     ]);
   return notes.length > 0 ? ['', 'Plain TCP:', ...notes] : [];
+}
+
+/** Pods whose node cannot keep to their SMC selection (#93): every connection of theirs is SMC. */
+function notEnforcedNotes(pods: readonly PodSmc[]): string[] {
+  const notes = pods
+    .filter((p) => p.selection === 'none')
+    .map((p) => `  ${p.namespace}/${p.name}: ${selectionNotEnforced(p.selectionWhy)}`);
+  return notes.length > 0 ? ['', 'SMC selection not enforced:', ...notes] : [];
 }
 
 /** Pods whose SMC selection kept connections on TCP (#93): said apart, to tune the ports by. */
@@ -129,6 +137,7 @@ export function formatStatus(pods: readonly PodSmc[]): string {
     ...pods.map(podLine),
     ...legend(pods),
     ...loopbackNotes(pods),
+    ...notEnforcedNotes(pods),
     ...selectionNotes(pods),
     ...plainTcpNotes(pods),
     ...pods.filter((x) => x.sockets).flatMap(socketTable),

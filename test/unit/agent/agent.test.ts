@@ -395,7 +395,7 @@ describe('the agent, in process', () => {
  * An SmcDuty over one recorded pod (apps/NAME) whose netns the fake binary answers with `summary()`
  * (the real one is read in test/integration/native); `dir` is removed by the caller.
  */
-function samplingDuty(name: string, summary: () => object) {
+function samplingDuty(name: string, summary: () => object, record: object = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'smc-unit-'));
   const state = join(dir, 'state');
   mkdirSync(state);
@@ -407,6 +407,7 @@ function samplingDuty(name: string, summary: () => object) {
       podName: name,
       podUid: `uid-${name}`,
       netns: `/var/run/netns/${name}`,
+      ...record,
     }),
   );
   const binary = {
@@ -499,6 +500,48 @@ describe('SMC sampling, in process', () => {
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  // #93: on a node whose mechanism cannot keep to the pod's selection (IPPROTO_SMC before 6.19,
+  // tcp2smc), the plugin's record says so; status says it too, beside the Event.
+  it("says in status when the node does not enforce the pod's SMC selection, and why", async () => {
+    const summary = {
+      sockets: 1,
+      listening: 0,
+      byMode: { SMCR: 1, SMCD: 0, TCP: 0 },
+      plainTcp: 0,
+      loopbackFallbacks: 0,
+      selectionKept: 0,
+      txBytes: 10,
+      rxBytes: 20,
+      fallbacks: {} as Record<string, number>,
+      otherFallbacks: 0,
+      devices: [],
+    };
+    const notEnforced = {
+      mechanism: 'bpf',
+      select: 'nets=10.0.0.0/8;connect=6379;listen=*',
+      selection: 'none',
+      selectionWhy: 'no smc_hs_ctrl in this kernel',
+    };
+    for (const [record, said] of [
+      [notEnforced, true],
+      [{ ...notEnforced, selection: 'enforced', selectionWhy: undefined }, false],
+    ] as const) {
+      const { dir, duty } = samplingDuty('cache', () => summary, record);
+      try {
+        await duty.pass();
+        expect(duty.last[0]).toMatchObject({ selection: record.selection });
+        const text = formatStatus(duty.last);
+        if (said)
+          expect(text).toContain(
+            '\nSMC selection not enforced:\n  apps/cache: its SMC selection is not enforced on this node (no smc_hs_ctrl in this kernel): every TCP connection of the pod uses SMC',
+          );
+        else expect(text).not.toContain('not enforced');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     }
   });
 
