@@ -51,7 +51,7 @@ if [ ! -f "$src/.complete" ]; then
 fi
 
 started=$SECONDS
-log "building $series ($version) with newest.config: cold, about 8 minutes on 2 cores"
+log "building $series ($version) with newest.config: cold, about 9 minutes on 2 cores"
 b=$chroot_dir/tmp/kbuild
 rm -rf "$b" && mkdir -p "$b"
 cp "$here/newest.config" "$b/fragment.config"
