@@ -431,18 +431,34 @@ function samplingDuty(name: string, summary: () => object, record: object = {}) 
   return { dir, duty, clock, events, metrics };
 }
 
+/** A summary as the native binary answers for a pod's netns: zeros but what a test sets. */
+function smcSummary(set: object): object {
+  return {
+    sockets: 0,
+    listening: 0,
+    byMode: { SMCR: 0, SMCD: 0, TCP: 0 },
+    plainTcp: 0,
+    loopbackFallbacks: 0,
+    selectionKept: 0,
+    txBytes: 0,
+    rxBytes: 0,
+    fallbacks: {},
+    otherFallbacks: 0,
+    devices: [],
+    ...set,
+  };
+}
+
 describe('SMC sampling, in process', () => {
   it('labels fallbacks with the decoded reason, keeps the label set bounded, and tells each pod once a window', async () => {
-    const summary = {
+    const summary = smcSummary({
       sockets: 4,
-      listening: 0,
       byMode: { SMCR: 1, SMCD: 0, TCP: 3 },
       txBytes: 10,
       rxBytes: 20,
       fallbacks: { '0x03030000': 2 },
       otherFallbacks: 1,
-      devices: [],
-    };
+    });
     const { dir, duty, clock, events, metrics } = samplingDuty('db', () => summary);
     try {
       await duty.pass();
@@ -473,19 +489,13 @@ describe('SMC sampling, in process', () => {
   // #93: connections the pod's selection kept on TCP are neither fallbacks nor plain TCP: a series
   // and a status line of their own, no SMCRFallback Event.
   it('counts connections the selection kept on TCP apart: KEPT series, a status line, no Event', async () => {
-    const summary = {
+    const summary = smcSummary({
       sockets: 2,
-      listening: 0,
       byMode: { SMCR: 1, SMCD: 0, TCP: 0 },
-      plainTcp: 0,
-      loopbackFallbacks: 0,
       selectionKept: 2,
       txBytes: 10,
       rxBytes: 20,
-      fallbacks: {} as Record<string, number>,
-      otherFallbacks: 0,
-      devices: [],
-    };
+    });
     const { dir, duty, events, metrics } = samplingDuty('web', () => summary);
     try {
       await duty.pass();
@@ -506,19 +516,7 @@ describe('SMC sampling, in process', () => {
   // #93: on a node whose mechanism cannot keep to the pod's selection (IPPROTO_SMC before 6.19,
   // tcp2smc), the plugin's record says so; status says it too, beside the Event.
   it("says in status when the node does not enforce the pod's SMC selection, and why", async () => {
-    const summary = {
-      sockets: 1,
-      listening: 0,
-      byMode: { SMCR: 1, SMCD: 0, TCP: 0 },
-      plainTcp: 0,
-      loopbackFallbacks: 0,
-      selectionKept: 0,
-      txBytes: 10,
-      rxBytes: 20,
-      fallbacks: {} as Record<string, number>,
-      otherFallbacks: 0,
-      devices: [],
-    };
+    const summary = smcSummary({ sockets: 1, byMode: { SMCR: 1, SMCD: 0, TCP: 0 } });
     const notEnforced = {
       mechanism: 'bpf',
       select: 'nets=10.0.0.0/8;connect=6379;listen=*',
@@ -548,18 +546,13 @@ describe('SMC sampling, in process', () => {
   // #85: loopback connections fall back by design (no RDMA device serves lo): counted apart, no
   // Event, no series of the fallback metric (which the alert reads), a line of their own in status.
   it('counts loopback fallbacks apart: no SMCRFallback Event and no fallback series for them', async () => {
-    let summary = {
+    const loopback = {
       sockets: 4,
       listening: 1,
       byMode: { SMCR: 1, SMCD: 0, TCP: 3 },
-      plainTcp: 0,
       loopbackFallbacks: 3,
-      txBytes: 10,
-      rxBytes: 20,
-      fallbacks: {} as Record<string, number>,
-      otherFallbacks: 0,
-      devices: [],
     };
+    let summary = smcSummary(loopback);
     const { dir, duty, events, metrics } = samplingDuty('web', () => summary);
     try {
       await duty.pass();
@@ -573,11 +566,11 @@ describe('SMC sampling, in process', () => {
         /\nLoopback:\n {2}apps\/web: 3 connection\(s\) to or from 127\.0\.0\.1 or ::1 fell back to TCP, as expected/,
       );
       // One that is not loopback among them is told, and counted as such.
-      summary = {
-        ...summary,
+      summary = smcSummary({
+        ...loopback,
         byMode: { SMCR: 1, SMCD: 0, TCP: 4 },
         fallbacks: { '0x03010000': 1 },
-      };
+      });
       await duty.pass();
       expect(events.told.map((e) => e.what.message)).toEqual([
         expect.stringMatching(/^1 of 2 connection\(s\) fell back to TCP\. PEERNOSMC/),
@@ -616,17 +609,7 @@ describe('SMC sampling, in process', () => {
           mechanism: 'preload',
         }),
       );
-      const summary = {
-        sockets: 0,
-        listening: 0,
-        byMode: { SMCR: 0, SMCD: 0, TCP: 0 },
-        plainTcp: 1,
-        txBytes: 0,
-        rxBytes: 0,
-        fallbacks: {},
-        otherFallbacks: 0,
-        devices: [],
-      };
+      const summary = smcSummary({ plainTcp: 1 });
       const binary = {
         smcSummaries: async (paths: readonly string[]) => new Map(paths.map((p) => [p, summary])),
       } as unknown as NativeBinary;
