@@ -4,7 +4,8 @@
 # first packet. The mechanism is what `erdma-smcr mechanisms` finds: the preload library (6.1,
 # ERDMA_SMCR_SELECT as the webhook sets it) or the IPPROTO_SMC program with our smc_hs_ctrl (7.x,
 # the selection handed to it by our plugin from the settings document); on 6.12 (no smc_hs_ctrl)
-# the record says the selection is not enforced.
+# the record says the selection is not enforced, unless the pods ask for the preload library
+# (smcr_select_mech=preload on the kernel's command line).
 #
 # "Outside the cluster", in netns ext (10.99.0.10, routed through the node), a server replays SMC's
 # TCP option in its SYN-ACK with no SMC behind it (replay-option.bpf.c), as Alibaba's SMC FAQ
@@ -17,6 +18,10 @@ mount -t cgroup2 none /sys/fs/cgroup || fail "mount cgroup2"
 mechs=$(erdma-smcr mechanisms)
 say "mechanisms=$mechs"
 mech=$(echo "$mechs" | sed -n 's/^{"mechanism":"\([a-z0-9]*\)".*/\1/p')
+# smcr_select_mech=preload: the preload library where the node's first mechanism is another (6.12's
+# IPPROTO_SMC program), as a pod annotated smcr.erdma.io/mechanism: preload gets it.
+forced=$(sed -n 's/.*smcr_select_mech=\([a-z0-9]*\).*/\1/p' /proc/cmdline)
+[ -z "$forced" ] || mech=$forced
 say "mechanism=$mech"
 . /pods.sh
 

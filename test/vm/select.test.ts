@@ -21,8 +21,11 @@ const skip = requires('the SMC selection VM test (apt-get, qemu)', root) !== '';
 
 // smcMode: what a selected connection between the two pods of the VM runs. The newest kernel has
 // loopback-ism (DIBS_LO), and the CLC handshake prefers SMC-D between pods of one kernel.
+// nodeEnforces: what `erdma-smcr mechanisms` says of the node (its first mechanism's), whatever
+// mechanism the pods use. append: more of the kernel's command line for select.sh.
 // service: the VM loads a real kube-proxy's rules for a Service (nftables: 7.x built in, 6.1's
-// modules in the VM; 6.12 does not enforce the selection, so there is nothing to show there).
+// modules in the VM; 6.12's VM carries none: its bpf pods do not enforce the selection, and its
+// preload pods decide as 6.1's do).
 const KERNELS = [
   {
     kernel: 'newest',
@@ -31,6 +34,8 @@ const KERNELS = [
     enforced: true,
     smcMode: 'SMCD',
     service: true,
+    nodeEnforces: true,
+    append: '',
   },
   {
     kernel: 'bookworm',
@@ -39,6 +44,8 @@ const KERNELS = [
     enforced: true,
     smcMode: 'SMCR',
     service: true,
+    nodeEnforces: true,
+    append: '',
   },
   {
     kernel: 'trixie',
@@ -47,6 +54,20 @@ const KERNELS = [
     enforced: false,
     smcMode: 'SMCR',
     service: false,
+    nodeEnforces: false,
+    append: '',
+  },
+  // The same kernel with pods annotated smcr.erdma.io/mechanism: preload: the library enforces
+  // the selection where the node's own mechanism (the probe's) cannot.
+  {
+    kernel: 'trixie',
+    release: /^6\.12\./,
+    mechanism: 'preload',
+    enforced: true,
+    smcMode: 'SMCR',
+    service: false,
+    nodeEnforces: false,
+    append: 'smcr_select_mech=preload',
   },
 ] as const;
 
@@ -77,7 +98,7 @@ interface SelectStatus {
 
 describe.skipIf(skip).each(KERNELS)(
   'the SMC selection on $kernel ($mechanism)',
-  ({ kernel, release, mechanism, enforced, smcMode, service }) => {
+  ({ kernel, release, mechanism, enforced, smcMode, service, nodeEnforces, append }) => {
     let vm: VmRun;
     beforeAll(async () => {
       const files: Record<string, string> = {};
@@ -86,7 +107,12 @@ describe.skipIf(skip).each(KERNELS)(
         console.log(`the Service's rules, by ${rules.version} in nftables mode:\n${rules.table}`);
         files['kube-proxy.nft'] = rules.table;
       }
-      vm = await bootVm({ kernel, append: 'smcr_scenario=select', watchdogSec: 420, files });
+      vm = await bootVm({
+        kernel,
+        append: `smcr_scenario=select ${append}`.trim(),
+        watchdogSec: 420,
+        files,
+      });
       console.log(`SMC selection on ${kernel}: VM run ${vm.summary}`);
       for (const c of ['ext', 'b'])
         for (const r of vm.lines.filter((x) => `syn_${c}` in x))
@@ -114,7 +140,7 @@ describe.skipIf(skip).each(KERNELS)(
       expectRanEveryStep(vm, release);
       expect(vm.find((r) => 'mechanism' in r).mechanism).toBe(mechanism);
       const probe = vm.json('mechanisms') as { selection: { ok: boolean; why?: string } };
-      expect(probe.selection.ok).toBe(enforced);
+      expect(probe.selection.ok).toBe(nodeEnforces);
     });
 
     it("reproduces the FAQ's failure: an annotated pod without a selection cannot fetch from a server that replays SMC's option; a plain pod can", () => {
