@@ -6,26 +6,15 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CDI_KIND, CdiSpecs, cdiIds } from '../../../../src/agent/dra/cdi.js';
 import type { PreparedClaim } from '../../../../src/agent/dra/checkpoint.js';
+import { preparedClaim } from './fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cdi-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const claim: PreparedClaim = {
-  uid: 'c0ffee-1',
-  namespace: 'apps',
-  name: 'one',
-  devices: [
-    {
-      requestNames: ['erdma'],
-      poolName: 'node-a',
-      deviceName: 'erdma-0',
-      rdmaDevice: 'erdma_0',
-      uverbs: '/dev/infiniband/uverbs0',
-      pnetId: 'AB',
-      cdiDeviceIds: cdiIds('c0ffee-1', 'erdma-0'),
-    },
-  ],
-};
+const claim: PreparedClaim = preparedClaim('c0ffee-1', 'one', {
+  pnetId: 'AB',
+  cdiDeviceIds: cdiIds('c0ffee-1', 'erdma-0'),
+});
 
 describe('CdiSpecs', () => {
   const specs = new CdiSpecs(join(dir, 'cdi'), '/');

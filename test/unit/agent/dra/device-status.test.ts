@@ -7,36 +7,15 @@ import type { RdmaDevice } from '../../../../src/agent/devices/discovery.js';
 import type { PreparedClaim } from '../../../../src/agent/dra/checkpoint.js';
 import { deviceStatuses, statusKey } from '../../../../src/agent/dra/device-status.js';
 import { HEALTH_TIMEOUT_S, HealthStreams } from '../../../../src/agent/dra/health.js';
+import { erdmaDevice, preparedClaim } from './fixtures.js';
 
-const dev = (state: string): RdmaDevice =>
-  ({
-    name: 'erdma_0',
-    netdev: 'eth1',
-    mac: '00:16:3e:10:f8:b0',
-    pnetId: '00163E10F8B0',
-    driverMode: 'default',
-    uverbs: '/dev/infiniband/uverbs0',
-    healthy: state === 'ACTIVE',
-    ports: [{ port: 1, state, linkLayer: 'Ethernet' }],
-  }) as unknown as RdmaDevice;
+const dev = (state: string): RdmaDevice => erdmaDevice(state, '00163E10F8B0');
 
-const claim: PreparedClaim = {
-  uid: 'u-1',
-  namespace: 'apps',
-  name: 'web',
-  devices: [
-    {
-      requestNames: ['erdma'],
-      poolName: 'node-a',
-      deviceName: 'erdma-0',
-      rdmaDevice: 'erdma_0',
-      uverbs: '/dev/infiniband/uverbs0',
-      pnetId: '00163E10F8B0',
-      cdiDeviceIds: [],
-      shareId: 's-1',
-    },
-  ],
-};
+const claim: PreparedClaim = preparedClaim('u-1', 'web', {
+  pnetId: '00163E10F8B0',
+  cdiDeviceIds: [],
+  shareId: 's-1',
+});
 const t0 = new Date('2026-12-05T03:00:00Z');
 
 describe("a claim's device status", () => {

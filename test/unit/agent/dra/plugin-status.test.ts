@@ -13,48 +13,19 @@ import type { RdmaDevice } from '../../../../src/agent/devices/discovery.js';
 import { CdiSpecs } from '../../../../src/agent/dra/cdi.js';
 import { Checkpoint } from '../../../../src/agent/dra/checkpoint.js';
 import { DraPlugin, STATUS_RETRY_MS } from '../../../../src/agent/dra/plugin.js';
+import { erdmaDevice, preparedClaim } from './fixtures.js';
 
 const root = mkdtempSync(join(tmpdir(), 'dra-status-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-const dev = (state: string): RdmaDevice =>
-  ({
-    name: 'erdma_0',
-    netdev: 'eth1',
-    mac: '00:16:3e:10:f8:b0',
-    pnetId: 'AB',
-    driverMode: 'default',
-    uverbs: '/dev/infiniband/uverbs0',
-    healthy: state === 'ACTIVE',
-    ports: [{ port: 1, state, linkLayer: 'Ethernet' }],
-  }) as unknown as RdmaDevice;
+const dev = (state: string): RdmaDevice => erdmaDevice(state, 'AB');
 
 function driver(refuse: () => string | undefined) {
   const dir = mkdtempSync(join(root, 'd-'));
   mkdirSync(join(dir, 'state'));
   const checkpoint = new Checkpoint(join(dir, 'state'));
   checkpoint.save(
-    new Map([
-      [
-        'u-1',
-        {
-          uid: 'u-1',
-          namespace: 'apps',
-          name: 'web',
-          devices: [
-            {
-              requestNames: ['erdma'],
-              poolName: 'node-a',
-              deviceName: 'erdma-0',
-              rdmaDevice: 'erdma_0',
-              uverbs: '/dev/infiniband/uverbs0',
-              pnetId: 'AB',
-              cdiDeviceIds: [],
-            },
-          ],
-        },
-      ],
-    ]),
+    new Map([['u-1', preparedClaim('u-1', 'web', { pnetId: 'AB', cdiDeviceIds: [] })]]),
   );
   const writes: {
     path: string;
