@@ -80,7 +80,6 @@ const SERVICE = {
   ports: [7003, 7056],
   endpointIp: '10.88.0.3',
   podCidr: '10.88.0.0/24',
-  nodeIp: '10.88.0.1',
 } as const;
 const noKubeProxy = skip
   ? 'skipped'

@@ -18,8 +18,6 @@ export interface ServiceSpec {
   readonly endpointIp: string;
   /** The pods' CIDR (kube-proxy's --cluster-cidr: traffic from it is not masqueraded). */
   readonly podCidr: string;
-  /** The node's address (a Node object kube-proxy finds by its name). */
-  readonly nodeIp: string;
 }
 
 export interface KubeProxyRules {
