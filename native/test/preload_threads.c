@@ -9,7 +9,7 @@
  * the TCP socket; on one with AF_SMC (the VM suites) the SO_REUSEPORT swap runs too. Prints
  * "N checks, 0 failed" as test/unit.c does. */
 #include "tsan_next.h"
-#include "../preload/smc_preload.c"
+#include "../preload/smc_preload.c" /* record.c is linked beside it */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

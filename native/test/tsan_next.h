@@ -21,6 +21,13 @@ int __interceptor_bind(int, const struct sockaddr *, socklen_t);
 int __interceptor_listen(int, int);
 int __interceptor_close(int);
 int __interceptor_epoll_ctl(int, int, int, struct epoll_event *);
+int __interceptor_epoll_create(int);
+int __interceptor_epoll_create1(int);
+int __interceptor_dup(int);
+int __interceptor_dup2(int, int);
+int __interceptor_dup3(int, int, int);
+ssize_t __interceptor_sendmsg(int, const struct msghdr *, int);
+int __interceptor_sendmmsg(int, struct mmsghdr *, unsigned int, int);
 
 static void *tsan_next(void *handle, const char *name)
 {
@@ -34,8 +41,15 @@ static void *tsan_next(void *handle, const char *name)
 		{"listen", (void *)__interceptor_listen},
 		{"close", (void *)__interceptor_close},
 		{"epoll_ctl", (void *)__interceptor_epoll_ctl},
+		{"epoll_create", (void *)__interceptor_epoll_create},
+		{"epoll_create1", (void *)__interceptor_epoll_create1},
+		{"dup", (void *)__interceptor_dup},
+		{"dup2", (void *)__interceptor_dup2},
+		{"dup3", (void *)__interceptor_dup3},
+		{"sendmsg", (void *)__interceptor_sendmsg},
+		{"sendmmsg", (void *)__interceptor_sendmmsg},
 	};
-	/* setsockopt() has no interceptor: libc's, as in the library. */
+	/* setsockopt() and fcntl() have no interceptor: libc's, as in the library. */
 	for (unsigned i = 0; i < sizeof(interceptors) / sizeof(interceptors[0]); i++)
 		if (!strcmp(name, interceptors[i].name))
 			return interceptors[i].f;
