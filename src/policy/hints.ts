@@ -3,7 +3,9 @@
 // the pod template's, and keys that look like ours but are misspelled ("did you mean").
 import {
   CONTAINER_ANNOTATION,
+  DEVICE_CLAIM_ANNOTATION,
   OWN_PREFIX,
+  SELECTION_ANNOTATIONS,
   SMCR_ANNOTATION,
   TUNING_ANNOTATIONS,
 } from '../constants.js';
@@ -15,13 +17,13 @@ import type { JsonObject, PodLocation } from './types.js';
 export const USER_ANNOTATIONS: readonly string[] = [
   SMCR_ANNOTATION,
   CONTAINER_ANNOTATION,
+  DEVICE_CLAIM_ANNOTATION,
   ...Object.values(TUNING_ANNOTATIONS),
-];
-const KNOWN = new Set<string>([
-  ...USER_ANNOTATIONS,
-  `${OWN_PREFIX}settings`,
+  ...Object.values(SELECTION_ANNOTATIONS),
+  // The opt-in to a mechanism other than the node's (preload; tcp2smc).
   `${OWN_PREFIX}mechanism`,
-]);
+];
+const KNOWN = new Set<string>([...USER_ANNOTATIONS, `${OWN_PREFIX}settings`]);
 const SMCR_PREFIX = SMCR_ANNOTATION.slice(0, SMCR_ANNOTATION.indexOf('/') + 1);
 
 /** Edit distance, stopping early past `max` (keys are short; this runs on few of them). */

@@ -20,6 +20,13 @@ describe('misspelled annotation keys', () => {
     ['smcr.erdma.io/keep-ipv-6', 'smcr.erdma.io/keep-ipv6'],
     ['smcr.erdma.io/autocorking_size', 'smcr.erdma.io/autocorking-size'],
     ['smcr.erdma.io/containr', 'smcr.erdma.io/container'],
+    // The selection's keys (#102): a typo there gave the pod every port, in silence.
+    ['smcr.erdma.io/connect-port', 'smcr.erdma.io/connect-ports'],
+    ['smcr.erdma.io/connect_ports', 'smcr.erdma.io/connect-ports'],
+    ['smcr.erdma.io/conect-ports', 'smcr.erdma.io/connect-ports'],
+    ['smcr.erdma.io/listen-port', 'smcr.erdma.io/listen-ports'],
+    ['smcr.erdma.io/device_claim', 'smcr.erdma.io/device-claim'],
+    ['smcr.erdma.io/mechanisms', 'smcr.erdma.io/mechanism'],
   ])('%s: did you mean %s', (typo, meant) => {
     expect(meantAnnotation(typo)).toBe(meant);
   });
@@ -28,6 +35,10 @@ describe('misspelled annotation keys', () => {
     SMCR_ANNOTATION,
     'smcr.erdma.io/wmem',
     'smcr.erdma.io/settings',
+    'smcr.erdma.io/connect-ports',
+    'smcr.erdma.io/listen-ports',
+    'smcr.erdma.io/device-claim',
+    'smcr.erdma.io/mechanism',
     'network.alibabacloud.com/pod-networks',
     'app.kubernetes.io/name',
     'smcr.erdma.io/something-else-entirely',
