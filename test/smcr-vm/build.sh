@@ -25,7 +25,7 @@ kernel=${SMCR_VM_KERNEL:-bookworm}
 modules=(crc32_generic ib_core smc smc_diag udp_tunnel ip6_udp_tunnel ib_uverbs veth llc stp bridge)
 # What init.sh loads with insmod, in order (smc itself comes through the agent's modprobe).
 load=(crc32_generic ib_core udp_tunnel ip6_udp_tunnel ib_uverbs rdma_rxe veth llc stp bridge)
-for p in qemu-system-x86 kmod cpio busybox-static iperf3 python3.11 redis-server redis-tools golang-go rsync musl-tools tcpdump nftables; do
+for p in qemu-system-x86 kmod cpio busybox-static iperf3 python3.11 redis-server redis-tools golang-go rsync musl-tools tcpdump nftables nginx haproxy postgresql-15 curl wrk; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
     apt-get install -y -o DPkg::Lock::Timeout=300 --no-install-recommends "$p" >/dev/null
 done
@@ -128,6 +128,8 @@ fi
 # The initramfs is cheap to build and holds our freshly built binary: rebuilt every run.
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
+# The VM's / (mktemp made it 0700): PostgreSQL's server runs as its own user, and must reach /bin.
+chmod 755 "$root"
 mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,lib/modules,opt/cni/bin,proc,sys,dev,etc}
 cp /bin/busybox "$root/bin/busybox"
 gcc -static -O2 -Wall -Wextra -Werror -o "$root/bin/smc-pair" "$here/smc-pair.c"
@@ -165,7 +167,39 @@ rsync -a --exclude test --exclude idlelib --exclude tkinter --exclude turtledemo
   --exclude lib2to3 --exclude 'config-3.11-*' --exclude site-packages --exclude dist-packages \
   /usr/lib/python3.11/ "$root/usr/lib/python3.11/"
 with_libs /usr/lib/python3.11/lib-dynload/*.so
+# The selection's apps (apps.sh, #99), as Debian ships them: nginx, HAProxy, redis-cli, curl,
+# PostgreSQL's server and psql. PostgreSQL's data directory is made here by its own initdb, as its
+# user (the server refuses root), small (1 MB WAL segments); the VM's passwd has that user.
+with_libs /usr/sbin/nginx /usr/sbin/haproxy /usr/bin/redis-cli /usr/bin/curl /usr/bin/wrk \
+  /usr/lib/postgresql/15/bin/postgres /usr/lib/postgresql/15/bin/psql
+mkdir -p "$root/usr/share/postgresql" "$root/usr/share/zoneinfo/Etc" "$root/usr/lib/postgresql/15/lib"
+cp -r /usr/share/postgresql/15 "$root/usr/share/postgresql/"
+cp /usr/lib/postgresql/15/lib/plpgsql.so "$root/usr/lib/postgresql/15/lib/"
+cp -L /usr/share/zoneinfo/UTC "$root/usr/share/zoneinfo/UTC"
+cp -L /usr/share/zoneinfo/Etc/UTC "$root/usr/share/zoneinfo/Etc/UTC"
+pg_uid=$(id -u postgres) pg_gid=$(id -g postgres)
+pgtmp=$(mktemp -d)
+chown postgres "$pgtmp"
+runuser -u postgres -- /usr/lib/postgresql/15/bin/initdb -D "$pgtmp/pgdata" -U postgres -A trust \
+  --locale=C --encoding=UTF8 --wal-segsize=1 -N > "$pgtmp/initdb.log" 2>&1 ||
+  { cat "$pgtmp/initdb.log" >&2; exit 1; }
+echo "host all all 0.0.0.0/0 trust" >> "$pgtmp/pgdata/pg_hba.conf"
+cat >> "$pgtmp/pgdata/postgresql.conf" <<EOF
+listen_addresses = '*'
+unix_socket_directories = '/tmp'
+dynamic_shared_memory_type = mmap
+shared_buffers = 16MB
+max_connections = 20
+timezone = 'UTC'
+log_timezone = 'UTC'
+fsync = off
+EOF
+cp -a "$pgtmp/pgdata" "$root/pgdata"
+rm -rf "$pgtmp"
+printf 'root:x:0:0:root:/root:/bin/sh\npostgres:x:%s:%s:postgres:/tmp:/bin/sh\n' "$pg_uid" "$pg_gid" > "$root/etc/passwd"
+printf 'root:x:0:\npostgres:x:%s:\n' "$pg_gid" > "$root/etc/group"
 mkdir -p "$root/runtimes"
+cp "$here/runtimes/aget.py" "$here/runtimes/app-get.mjs" "$root/runtimes/"
 cp "$here/runtimes/get.py" "$here/runtimes/http.mjs" "$here/runtimes/stop.py" "$here/runtimes/stop.mjs" "$here/runtimes/stop-redis.sh" "$root/runtimes/"
 # Debian's golang-go by path: the machine's own Go (1.26 in /usr/local/go) may come first on PATH,
 # and the suite's claims (Go's net tests, their known skips) are about the Go Debian ships.
@@ -189,8 +223,8 @@ clang -g -O2 -target bpf -I"/usr/include/$(gcc -dumpmachine)" -Wall -Werror -c "
 # ThreadSanitizer, its runtime linked in: where the kernel has AF_SMC the loopback swap runs in every
 # racing thread, which it cannot on a machine without SMC.
 gcc -std=c11 -O1 -g -fno-omit-frame-pointer -Wall -Wextra -Werror -fsanitize=thread -static-libtsan \
-  -I"$repo/native/src" -o "$root/bin/preload-threads" "$repo/native/test/preload_threads.c" \
-  "$repo/native/src/selection.c" -ldl -lpthread
+  -I"$repo/native/src" -I"$repo/native/preload" -o "$root/bin/preload-threads" "$repo/native/test/preload_threads.c" \
+  "$repo/native/preload/record.c" "$repo/native/src/selection.c" -ldl -lpthread
 ln -s /usr/bin/kmod "$root/usr/sbin/modprobe"
 # The agent's modules as built (ES modules importing only Node's own and each other).
 mkdir -p "$root/agent"
@@ -234,7 +268,7 @@ cp "$rxe" "$root/lib/modules/rdma_rxe.ko"
 install -m 0755 "$here/init.sh" "$root/init"
 install -m 0755 "$here/transparent.sh" "$root/transparent.sh"
 install -m 0755 "$here/cost.sh" "$root/cost.sh"
-for f in pods.sh smcd.sh gain.sh cpython.sh select.sh; do install -m 0755 "$here/$f" "$root/$f"; done
+for f in pods.sh smcd.sh gain.sh cpython.sh select.sh apps.sh appbench.sh; do install -m 0755 "$here/$f" "$root/$f"; done
 # SMCR_VM_PYTEST=1: CPython's own test suite (Debian's libpython3.11-testsuite), for cpython.sh. Only
 # then: it adds some 25 MB to the initramfs.
 if [ "${SMCR_VM_PYTEST:-0}" = 1 ]; then

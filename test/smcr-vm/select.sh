@@ -155,6 +155,14 @@ for c in ext b; do
   say "read_$c=\"$(tr -d '"' < "/run/$c.read" | tr '\n' ' ')\""
 done
 
+# Real servers and clients under the selection (#99, apps.sh), where the pods' mechanism enforces it.
+if [ "$mech" = preload ] || echo "$mechs" | grep -q '"selection":{"ok":true'; then
+  . /apps.sh
+  say "apps=ran"
+else
+  say "apps=skipped"
+fi
+
 # DEL takes the pod's selection out of the program's map.
 out=$(ours DEL a "$(annotations "$SEL_A")" "$(cat /run/prev-a.json)" 2>&1); say "del_a=$? $out"
 say "bpf_status_after_del=$(erdma-smcr bpf status 2>&1 | tr -d '\n')"

@@ -11,6 +11,7 @@
 // SMC's TCP option in its SYN-ACK (a sockops program, test/smcr-vm/replay-option.bpf.c); an
 // annotated pod without a selection cannot fetch from it, where a plain pod can. tcpdump shows which
 // SYN carried the option (tcpdump prints it "exp-e2d4").
+import { createHash } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { requires, root } from '../helpers/requires.js';
 import { bootVm, type VmRun } from '../helpers/vm.js';
@@ -85,6 +86,20 @@ const noKubeProxy = skip
   ? 'skipped'
   : requires("a Service through a real kube-proxy's rules", kubeProxyMissing);
 
+/** The apps of test/smcr-vm/apps.sh, each one result line per selection. */
+const APPS = [
+  'curl',
+  'asyncio',
+  'node',
+  'proxy_plain',
+  'proxy_pool',
+  'proxy_bind',
+  'haproxy',
+  'redis_cli',
+  'redis_replica',
+  'psql',
+] as const;
+
 /** SMC's TCP option as tcpdump prints it (kind 254, ExID 0xE2D4...). */
 const SMC_OPTION = 'exp-e2d4';
 
@@ -109,8 +124,14 @@ describe.skipIf(skip).each(KERNELS)(
       vm = await bootVm({
         kernel,
         append: `smcr_scenario=select ${append}`.trim(),
-        watchdogSec: 420,
+        watchdogSec: 900,
         files,
+        // ERDMA_SMCR_VM_CONSOLE=DIR keeps each boot's console there, to read after a failure.
+        ...(process.env.ERDMA_SMCR_VM_CONSOLE
+          ? {
+              consoleFile: `${process.env.ERDMA_SMCR_VM_CONSOLE}/select-${kernel}-${mechanism}.log`,
+            }
+          : {}),
       });
       console.log(`SMC selection on ${kernel}: VM run ${vm.summary}`);
       for (const c of ['ext', 'b'])
@@ -230,6 +251,69 @@ describe.skipIf(skip).each(KERNELS)(
         for (const l of synack) expect(l).not.toContain(SMC_OPTION);
         for (const pod of ['a', 'b'])
           expect(active('nolisten_py', pod).filter((s) => s.mode !== 'TCP')).toEqual([]);
+      });
+    }
+
+    if (enforced) {
+      // test/smcr-vm/apps.sh (#99): each app's output and which of its connections ran SMC, with
+      // the selection as the webhook writes it (sel: sc -> ss, every port) and with the apps' ports
+      // excluded (exc: xc -> xs).
+      const md5 = (text: string): string => createHash('md5').update(text).digest('hex');
+      const psqlOut = Array.from({ length: 20_000 }, (_, i) => md5(String(i + 1))).join('') + '\n';
+      const expected = (tag: string, app: (typeof APPS)[number]): string => {
+        if (app === 'redis_cli' || app === 'redis_replica')
+          return vm.find((r) => `${tag}_redis_value` in r)[`${tag}_redis_value`] as string;
+        if (app === 'psql') return md5(psqlOut);
+        if (app.startsWith('proxy_')) return vm.find((r) => 'blob3_md5' in r).blob3_md5 as string;
+        return vm.find((r) => 'blob_md5' in r).blob_md5 as string;
+      };
+      const result = (tag: string, app: string): Record<string, string> =>
+        vm.find((r) => r.app === `${tag}_${app}`) as Record<string, string>;
+
+      it.each(['sel', 'exc'])(
+        'nginx (its default server and as a reverse proxy: per request, a keepalive pool, proxy_bind), HAProxy, redis and a replica, PostgreSQL and psql, curl, asyncio and Node.js deliver the same bytes as without the library (%s)',
+        (tag) => {
+          expect(vm.find((r) => 'apps' in r).apps).toBe('ran');
+          for (const app of APPS) {
+            const r = result(tag, app);
+            // The servers' own words, for a failure's message.
+            const servers = vm.lines
+              .flatMap((l) => Object.entries(l))
+              .filter(([k]) =>
+                /^(sel|exc)_(nginx_server|proxy_err|redis_server|postgres_server)$/.test(k),
+              )
+              .map(([k, v]) => `${k}: ${v}`)
+              .join('\n');
+            expect(r.md5, `${tag} ${app}: ${r.out}\n${servers}`).toBe(expected(tag, app));
+            expect(r.rc, `${tag} ${app}: ${r.out}\n${servers}`).toBe('0');
+          }
+          const err = vm.find((r) => `${tag}_nginx_server` in r)[`${tag}_nginx_server`] as string;
+          expect(err).not.toMatch(/Address already in use/);
+        },
+      );
+
+      it('with the selection as the webhook writes it, every app connection across the pods runs SMC, and its SYN carries the option', () => {
+        const tech = smcMode === 'SMCD' ? 'smcd' : 'smcr';
+        for (const app of APPS)
+          expect(statsDelta(vm, `sel_${app}`, 'sc', tech).successes, app).toBeGreaterThanOrEqual(1);
+        // The pool's upstream connection is made once and reused; per-request upstreams, three.
+        expect(statsDelta(vm, 'sel_proxy_plain', 'sc', tech).successes).toBeGreaterThanOrEqual(3);
+        for (const port of [80, 5432, 6379]) {
+          const s = syns('ss', ip('sc'), ip('ss'), [port, port]).filter((l) =>
+            l.includes('Flags [S]'),
+          );
+          expect(s.length, `SYNs to ss:${port}`).toBeGreaterThan(0);
+          for (const l of s) expect(l).toContain(SMC_OPTION);
+        }
+      });
+
+      it('with their ports excluded, the same apps run plain TCP from the first packet: no SMC option in any SYN, no SMC handshake', () => {
+        for (const app of APPS)
+          for (const tech of ['smcr', 'smcd'] as const)
+            expect(statsDelta(vm, `exc_${app}`, 'xc', tech).successes, app).toBe(0);
+        const s = syns('xs', ip('xc'), ip('xs')).filter((l) => l.includes('Flags [S]'));
+        expect(s.length).toBeGreaterThanOrEqual(APPS.length);
+        for (const l of s) expect(l).not.toContain(SMC_OPTION);
       });
     }
 
