@@ -24,6 +24,17 @@ const SCOPE_NOTE = {
   review: '  (the AdmissionReview itself, in the webhook)',
 } as const;
 
+/**
+ * What `check` itself notes of an input (src/check/check.ts CHECK_NOTE): not an admission rule, but
+ * an id `--skip-warning` takes and warnings carry, so `explain` answers for it too (#102).
+ */
+export const CHECK_NOTE_ENTRY = {
+  id: 'check-note',
+  scope: 'check',
+  when: 'an AdmissionReview was read for the object it reviews; a namespace the webhook never sees; an annotation where no pod template can be told; an object of a kind check does not judge',
+  fix: '`--skip-warning check-note` drops these notes from every output and from the count, so `--fail-on-warn` no longer fails on them',
+} as const;
+
 export function rulesCommand({ program, io, setCode }: CommandContext): void {
   program
     .command('rules')
@@ -40,6 +51,14 @@ export function rulesCommand({ program, io, setCode }: CommandContext): void {
       const wanted = id?.replace(/^\[|\]$/g, '');
       const rules =
         wanted === undefined ? RULE_CATALOGUE : RULE_CATALOGUE.filter((r) => r.id === wanted);
+      if (wanted === CHECK_NOTE_ENTRY.id) {
+        io.out(
+          opts.output === 'json'
+            ? `${JSON.stringify(CHECK_NOTE_ENTRY, null, 2)}\n`
+            : `${CHECK_NOTE_ENTRY.id}  (what erdma-smcr check notes of an input; never a denial)\n  notes when:  ${CHECK_NOTE_ENTRY.when}\n  to hide it:  ${CHECK_NOTE_ENTRY.fix}\n`,
+        );
+        return setCode(0);
+      }
       if (rules.length === 0) {
         const meant = await nearestRule(
           wanted ?? '',
@@ -47,7 +66,7 @@ export function rulesCommand({ program, io, setCode }: CommandContext): void {
         );
         throw new AppError(
           'USAGE',
-          `no rule "${wanted}"${meant ? `; did you mean ${meant}?` : ''} The rules are ${RULE_CATALOGUE.map((r) => r.id).join(', ')}`,
+          `no rule "${wanted}"${meant ? `; did you mean ${meant}?` : '.'} The rules are ${RULE_CATALOGUE.map((r) => r.id).join(', ')}, and check's own ${CHECK_NOTE_ENTRY.id}.`,
         );
       }
       if (opts.output === 'json') {

@@ -80,3 +80,25 @@ describe('check: warnings under their rule', () => {
     expect(bad.stderr).toMatch(/--skip-warning reserved-port: no such rule \(.*reserved-ports/);
   });
 });
+
+describe('explain: check-note, the id check gives its own notes (#102)', () => {
+  it('answers for check-note, which --skip-warning takes, with what it notes and how to hide it', async () => {
+    const { CHECK_NOTE } = await import('../../../src/check/check.js');
+    const { CHECK_NOTE_ENTRY } = await import('../../../src/cli/commands/rules.js');
+    expect(CHECK_NOTE_ENTRY.id).toBe(CHECK_NOTE);
+    const r = await runCli(['explain', 'check-note']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^check-note {2}\(what erdma-smcr check notes of an input/);
+    expect(r.stdout).toMatch(/--skip-warning check-note/);
+    const j = await runCli(['explain', 'check-note', '-o', 'json']);
+    expect(JSON.parse(j.stdout)).toMatchObject({ id: 'check-note', scope: 'check' });
+  });
+
+  it('an unknown id ends its sentences and names check-note beside the rules', async () => {
+    const r = await runCli(['explain', 'no-such-rule']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(
+      /no rule "no-such-rule"\. The rules are annotation-value, .*, and check's own check-note\./,
+    );
+  });
+});
