@@ -48,6 +48,15 @@ export function parsePorts(raw: string): PortsResult {
       problem: `must be "*" or a list of at most ${MAX_PORT_ITEMS} ports or ranges (6379, 8000-8999, !8080), got "${clip(raw, 64)}"`,
     };
   for (const item of items) {
+    // The list's shape first (#102): what is wrong with the list, not only with its item.
+    if (item === '')
+      return {
+        problem: `has an empty item in "${clip(raw, 64)}" (a comma at an end, or two together): write the ports between single commas`,
+      };
+    if (item === '*' || item === '!*')
+      return {
+        problem: `"*" means every port and stands alone: write "*", or a list of ports and ranges without it (got "${clip(raw, 64)}")`,
+      };
     const m = ITEM.exec(item);
     const low = Number(m?.[2]);
     const high = m?.[3] === undefined ? low : Number(m[3]);

@@ -29,6 +29,10 @@ describe('rule selection', () => {
     ['smcr.erdma.io/listen-ports', '65536', /not a port/],
     ['smcr.erdma.io/listen-ports', 'http', /not a port/],
     ['smcr.erdma.io/connect-ports', '', /must be "\*" or a list/],
+    // What is wrong with the list, not '"" is not a port' (#102).
+    ['smcr.erdma.io/listen-ports', '6379,', /an empty item in "6379," \(a comma at an end/],
+    ['smcr.erdma.io/listen-ports', '6379,,6380', /an empty item/],
+    ['smcr.erdma.io/connect-ports', '*,6379', /"\*" means every port and stands alone/],
     [
       'smcr.erdma.io/connect-ports',
       Array.from({ length: 17 }, (_, i) => i + 1).join(','),
