@@ -178,7 +178,10 @@ cp /usr/lib/postgresql/15/lib/plpgsql.so "$root/usr/lib/postgresql/15/lib/"
 cp -L /usr/share/zoneinfo/UTC "$root/usr/share/zoneinfo/UTC"
 cp -L /usr/share/zoneinfo/Etc/UTC "$root/usr/share/zoneinfo/Etc/UTC"
 pg_uid=$(id -u postgres) pg_gid=$(id -g postgres)
-pgtmp=$(mktemp -d)
+# In /tmp, not $TMPDIR: the benches' and tests' TMPDIR may be root-only (0700), and initdb runs as
+# postgres.
+pgtmp=$(mktemp -d -p /tmp erdma-smcr-pgdata.XXXXXX)
+trap 'rm -rf "$root" "$pgtmp"' EXIT
 chown postgres "$pgtmp"
 runuser -u postgres -- /usr/lib/postgresql/15/bin/initdb -D "$pgtmp/pgdata" -U postgres -A trust \
   --locale=C --encoding=UTF8 --wal-segsize=1 -N > "$pgtmp/initdb.log" 2>&1 ||

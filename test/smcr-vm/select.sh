@@ -157,8 +157,9 @@ done
 
 # Real servers and clients under the selection (#99, apps.sh), where the pods' mechanism enforces it.
 if [ "$mech" = preload ] || echo "$mechs" | grep -q '"selection":{"ok":true'; then
+  started=$(cut -d' ' -f1 /proc/uptime)
   . /apps.sh
-  say "apps=ran"
+  say "apps=ran apps_seconds=$(awk "BEGIN { print $(cut -d' ' -f1 /proc/uptime) - $started }")"
 else
   say "apps=skipped"
 fi

@@ -38,7 +38,7 @@ function podLine(p: PodSmc): string {
 export function plainTcpWhy(mechanism: string | undefined): string {
   switch (mechanism) {
     case 'preload':
-      return 'programs that do not load the preload library stay on TCP: statically linked ones (Go, busybox), or a program that clears LD_PRELOAD';
+      return "programs that do not load the preload library stay on TCP: statically linked ones (Go, busybox), or a program that clears LD_PRELOAD; and a socket the library could not carry to SMC (duplicated, shared by fork, in an epoll set it did not see: the container's log says which, once per reason)";
     case 'bpf':
       return 'sockets opened before the plugin switched the pod on, or with a protocol other than TCP, stay on TCP';
     case 'tcp2smc':
