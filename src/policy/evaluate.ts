@@ -33,6 +33,8 @@ import type {
 
 /** Warnings of the annotation itself (its value, its key, where it sits) go under this rule. */
 const ANNOTATION_RULE = 'annotation-value';
+/** Where misspelled and misplaced keys are warned (src/policy/rules/annotation-placement.ts). */
+const PLACEMENT_RULE = 'annotation-placement';
 const asWarnings = (rule: string, messages: readonly string[]): Warning[] =>
   messages.map((message) => ({ rule, message }));
 
@@ -148,7 +150,7 @@ function withoutAnnotation(
 ): PolicyResult {
   if (misplaced.length === 0 && !mayUseRdma(loc, config)) return UNTOUCHED;
   const rdma = rdmaRules(loc, view, config);
-  const warnings = [...asWarnings(ANNOTATION_RULE, misplaced), ...rdma.warnings];
+  const warnings = [...asWarnings(PLACEMENT_RULE, misplaced), ...rdma.warnings];
   return warnings.length > 0 || rdma.denials.length > 0
     ? verdictOf(rdma.denials, warnings, false)
     : UNTOUCHED;
@@ -171,19 +173,18 @@ export function evaluate(
   const raw = ownString(loc.metadata.annotations, SMCR_ANNOTATION);
   const misplaced = annotationHints(obj, loc);
   const unquoted = nonStringAnnotations(loc);
-  if (unquoted.length > 0)
-    return verdictOf(unquoted, asWarnings(ANNOTATION_RULE, misplaced), false);
+  if (unquoted.length > 0) return verdictOf(unquoted, asWarnings(PLACEMENT_RULE, misplaced), false);
   if (raw === undefined) return withoutAnnotation(loc, misplaced, view, config);
   const oversized = annotationsTooLarge(loc);
-  if (oversized) return verdictOf([oversized], asWarnings(ANNOTATION_RULE, misplaced), false);
+  if (oversized) return verdictOf([oversized], asWarnings(PLACEMENT_RULE, misplaced), false);
   const annotations = stringMap(loc.metadata.annotations);
 
   const mutate = options.mutate !== false && loc.isPod;
   const on = parseGoBool(raw);
   if (on === undefined) {
-    return verdictOf([notABoolean(loc.prefix, raw)], asWarnings(ANNOTATION_RULE, misplaced), false);
+    return verdictOf([notABoolean(loc.prefix, raw)], asWarnings(PLACEMENT_RULE, misplaced), false);
   }
-  const warnings = asWarnings(ANNOTATION_RULE, misplaced);
+  const warnings = asWarnings(PLACEMENT_RULE, misplaced);
   if (!isCanonicalBool(raw))
     warnings.push({
       rule: ANNOTATION_RULE,

@@ -75,6 +75,18 @@ function spelling(where: string, annotations: unknown): string[] {
   return out;
 }
 
+/**
+ * Our per-pod keys (ports, tuning, container, device claim, mechanism) on metadata the pod never
+ * gets, and not on the pod template: the pod runs without them, in silence (#102: connect-ports on
+ * a Deployment's own metadata gave the pod every port).
+ */
+function misplaced(where: string, outer: unknown, inner: unknown, target: string): string[] {
+  const pod = isObject(inner) ? inner : {};
+  return keyList(outer)
+    .filter((k) => k !== SMCR_ANNOTATION && USER_ANNOTATIONS.includes(k) && !(k in pod))
+    .map((k) => `${k} on ${where} does nothing; put it on ${target}`);
+}
+
 function annotationAt(root: JsonObject, keys: readonly string[]): string | undefined {
   let node: unknown = root;
   for (const k of keys) node = isObject(node) ? node[k] : undefined;
@@ -120,6 +132,7 @@ export function annotationHints(obj: JsonObject, loc: PodLocation): string[] {
       );
     let node: unknown = obj;
     for (const k of keys) node = isObject(node) ? node[k] : undefined;
+    out.push(...misplaced(path, node, loc.metadata.annotations, target));
     out.push(...spelling(path, node));
   }
   out.push(...spelling(target, loc.metadata.annotations));

@@ -1,5 +1,6 @@
 // Every admission rule, one file each. A new rule is a new file here, its line in RULES, and its
 // test in test/unit/policy/rules/.
+import { annotationPlacement } from './annotation-placement.js';
 import { annotationValue } from './annotation-value.js';
 import { container } from './container.js';
 import { deviceClaim } from './device-claim.js';
@@ -22,6 +23,7 @@ export type { PodCheck, Rule, RuleContext, RuleOutcome, RuleScope } from './rule
 /** Every rule, in the order `erdma-smcr rules` and docs/policy.md list them. */
 export const RULES: readonly Rule[] = [
   annotationValue,
+  annotationPlacement,
   hostNetwork,
   driverMode,
   nodeEligibility,

@@ -87,13 +87,13 @@ describe('the rule catalogue', () => {
 
   it('gives every rule a manifest can trigger its example', () => {
     // object-kind and object-size judge what no example manifest should carry (a foreign kind, a
-    // megabyte of annotations), and rdma-ipc-lock warns a GPU pod whatever the cluster: the unit
-    // tests make those.
+    // megabyte of annotations), and annotation-placement and rdma-ipc-lock warn whatever the
+    // cluster: the unit tests make those.
     expect(
       RULE_CATALOGUE.filter((r) => !r.example)
         .map((r) => r.id)
         .sort(),
-    ).toEqual(['object-kind', 'object-size', 'rdma-ipc-lock']);
+    ).toEqual(['annotation-placement', 'object-kind', 'object-size', 'rdma-ipc-lock']);
     expect(warning.map((r) => r.id)).toEqual(['reserved-ports']);
   });
 
@@ -127,7 +127,7 @@ describe('erdma-smcr rules', () => {
     expect(r.stdout).toBe('');
     // #80 item 11: the id meant, with or without its dash.
     expect(r.stderr).toMatch(
-      /no rule "hostnetwork"; did you mean host-network\? The rules are annotation-value, host-network/,
+      /no rule "hostnetwork"; did you mean host-network\? The rules are annotation-value, annotation-placement, host-network/,
     );
     const near = await runCli(['explain', 'ip-famly']);
     expect(near.stderr).toMatch(/did you mean ip-family\?/);

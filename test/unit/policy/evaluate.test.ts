@@ -39,7 +39,7 @@ describe('workload templates', () => {
     const r = evaluate(w, unknownView, config);
     expect(r.allowed).toBe(true);
     expect(r.warnings[0]).toEqual({
-      rule: 'annotation-value',
+      rule: 'annotation-placement',
       message: expect.stringMatching(/spec\.template\.metadata\.annotations/),
     });
   });

@@ -55,7 +55,8 @@ describe('misspelled annotation keys', () => {
     expect(r.allowed).toBe(true);
     expect(r.warnings).toEqual([
       {
-        rule: 'annotation-value',
+        // Its own rule, whose fix is not "write true or false" (#102).
+        rule: 'annotation-placement',
         message: `metadata.annotations: "network.alibabacloud.com/erdma_smcr" is not an annotation erdma-smcr reads; did you mean "${SMCR_ANNOTATION}"?`,
       },
     ]);
@@ -84,6 +85,24 @@ describe('the SMC-R annotation where the pod never gets it', () => {
     expect(warningsOf(d)).toContainEqual(
       `${SMCR_ANNOTATION} is "true" on the Deployment's own metadata but "false" on spec.template.metadata.annotations: the pod gets "false"`,
     );
+  });
+
+  it("the selection's ports on the Deployment's own metadata: says where they belong (#102)", () => {
+    const d = workload('Deployment', {});
+    (d.metadata as JsonObject).annotations = {
+      'smcr.erdma.io/connect-ports': '6379',
+      'smcr.erdma.io/wmem': '262144',
+    };
+    expect(warningsOf(d)).toEqual(
+      expect.arrayContaining([
+        "smcr.erdma.io/connect-ports on the Deployment's own metadata does nothing; put it on spec.template.metadata.annotations",
+        "smcr.erdma.io/wmem on the Deployment's own metadata does nothing; put it on spec.template.metadata.annotations",
+      ]),
+    );
+    // On the template too: the pod has it, nothing to say.
+    const both = workload('Deployment', {}, { 'smcr.erdma.io/connect-ports': '6379' });
+    (both.metadata as JsonObject).annotations = { 'smcr.erdma.io/connect-ports': '6379' };
+    expect(warningsOf(both).filter((w) => w.includes('connect-ports'))).toEqual([]);
   });
 
   it('the same value on both, or only on the template: no warning', () => {
