@@ -13,13 +13,26 @@ export const MAX_PORT_ITEMS = 16;
 export const MAX_NETS = 32;
 
 /**
+ * Alibaba Cloud's own service range: the ECS metadata server (100.100.100.200), its DNS
+ * (100.100.2.136, .138) and the other cloud endpoints a VPC reaches. Never a pod, and never SMC
+ * (#100): it sits inside RFC 6598's 100.64.0.0/10, which the fallback below would otherwise take in.
+ */
+export const CLOUD_SERVICE_NETWORK = '100.100.0.0/16';
+
+/**
  * The networks used when the cluster says none (no Node podCIDRs, no profile): the private ranges
- * of RFC 1918 and the shared range of RFC 6598, where ACK's vSwitches and Service CIDRs live. An
+ * of RFC 1918 and the shared range of RFC 6598 (where ACK's vSwitches and Service CIDRs live), less
+ * CLOUD_SERVICE_NETWORK: 100.64.0.0/10 is written as the six CIDRs around 100.100.0.0/16. An
  * Internet server, where Alibaba's FAQ saw SMC break a handshake, is never in them.
  */
 export const PRIVATE_NETWORKS: readonly string[] = [
   '10.0.0.0/8',
-  '100.64.0.0/10',
+  '100.64.0.0/11',
+  '100.96.0.0/14',
+  '100.101.0.0/16',
+  '100.102.0.0/15',
+  '100.104.0.0/13',
+  '100.112.0.0/12',
   '172.16.0.0/12',
   '192.168.0.0/16',
 ];

@@ -5,6 +5,7 @@ import fastJsonPatch from 'fast-json-patch';
 import { describe, expect, it } from 'vitest';
 import { MECHANISM_ANNOTATION, NODE_LABELS, PRELOAD, SELECT_ENV } from '../../../src/constants.js';
 import { evaluate } from '../../../src/policy/evaluate.js';
+import { PRIVATE_NETWORKS } from '../../../src/policy/selection.js';
 import type { JsonObject } from '../../../src/policy/types.js';
 import { config, node, pod, view } from '../../helpers/policy.js';
 
@@ -82,7 +83,7 @@ const expressions = (p: JsonObject): unknown =>
 /** The selection the library is given when the cluster names no networks: private ranges, every port. */
 const SELECT = {
   name: SELECT_ENV,
-  value: 'nets=10.0.0.0/8,100.64.0.0/10,172.16.0.0/12,192.168.0.0/16;connect=*;listen=*',
+  value: `nets=${PRIVATE_NETWORKS.join(',')};connect=*;listen=*`,
 };
 
 describe('the preload plan', () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { NODE_LABELS, SETTINGS_ANNOTATION } from '../../../src/constants.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { evaluate } from '../../../src/policy/evaluate.js';
+import { PRIVATE_NETWORKS } from '../../../src/policy/selection.js';
 import type { JsonObject } from '../../../src/policy/types.js';
 import { config, pod, unknownView } from '../../helpers/policy.js';
 
@@ -53,7 +54,7 @@ describe('mutation of an allowed SMC-R pod', () => {
         'net.ipv6.conf.default.disable_ipv6': '1',
         'net.smc.tcp2smc': '1',
       },
-      select: 'nets=10.0.0.0/8,100.64.0.0/10,172.16.0.0/12,192.168.0.0/16;connect=*;listen=*',
+      select: `nets=${PRIVATE_NETWORKS.join(',')};connect=*;listen=*`,
     });
   });
 

@@ -66,6 +66,25 @@ describe('rule selection', () => {
     expect(selectOf(annotated({}))).toBe(`nets=${PRIVATE_NETWORKS.join(',')};connect=*;listen=*`);
   });
 
+  it("never falls back to Alibaba Cloud's service range: the metadata server and DNS stay TCP (#100)", () => {
+    const toInt = (ip: string): number => ip.split('.').reduce((a, o) => a * 256 + Number(o), 0);
+    const inside = (ip: string): boolean =>
+      PRIVATE_NETWORKS.some((c) => {
+        const [a = '', bits = '32'] = c.split('/');
+        const size = 2 ** (32 - Number(bits));
+        return Math.floor(toInt(ip) / size) === Math.floor(toInt(a) / size);
+      });
+    for (const ip of ['100.100.100.200', '100.100.2.136', '100.100.0.1', '100.100.255.254'])
+      expect(inside(ip), ip).toBe(false);
+    for (const ip of ['100.64.0.1', '100.99.255.254', '100.101.0.1', '100.127.255.254', '10.1.2.3'])
+      expect(inside(ip), ip).toBe(true);
+    // The rest of RFC 6598's range, exactly: 2^22 addresses less 2^16, no overlap.
+    const shared = PRIVATE_NETWORKS.filter((c) => c.startsWith('100.')).map(
+      (c) => 2 ** (32 - Number(c.split('/')[1])),
+    );
+    expect(shared.reduce((a, b) => a + b, 0)).toBe(2 ** 22 - 2 ** 16);
+  });
+
   it("takes the Nodes' podCIDRs, and widens them when there are more than the plugin holds", () => {
     const nodes = (n: number): ReturnType<typeof view> =>
       view(
