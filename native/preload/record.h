@@ -14,15 +14,15 @@
 /* Why a socket stays what the program asked for (TCP, the safe side), counted per process. */
 enum keep_reason {
 	KEEP_NONE,
-	KEEP_DUP,	   /* the descriptor was duplicated (dup, dup2, dup3, F_DUPFD) */
-	KEEP_SENT,	   /* the descriptor was sent to another process (SCM_RIGHTS) */
-	KEEP_FORK,	   /* a fork() shares the socket with another process */
-	KEEP_UNSEEN,	   /* an epoll registration the library did not see */
-	KEEP_OPTION,	   /* an option the program set is refused by the new socket */
-	KEEP_BOUND,	   /* bound to a port before connect(): a new socket would get another */
-	KEEP_UNKNOWN,	   /* a socket the library did not see made (no record) */
-	KEEP_FULL,	   /* more options or epoll sets than a record holds, or no memory */
-	KEEP_FAILED,	   /* the new socket could not be made or put in place */
+	KEEP_DUP,     /* the descriptor was duplicated (dup, dup2, dup3, F_DUPFD) */
+	KEEP_SENT,    /* the descriptor was sent to another process (SCM_RIGHTS) */
+	KEEP_FORK,    /* a fork() shares the socket with another process */
+	KEEP_UNSEEN,  /* an epoll registration the library did not see */
+	KEEP_OPTION,  /* an option the program set is refused by the new socket */
+	KEEP_BOUND,   /* bound to a port before connect(): a new socket would get another */
+	KEEP_UNKNOWN, /* a socket the library did not see made (no record) */
+	KEEP_FULL,    /* more options or epoll sets than a record holds, or no memory */
+	KEEP_FAILED,  /* the new socket could not be made or put in place */
 	KEEP_NREASONS
 };
 
@@ -42,9 +42,9 @@ struct rec_ep {
 };
 
 struct rec {
-	ino_t ino;	/* the socket's inode at socket() */
-	unsigned gen;	/* the fork generation at socket() */
-	int keep;	/* enum keep_reason: KEEP_NONE while it can be swapped */
+	ino_t ino;    /* the socket's inode at socket() */
+	unsigned gen; /* the fork generation at socket() */
+	int keep;     /* enum keep_reason: KEEP_NONE while it can be swapped */
 	int nopts, neps;
 	socklen_t boundlen; /* a bind() to port 0 made (IP_BIND_ADDRESS_NO_PORT): made again */
 	struct sockaddr_storage bound;

@@ -94,11 +94,11 @@ static void *next_sym(void **slot, const char *name)
 }
 
 /* Each libc function the library both interposes and calls itself: its own calls must reach libc's. */
-#define NEXT(type, name)                                                                           \
-	static type next_##name(void)                                                              \
-	{                                                                                          \
-		static void *slot;                                                                 \
-		return (type)next_sym(&slot, #name);                                               \
+#define NEXT(type, name)                             \
+	static type next_##name(void)                \
+	{                                            \
+		static void *slot;                   \
+		return (type)next_sym(&slot, #name); \
 	}
 typedef int (*socket_fn)(int, int, int);
 typedef int (*setsockopt_fn)(int, int, int, const void *, socklen_t);
@@ -339,7 +339,7 @@ static int swap_to_smc(int fd)
 static int tcp_request(int domain, int type, int protocol)
 {
 	return (domain == AF_INET || domain == AF_INET6) && (type & SOCK_TYPE_MASK) == SOCK_STREAM &&
-	       (protocol == 0 || protocol == IPPROTO_TCP);
+		(protocol == 0 || protocol == IPPROTO_TCP);
 }
 
 /* A record for the socket we just gave the program. Without memory there is none, and the socket

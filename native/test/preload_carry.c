@@ -12,16 +12,7 @@
 #include <poll.h>
 #include <sys/wait.h>
 
-static int checks, failed;
-
-static void expect(int ok, const char *what)
-{
-	checks++;
-	if (!ok) {
-		failed++;
-		printf("FAIL: %s\n", what);
-	}
-}
+#include "expect.h"
 
 /* A listener made with libc's own calls (the library's would be swapped too): its port. */
 static int server(struct sockaddr_in *addr, int *port)

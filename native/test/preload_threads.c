@@ -15,19 +15,9 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include "expect.h"
+
 #define THREADS 4
-
-static int checks, failed;
-
-/* Called from main() only. */
-static void expect(int ok, const char *what)
-{
-	checks++;
-	if (!ok) {
-		failed++;
-		printf("FAIL: %s\n", what);
-	}
-}
 
 static int listener, rounds = 300, stopping;
 static struct sockaddr_in server;
