@@ -16,8 +16,14 @@ const INFO_URI = 'https://github.com/erdma-smcr/erdma-smcr';
 const INPUT_RULE = 'input-error';
 
 interface Location {
-  physicalLocation: { artifactLocation: { uri: string }; region?: { startLine: number } };
+  physicalLocation: {
+    artifactLocation: { uri: string; description?: { text: string } };
+    region?: { startLine: number };
+  };
 }
+
+/** How check names standard input (src/check/inputs.ts). */
+const STDIN_NAME = '<stdin>';
 
 /** `file:line` or `file:line#items[i]` (or a bare file) as a SARIF location. */
 function location(source: string): Location {
@@ -26,12 +32,19 @@ function location(source: string): Location {
   // An absolute path is a file:// URI (SARIF 2.1.0 3.10.2: an absolute URI, or one relative to a
   // base); a relative one a relative URI reference: separators stay, anything else unsafe is
   // percent-encoded.
-  const uri = isAbsolute(file)
-    ? pathToFileURL(file).href
-    : file.split('/').map(encodeURIComponent).join('/');
+  // Standard input has no file: the relative reference "stdin", said in words (#102: it was the
+  // percent-encoded "%3Cstdin%3E").
+  const artifactLocation =
+    file === STDIN_NAME
+      ? { uri: 'stdin', description: { text: 'the standard input' } }
+      : {
+          uri: isAbsolute(file)
+            ? pathToFileURL(file).href
+            : file.split('/').map(encodeURIComponent).join('/'),
+        };
   return {
     physicalLocation: {
-      artifactLocation: { uri },
+      artifactLocation,
       ...(m ? { region: { startLine: Math.max(1, Number(m[2])) } } : {}),
     },
   };

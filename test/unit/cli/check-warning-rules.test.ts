@@ -1,5 +1,6 @@
 // A warning carries the id of the rule that raised it, in every machine format of `check` (#95), and
 // a pipeline can drop one rule's warnings (--skip-warning) or gate on them.
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../helpers/cli.js';
 
@@ -100,5 +101,29 @@ describe('explain: check-note, the id check gives its own notes (#102)', () => {
     expect(r.stderr).toMatch(
       /no rule "no-such-rule"\. The rules are annotation-value, .*, and check's own check-note\./,
     );
+  });
+});
+
+describe('SARIF for standard input (#102)', () => {
+  it('names it "stdin", in words, not a percent-encoded "<stdin>"', async () => {
+    const manifest = readFileSync('examples/invalid/host-network.yaml', 'utf8');
+    const r = await runCli(['check', '-o', 'sarif', '-'], { stdin: manifest });
+    const log = JSON.parse(r.stdout) as {
+      runs: {
+        results: {
+          locations: {
+            physicalLocation: { artifactLocation: { uri: string; description?: { text: string } } };
+          }[];
+        }[];
+      }[];
+    };
+    const locs = log.runs[0]!.results.flatMap((x) => x.locations);
+    expect(locs.length).toBeGreaterThan(0);
+    for (const l of locs)
+      expect(l.physicalLocation.artifactLocation).toEqual({
+        uri: 'stdin',
+        description: { text: 'the standard input' },
+      });
+    expect(r.stdout).not.toContain('%3C');
   });
 });
