@@ -27,7 +27,8 @@
 /* The smallest MTU IPv4 allows (RFC 791). */
 #define MIN_IPV4_MTU 68
 
-static int usage(void)
+/* The tools' usage, on `out`. */
+static void usage_to(FILE *out)
 {
 	fputs("usage:\n"
 	      "  erdma-smcr                      CNI plugin (CNI_COMMAND=ADD|CHECK|DEL|GC|STATUS|VERSION, config on stdin)\n"
@@ -46,8 +47,23 @@ static int usage(void)
 	      "  erdma-smcr bpf load|ensure|unload|status [--dir DIR] the IPPROTO_SMC program's pins\n"
 	      "  erdma-smcr bpf enable|disable --netns PATH [--dir DIR]\n"
 	      "  erdma-smcr preload-install DIR   copies libsmc-preload.so from beside this binary into DIR\n",
-	      stderr);
+	      out);
+}
+
+static int usage(void)
+{
+	usage_to(stderr);
 	return 2;
+}
+
+/* Asked for help (`--help` or `-h` anywhere, or `help` after the command): the usage on stdout,
+ * exit 0, as every command of the CLI answers it (#102). */
+static int wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") || (i == 2 && !strcmp(argv[i], "help")))
+			return 1;
+	return 0;
 }
 
 struct opts {
@@ -535,6 +551,10 @@ static int preload_install_cmd(int argc, char **argv)
 
 int tools_main(int argc, char **argv)
 {
+	if (wants_help(argc, argv)) {
+		usage_to(stdout);
+		return 0;
+	}
 	if (!strcmp(argv[1], "preload-install"))
 		return preload_install_cmd(argc, argv);
 	if (!strcmp(argv[1], "pnet") || !strcmp(argv[1], "ueid"))

@@ -22,11 +22,23 @@ describe("the node binary's tools through erdma-smcr", () => {
     expect(JSON.parse(r.stdout).mechanism).toBe(JSON.parse(n.stdout).mechanism);
   });
 
-  it('passes every argument, --help included, to the binary, whose usage answers (exit 2)', async () => {
-    const r = await runCli(['smc', 'sockets', '--help']);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/usage:[\s\S]*erdma-smcr smc sockets/);
-    expect(r.stdout).not.toMatch(/Transparent SMC-R for Kubernetes/);
+  it('passes every argument to the binary; --help gets its usage on stdout, exit 0 (#102)', async () => {
+    for (const args of [
+      ['smc', 'sockets', '--help'],
+      ['mechanisms', '--help'],
+      ['pnet', 'help'],
+      ['bpf', '-h'],
+    ]) {
+      const r = await runCli(args);
+      expect(r.code, args.join(' ')).toBe(0);
+      expect(r.stdout).toMatch(/usage:[\s\S]*erdma-smcr smc sockets[\s\S]*erdma-smcr mechanisms/);
+      expect(r.stdout).not.toMatch(/Transparent SMC-R for Kubernetes/);
+      expect(r.stderr).toBe('');
+    }
+    // A mistake is still one: the usage on stderr, exit 2.
+    const wrong = await runCli(['mechanisms', '--proc']);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toMatch(/usage: erdma-smcr mechanisms/);
     const bpf = await runCli(['bpf', 'status', '--dir', '/nonexistent-bpffs/erdma-smcr']);
     expect(bpf.code).toBe(0);
     expect(JSON.parse(bpf.stdout)).toEqual({
