@@ -51,6 +51,29 @@ describe.skipIf(why !== '')(
       expect(data.join('\n')).toMatch(/allocation: all/);
     });
 
+    it("takes the profile's podNetworks and serviceNetworks, as the webhook reads them (#100)", async () => {
+      const docs = yaml.loadAll(
+        rendered([
+          '--set-json',
+          'webhook.clusterProfile.podNetworks=["10.0.64.0/18","10.0.128.0/18"]',
+          '--set-json',
+          'webhook.clusterProfile.serviceNetworks=["192.168.0.0/16"]',
+        ]),
+      ) as { kind?: string; data?: Record<string, string> }[];
+      const profile = docs
+        .filter((d) => d?.kind === 'ConfigMap')
+        .flatMap((d) => Object.values(d.data ?? {}))
+        .find((t) => t.includes('podNetworks'));
+      expect(profile).toBeDefined();
+      // The webhook's own reader takes it, networks and all.
+      const { parseProfile, viewFromProfile } = await import('../../../src/cluster/profile.js');
+      const view = viewFromProfile(parseProfile(yaml.load(profile!), 'chart'));
+      expect(view.podNetworks).toEqual(['10.0.64.0/18', '10.0.128.0/18', '192.168.0.0/16']);
+      const bad = helmTemplate(['--set-json', 'webhook.clusterProfile.podNetworks=["10.0.64.0"]']);
+      expect(bad.status).not.toBe(0);
+      expect(bad.stderr).toMatch(/podNetworks/);
+    });
+
     it.each([
       [
         ['--set', 'preferDriver=default'],
