@@ -156,12 +156,12 @@ static void count_kept(int why, int level, int name)
 		return;
 	if (__atomic_add_fetch(&kept[why], 1, __ATOMIC_RELAXED) == 1) {
 		if (why == KEEP_OPTION)
-			dprintf(2, "libsmc-preload: a socket keeps the kind it was made as (TCP where the SMC "
-				   "selection chose SMC): %s (level %d, option %d); counted, said once\n",
+			dprintf(2, "libsmc-preload: a socket could not be swapped and keeps the kind it was "
+				   "made as: %s (level %d, option %d); counted, said once\n",
 				KEEP_WHY[why], level, name);
 		else
-			dprintf(2, "libsmc-preload: a socket keeps the kind it was made as (TCP where the SMC "
-				   "selection chose SMC): %s; counted, said once\n",
+			dprintf(2, "libsmc-preload: a socket could not be swapped and keeps the kind it was "
+				   "made as: %s; counted, said once\n",
 				KEEP_WHY[why]);
 	}
 }
