@@ -4,10 +4,12 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pidtree from 'pidtree';
+import { benchApps } from './apps.js';
 import { benchCheck } from './check.js';
 import { benchCni } from './cni.js';
 import { benchNodePods } from './memory/agent-pods.js';
 import { benchPodsStart } from './pods-start.js';
+import { benchPreloadCalls } from './preload-calls.js';
 import { benchMemory } from './memory/daemons.js';
 import { benchScale } from './scale.js';
 import { benchSmc } from './smc.js';
@@ -23,6 +25,8 @@ const BENCHES: Record<string, () => Promise<BenchRow[]>> = {
   smc: benchSmc,
   'smc-cost': benchSmcCost,
   'smc-gain': benchSmcGain,
+  apps: benchApps,
+  'preload-calls': benchPreloadCalls,
   memory: benchMemory,
   pods: benchNodePods,
   'pods-start': benchPodsStart,

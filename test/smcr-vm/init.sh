@@ -147,7 +147,7 @@ if grep -q 'smcr_scenario=cost' /proc/cmdline; then
   sleep 60
 fi
 
-for scenario in smcd gain cpython select; do
+for scenario in smcd gain cpython select appbench; do
   if grep -q "smcr_scenario=$scenario" /proc/cmdline; then
     . "/$scenario.sh"
     finish ok
