@@ -40,6 +40,7 @@ in_pod() { # pod log command...
   shift 2
   eval "e=\$ENV_$p"
   ip netns exec "$p" sh -c "exec env $e $*" > "$log" 2>&1 &
+  APP_PID=$!
 }
 # In pod $1, in the foreground: prints the command's output.
 run_pod() { # pod command...
@@ -60,21 +61,28 @@ app() { # tag name client command...
   say "app=${t}_$n rc=$rc md5=$(echo "$out" | head -n1 | cut -d' ' -f1) out=\"$(echo "$out" | tail -n 3 | tr -d '"' | tr '\n' ' ')\""
 }
 md5_of() { echo "| md5sum"; }
-# Waits (up to 20 s) until no process of that name is left: the next pair's server takes its port.
-gone() { # name
-  i=0
-  while pidof "$1" > /dev/null && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+# Stops the processes we started (by PID: ip netns exec, sh and env exec into the program) and waits
+# (up to 20 s) until they are gone: the next pair's server takes the same port.
+stop() { # signal pid...
+  sig=$1
+  shift
+  kill "-$sig" "$@" 2> /dev/null
+  for p in "$@"; do
+    i=0
+    while kill -0 "$p" 2> /dev/null && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+  done
+}
+
+# What every nginx here runs with: in the foreground, one worker, its pid and log under /run/app.
+nginx_head() { # name
+  printf 'user root;\nworker_processes 1;\ndaemon off;\npid /run/app/%s.pid;\n' "$1"
+  printf 'error_log /run/app/%s.err;\nevents { worker_connections 256; }\n' "$1"
 }
 
 # The official nginx image's default server, as Debian's nginx runs it.
 nginx_server() { # pod
-  cat > "/run/app/nginx-$1.conf" <<EOF
-user root;
-worker_processes 1;
-daemon off;
-pid /run/app/nginx-$1.pid;
-error_log /run/app/nginx-$1.err;
-events { worker_connections 256; }
+  nginx_head "nginx-$1" > "/run/app/nginx-$1.conf"
+  cat >> "/run/app/nginx-$1.conf" <<EOF
 http {
   access_log off;
   default_type application/octet-stream;
@@ -93,13 +101,8 @@ EOF
 # a keepalive pool, and proxy_bind to the pod's own address. Upstreams registered in epoll before
 # connect() (ngx_event_connect_peer): the case that answered 504 before #99.
 nginx_proxy() { # pod upstream-address own-address
-  cat > "/run/app/proxy-$1.conf" <<EOF
-user root;
-worker_processes 1;
-daemon off;
-pid /run/app/proxy-$1.pid;
-error_log /run/app/proxy-$1.err;
-events { worker_connections 256; }
+  nginx_head "proxy-$1" > "/run/app/proxy-$1.conf"
+  cat >> "/run/app/proxy-$1.conf" <<EOF
 http {
   access_log off;
   upstream pool { server $2:80; keepalive 4; }
@@ -141,6 +144,7 @@ postgres_server() { # pod
   chmod 755 "/run/app/pg-$1.sh"
   rm -f /pgdata/postmaster.pid
   ip netns exec "$1" su postgres -s /bin/sh -c "/run/app/pg-$1.sh" > "/run/app/pg-$1.out" 2>&1 &
+  PG_PID=$!
 }
 
 # psql's query: 20,000 MD5s, 640 kB back (the test computes the same).
@@ -167,15 +171,14 @@ EOF
   done
   say "${t}_proxy_err=\"$(tr -d '"' < "/run/app/proxy-$c.err" | tail -n 3 | tr '\n' ' ')\""
   haproxy_proxy "$c" "$dst"
+  haproxy_pid=$APP_PID
   listening "$c" 8081
   app "$t" haproxy "$c" curl -sS -m 20 "http://127.0.0.1:8081/blob-r" "$(md5_of)"
-  kill "$(cat "/run/app/nginx-$s.pid")" "$(cat "/run/app/proxy-$c.pid")" 2>/dev/null
-  killall haproxy 2>/dev/null
-  gone nginx
-  gone haproxy
+  stop TERM "$(cat "/run/app/nginx-$s.pid")" "$(cat "/run/app/proxy-$c.pid")" "$haproxy_pid"
 
   # redis with its default bind (* -::*), then a replica in the client pod.
   in_pod "$s" "/run/app/redis-$s.out" redis-server --port 6379 --save "''" --appendonly no --protected-mode no
+  redis_pid=$APP_PID
   listening "$s" 6379
   say "${t}_redis_server=\"$(tr -d '"' < "/run/app/redis-$s.out" | tail -n 3 | tr '\n' ' ')\""
   value=$(head -c 300000 /srv/blob-r | md5sum | cut -d' ' -f1)
@@ -185,6 +188,7 @@ EOF
   say "${t}_redis_replica_stats_before_$c=$(stats "$c")"
   BEFORE_SAID=1
   in_pod "$c" "/run/app/replica-$c.out" redis-server --port 6380 --bind 127.0.0.1 --replicaof "$dst" 6379 --save "''" --appendonly no
+  replica_pid=$APP_PID
   listening "$c" 6380
   cat > /run/app/replica.sh <<'EOF'
 for i in $(seq 1 150); do redis-cli -p 6380 info replication | grep -q master_link_status:up && break; sleep 0.2; done
@@ -192,16 +196,15 @@ redis-cli -p 6380 get k
 EOF
   app "$t" redis_replica "$c" sh /run/app/replica.sh
   say "${t}_redis_value=$value"
-  killall redis-server 2>/dev/null
-  gone redis-server
+  stop TERM "$redis_pid" "$replica_pid"
 
   postgres_server "$s"
   listening "$s" 5432
   say "${t}_postgres_server=\"$(tr -d '"' < "/run/app/pg-$s.out" | tail -n 3 | tr '\n' ' ')\""
   printf '/usr/lib/postgresql/15/bin/psql -h %s -U postgres -At -c "%s" | md5sum\n' "$dst" "$PSQL_QUERY" > /run/app/psql.sh
   app "$t" psql "$c" sh /run/app/psql.sh
-  killall -INT postgres 2>/dev/null
-  gone postgres
+  # SIGINT: the postmaster's fast shutdown (its backends go with it).
+  stop INT "$PG_PID"
 }
 
 apps sel sc ss
