@@ -88,7 +88,7 @@ agent:
 
 {{/*
 ACK's eRDMA controller's value names (its chart, deploy/helm/values.yaml), each the same setting as
-one of ours (docs/install.md "Moving from ACK's controller"): the ACK name wins over our default,
+one of ours (docs/install.md "Next to ACK's eRDMA controller"): the ACK name wins over our default,
 and the two given different fail the render. Its top-level keys with no place here are refused with
 the key to use. Rendered by erdma-smcr.validate, which every render includes.
 */}}
