@@ -3,7 +3,9 @@
 // image is a tag that a runtime can pull, or a digest. helm 4 alone (test/harness/k8s/build.sh helm).
 import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
-import { helmTemplate } from '../../harness/helm.js';
+import { spawnSync } from 'node:child_process';
+import { CHART, helmEnv, helmTemplate } from '../../harness/helm.js';
+import { binPath } from '../../harness/k8s/control-plane.js';
 import { k8sBinaries, requires } from '../../helpers/requires.js';
 
 const why = requires('the chart values suite (helm 4)', k8sBinaries(['helm']));
@@ -49,6 +51,24 @@ describe.skipIf(why !== '')(
         .map((d) => Object.values(d.data ?? {}).join('\n'));
       expect(data.join('\n')).toMatch(/driverMode: compat/);
       expect(data.join('\n')).toMatch(/allocation: all/);
+    });
+
+    it('NOTES say that every annotated pod is denied when the driver mode is not default (#102)', () => {
+      const notes = (args: readonly string[]): string => {
+        const r = spawnSync(
+          binPath('helm'),
+          ['install', '--dry-run=client', 'erdma-smcr', CHART, '-n', 'erdma-smcr', ...args],
+          { encoding: 'utf8', env: helmEnv() },
+        );
+        if (r.status !== 0) throw new Error(r.stderr);
+        return r.stdout.slice(r.stdout.indexOf('NOTES:'));
+      };
+      for (const args of [
+        ['--set', 'agent.preferDriver=ofed'],
+        ['--set', 'webhook.clusterProfile.driverMode=compat'],
+      ])
+        expect(notes(args)).toMatch(/driver mode (ofed|compat): .*\n.*DENIES every pod annotated/);
+      expect(notes([])).not.toMatch(/DENIES/);
     });
 
     it("takes the profile's podNetworks and serviceNetworks, as the webhook reads them (#100)", async () => {
