@@ -71,6 +71,21 @@ describe.skipIf(why !== '')(
       expect(notes([])).not.toMatch(/DENIES/);
     });
 
+    it('says what a Fail webhook without matchConditions holds up: every pod, not only annotated ones (#102)', () => {
+      const text = rendered([
+        '--set',
+        'webhook.failurePolicy=Fail',
+        '--set',
+        'webhook.matchConditions=false',
+      ]);
+      expect(text).not.toMatch(/matchConditions:/);
+      expect(text).toMatch(/# With failurePolicy Fail that means EVERY pod creation and update/);
+      expect(text).not.toMatch(/# failurePolicy Ignore, for pods/);
+      const byDefault = rendered(['--kube-version', '1.37.0']);
+      expect(byDefault).toMatch(/\n# matchConditions: the API server sends the webhook only/);
+      expect(byDefault).not.toMatch(/EVERY pod creation/);
+    });
+
     it("takes the profile's podNetworks and serviceNetworks, as the webhook reads them (#100)", async () => {
       const docs = yaml.loadAll(
         rendered([
