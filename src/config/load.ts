@@ -29,6 +29,7 @@ export const ENV_VARS: Readonly<
   ERDMA_SMCR_AGENT_DEVICE_PLUGIN: { path: 'agent.devicePlugin', type: 'boolean' },
   ERDMA_SMCR_RESOURCE_NAME: { path: 'policy.resourceName', type: 'string' },
   ERDMA_SMCR_DISABLE_IPV6: { path: 'policy.disableIPv6', type: 'boolean' },
+  ERDMA_SMCR_PRELOAD_IMAGE: { path: 'policy.preloadImage', type: 'string' },
   ERDMA_SMCR_HOST_ROOT: { path: 'agent.hostRoot', type: 'string' },
   ERDMA_SMCR_KUBELET_DIR: { path: 'agent.kubeletDir', type: 'string' },
   ERDMA_SMCR_SLOTS_PER_DEVICE: { path: 'agent.slotsPerDevice', type: 'number' },

@@ -33,6 +33,12 @@ describe('configuration', () => {
     expect(loadConfig({ file }).webhook.port).toBe(1000);
   });
 
+  it('takes the preload init image from ERDMA_SMCR_PRELOAD_IMAGE, as the chart sets it (#102)', () => {
+    expect(loadConfig().policy.preloadImage).toMatch(/^ghcr\.io\/erdma-smcr\/erdma-smcr:/);
+    const env = { ERDMA_SMCR_PRELOAD_IMAGE: 'reg.example/me/erdma-smcr:v9' };
+    expect(loadConfig({ env }).policy.preloadImage).toBe('reg.example/me/erdma-smcr:v9');
+  });
+
   it('is frozen', () => {
     const c = loadConfig();
     expect(Object.isFrozen(c)).toBe(true);

@@ -4,6 +4,9 @@
 import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CHART, helmEnv, helmTemplate } from '../../harness/helm.js';
 import { binPath } from '../../harness/k8s/control-plane.js';
 import { k8sBinaries, requires } from '../../helpers/requires.js';
@@ -84,6 +87,50 @@ describe.skipIf(why !== '')(
       const byDefault = rendered(['--kube-version', '1.37.0']);
       expect(byDefault).toMatch(/\n# matchConditions: the API server sends the webhook only/);
       expect(byDefault).not.toMatch(/EVERY pod creation/);
+    });
+
+    it("a mirrored image reaches the preload init container: the webhook's ERDMA_SMCR_PRELOAD_IMAGE is its own image, by Helm and by kustomize (#102)", () => {
+      const preloadImage = (text: string): string | undefined =>
+        /name: ERDMA_SMCR_PRELOAD_IMAGE\n\s+value: "?([^"\n]+)"?/.exec(text)?.[1];
+      expect(
+        preloadImage(
+          rendered([
+            '--set',
+            'image.repository=reg.example/me/erdma-smcr',
+            '--set',
+            'image.tag=v9',
+          ]),
+        ),
+      ).toBe('reg.example/me/erdma-smcr:v9');
+      expect(preloadImage(rendered([]))).toMatch(/^ghcr\.io\/erdma-smcr\/erdma-smcr:/);
+      // kustomize: `edit set image` writes images:, and the kustomization's replacements copy the
+      // webhook's image into the variable after it (kubectl 1.37's kustomize).
+      for (const dir of [
+        'base',
+        'overlays/match-conditions',
+        'overlays/cert-manager',
+        'overlays/dra',
+      ]) {
+        const tmp = mkdtempSync(join(tmpdir(), 'kustomize-'));
+        try {
+          cpSync('manifests', join(tmp, 'manifests'), { recursive: true });
+          const k = join(tmp, 'manifests', dir, 'kustomization.yaml');
+          writeFileSync(
+            k,
+            readFileSync(k, 'utf8').replace(
+              /newTag: .*/,
+              'newName: reg.example/me/erdma-smcr\n    newTag: v9',
+            ),
+          );
+          const r = spawnSync(binPath('kubectl'), ['kustomize', join(tmp, 'manifests', dir)], {
+            encoding: 'utf8',
+          });
+          expect(r.status, r.stderr).toBe(0);
+          expect(preloadImage(r.stdout), dir).toBe('reg.example/me/erdma-smcr:v9');
+        } finally {
+          rmSync(tmp, { recursive: true, force: true });
+        }
+      }
     });
 
     it("takes the profile's podNetworks and serviceNetworks, as the webhook reads them (#100)", async () => {

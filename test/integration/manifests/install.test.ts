@@ -90,6 +90,12 @@ describe.skipIf(why !== '').each(['1.37', '1.35'] as const)(
         for (const ctr of c.spec?.template?.spec?.containers ?? []) {
           if (ctr.image === 'localhost/erdma-smcr:test') {
             ctr.image = 'ghcr.io/erdma-smcr/erdma-smcr:0.1.0';
+            // The preload init container's image follows it (the overlay's replacements).
+            for (const e of (ctr.env ?? []) as { name: string; value?: string }[])
+              if (e.name === 'ERDMA_SMCR_PRELOAD_IMAGE') {
+                expect(e.value).toBe('localhost/erdma-smcr:test');
+                e.value = 'ghcr.io/erdma-smcr/erdma-smcr:0.1.0';
+              }
             expect(ctr.imagePullPolicy).toBe('Never');
             delete ctr.imagePullPolicy;
           }
