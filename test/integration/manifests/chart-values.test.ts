@@ -133,6 +133,27 @@ describe.skipIf(why !== '')(
       }
     });
 
+    it.each([
+      'reg.example/me/erdma-smcr:v1',
+      'reg.example/me/erdma-smcr@sha256:' + 'a'.repeat(64),
+      'erdma-smcr:v1',
+    ])(
+      'refuses image.repository=%s (a tag or digest in it), as it refuses image.tag=bad:tag (#102)',
+      (repo) => {
+        const r = helmTemplate(['--set', `image.repository=${repo}`]);
+        expect(r.status).not.toBe(0);
+        expect(r.stderr).toMatch(/image\/repository|image\.repository/);
+        expect(helmTemplate(['--set', 'image.tag=bad:tag']).status).not.toBe(0);
+      },
+    );
+
+    it.each(['reg.example/me/erdma-smcr', 'reg.example:5000/me/erdma-smcr', 'erdma-smcr'])(
+      'takes image.repository=%s',
+      (repo) => {
+        expect(images(rendered(['--set', `image.repository=${repo}`]))).toEqual([`${repo}:0.1.0`]);
+      },
+    );
+
     it("takes the profile's podNetworks and serviceNetworks, as the webhook reads them (#100)", async () => {
       const docs = yaml.loadAll(
         rendered([
