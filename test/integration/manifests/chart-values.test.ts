@@ -154,6 +154,20 @@ describe.skipIf(why !== '')(
       },
     );
 
+    it('refuses devices.path=dra below Kubernetes 1.37, naming the fix; renders it on 1.37 (#102)', () => {
+      const old = helmTemplate(['--set', 'devices.path=dra', '--kube-version', '1.35.0']);
+      expect(old.status).not.toBe(0);
+      expect(old.stderr).toMatch(
+        /devices\.path=dra needs Kubernetes 1\.37 or later .* Use devices\.path=device-plugin, or both/,
+      );
+      expect(rendered(['--set', 'devices.path=dra', '--kube-version', '1.37.0'])).toMatch(
+        /extendedResourceName: aliyun\/erdma/,
+      );
+      expect(helmTemplate(['--set', 'devices.path=both', '--kube-version', '1.35.0']).status).toBe(
+        0,
+      );
+    });
+
     it("takes the profile's podNetworks and serviceNetworks, as the webhook reads them (#100)", async () => {
       const docs = yaml.loadAll(
         rendered([
