@@ -133,10 +133,42 @@ function strayAnnotation(v: unknown, path: string, depth = 0): string | undefine
   return undefined;
 }
 
+/**
+ * API groups of Kubernetes itself whose kinds never hold a pod template that erdma-smcr does not
+ * read already (the workloads and Pod are located above; v1 PodTemplate and ReplicationController
+ * are not in the list of kinds below). kustomize's commonAnnotations puts the SMC-R annotation on
+ * every object, Services and ConfigMaps too: on their own metadata it does nothing and harms nothing,
+ * so it is not a note (#102: it made `check --fail-on-warn` exit 3 because of a Service).
+ */
+const BUILTIN_GROUPS = new Set([
+  '',
+  'networking.k8s.io',
+  'rbac.authorization.k8s.io',
+  'policy',
+  'autoscaling',
+  'storage.k8s.io',
+  'scheduling.k8s.io',
+  'admissionregistration.k8s.io',
+  'apiextensions.k8s.io',
+  'coordination.k8s.io',
+  'discovery.k8s.io',
+  'certificates.k8s.io',
+  'node.k8s.io',
+  'resource.k8s.io',
+]);
+const POD_HOLDING_CORE = new Set(['PodTemplate', 'ReplicationController']);
+
+function harmlessOnMetadata(object: Record<string, unknown>, at: string): boolean {
+  if (at !== '.metadata.annotations' || typeof object.apiVersion !== 'string') return false;
+  const slash = object.apiVersion.indexOf('/');
+  const group = slash < 0 ? '' : object.apiVersion.slice(0, slash);
+  return BUILTIN_GROUPS.has(group) && !POD_HOLDING_CORE.has(String(object.kind));
+}
+
 function strayWarning(object: Record<string, unknown>): string[] {
   if (locatePod(object)) return [];
   const at = strayAnnotation(object, '');
-  return at
+  return at && !harmlessOnMetadata(object, at)
     ? [
         `${SMCR_ANNOTATION} is set at ${at.slice(1)}, where erdma-smcr cannot tell whether a pod template sits: not checked`,
       ]

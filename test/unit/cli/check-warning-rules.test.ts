@@ -127,3 +127,33 @@ describe('SARIF for standard input (#102)', () => {
     expect(r.stdout).not.toContain('%3C');
   });
 });
+
+describe("kustomize's commonAnnotations: the annotation on every object (#102)", () => {
+  const objects = (kind: string, apiVersion: string): string =>
+    [
+      `apiVersion: ${apiVersion}\nkind: ${kind}\nmetadata:\n  name: x\n  namespace: default\n  annotations: { network.alibabacloud.com/erdma-smcr: "true" }`,
+      'apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: default\n  annotations: { network.alibabacloud.com/erdma-smcr: "true" }\nspec:\n  containers: [{ name: c, image: x }]',
+    ].join('\n---\n');
+
+  it.each([
+    ['Service', 'v1'],
+    ['ConfigMap', 'v1'],
+    ['Ingress', 'networking.k8s.io/v1'],
+    ['PodDisruptionBudget', 'policy/v1'],
+  ])('a %s carrying it is no note: --fail-on-warn passes', async (kind, apiVersion) => {
+    const r = await runCli(['check', '--fail-on-warn', '-o', 'json', '-'], {
+      stdin: objects(kind, apiVersion),
+    });
+    const out = JSON.parse(r.stdout) as { results: { warnings: { rule: string }[] }[] };
+    expect(out.results.flatMap((x) => x.warnings.map((w) => w.rule))).not.toContain('check-note');
+    expect(r.code).toBe(0);
+  });
+
+  it('an unknown kind (a CRD that may make pods) still gets the note', async () => {
+    const r = await runCli(['check', '--fail-on-warn', '-o', 'json', '-'], {
+      stdin: objects('Rollout', 'argoproj.io/v1alpha1'),
+    });
+    expect(r.stdout).toMatch(/cannot tell whether a pod template sits/);
+    expect(r.code).toBe(3);
+  });
+});
