@@ -630,15 +630,25 @@ PUBLIC int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 }
 
 /* fork() shares every socket with the child: one not settled before can no longer be swapped in
- * either process. vfork() and posix_spawn() children exec at once and run no handler. */
+ * either process. The records' lock is held across fork() (taken before, released after in both
+ * processes): a thread of the parent inside socket() at that moment must not leave the child a lock
+ * that no thread of its own will ever release (the child of a threaded program calls socket()
+ * before exec: test/preload_carry.c's fork race). vfork() and posix_spawn() children exec at once
+ * and run no handler. */
 static void before_fork(void)
 {
+	rec_lock();
 	__atomic_add_fetch(&rec_generation, 1, __ATOMIC_ACQ_REL);
+}
+
+static void after_fork(void)
+{
+	rec_unlock();
 }
 
 __attribute__((constructor)) static void preload_init(void)
 {
-	pthread_atfork(before_fork, NULL, NULL);
+	pthread_atfork(before_fork, after_fork, after_fork);
 }
 
 /* ------------------------------------------------------------------------------------------------

@@ -296,6 +296,50 @@ static void excluded(void)
 	close(ep);
 }
 
+static int racing_stop;
+
+/* Makes and closes sockets until told to stop: the records' lock is taken all the time. */
+static void *socket_racer(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&racing_stop, __ATOMIC_ACQUIRE))
+		close(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+	return NULL;
+}
+
+/* fork() while other threads make sockets, the child making one before it exits, as a threaded
+ * program's child does before exec: the child must never wait for a lock a parent's thread held
+ * at fork() (the VM's ThreadSanitizer run hung so before the lock was held across fork). */
+static void fork_while_racing(void)
+{
+	pthread_t t[2];
+	int hung = 0;
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, socket_racer, NULL);
+	for (int i = 0; i < 200 && !hung; i++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			int s = socket(AF_INET, SOCK_STREAM, 0);
+			_exit(s >= 0 && close(s) == 0 ? 0 : 3);
+		}
+		int status = -1, waited = 0;
+		while (waitpid(pid, &status, WNOHANG) == 0 && waited < 2000) {
+			usleep(1000);
+			waited++;
+		}
+		if (waited == 2000) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			hung = 1;
+		} else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			hung = 1;
+	}
+	__atomic_store_n(&racing_stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	expect(!hung, "200 forks while two threads make sockets: every child makes one and exits");
+}
+
 int main(void)
 {
 	char text[160];
@@ -314,6 +358,7 @@ int main(void)
 	proxy_bind();
 	uncarried();
 	excluded();
+	fork_while_racing();
 	printf("%d checks, %d failed\n", checks, failed);
 	return failed != 0;
 }
