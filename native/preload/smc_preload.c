@@ -141,7 +141,7 @@ static const char *const KEEP_WHY[KEEP_NREASONS] = {
 	[KEEP_NONE] = "",
 	[KEEP_DUP] = "its descriptor was duplicated (dup, dup2, dup3, F_DUPFD)",
 	[KEEP_SENT] = "its descriptor was sent to another process (SCM_RIGHTS)",
-	[KEEP_FORK] = "a fork() shares it with another process",
+	[KEEP_FORK] = "a fork() shares it with another process (it has no FD_CLOEXEC)",
 	[KEEP_UNSEEN] = "it is in an epoll set the library did not see it added to (or removed from)",
 	[KEEP_OPTION] = "the new socket refuses an option the program set",
 	[KEEP_BOUND] = "it was bound to a port before",
@@ -183,6 +183,16 @@ static int bound_port(int fd)
 	if (local.ss_family == AF_INET6)
 		return ntohs(((struct sockaddr_in6 *)&local)->sin6_port);
 	return 0;
+}
+
+/* A socket with FD_CLOEXEC made before a fork() is the parent's alone past the child's exec: the
+ * children of threaded programs fork and exec while other threads make sockets (the VM's
+ * preload_threads: SO_REUSEPORT on such a socket must still get its TCP socket back). One without
+ * it, a child keeps: that one stays as it is. */
+static int cloexec(int fd)
+{
+	int fl = next_fcntl()(fd, F_GETFD);
+	return fl >= 0 && (fl & FD_CLOEXEC);
 }
 
 static ino_t inode_of(int fd)
@@ -284,7 +294,7 @@ static int carry(int fd, int domain, int protocol)
 		why = KEEP_UNKNOWN;
 	else if (r->keep)
 		why = r->keep;
-	else if (r->gen != __atomic_load_n(&rec_generation, __ATOMIC_ACQUIRE))
+	else if (r->gen != __atomic_load_n(&rec_generation, __ATOMIC_ACQUIRE) && !cloexec(fd))
 		why = KEEP_FORK;
 	else if (bound_port(fd))
 		why = KEEP_BOUND;
