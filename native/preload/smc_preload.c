@@ -656,9 +656,25 @@ static void after_fork(void)
 	rec_unlock();
 }
 
+/* pthread_atfork() in a shared object links glibc's __register_atfork() (libc_nonshared.a), which
+ * musl lacks: musl's loader, binding every symbol at load, would then refuse the library in every
+ * Alpine program (the VM's musl sock-loop found it). So both are looked up at run time: glibc's
+ * with this object's handle, as its pthread_atfork() passes it, else musl's pthread_atfork(). */
+extern void *__dso_handle __attribute__((weak, visibility("hidden")));
+typedef int (*register_atfork_fn)(void (*)(void), void (*)(void), void (*)(void), void *);
+typedef int (*pthread_atfork_fn)(void (*)(void), void (*)(void), void (*)(void));
+
 __attribute__((constructor)) static void preload_init(void)
 {
-	pthread_atfork(before_fork, after_fork, after_fork);
+	register_atfork_fn reg = (register_atfork_fn)dlsym(RTLD_DEFAULT, "__register_atfork");
+	pthread_atfork_fn at;
+	if (reg) {
+		reg(before_fork, after_fork, after_fork, &__dso_handle ? __dso_handle : NULL);
+		return;
+	}
+	at = (pthread_atfork_fn)dlsym(RTLD_DEFAULT, "pthread_atfork");
+	if (at)
+		at(before_fork, after_fork, after_fork);
 }
 
 /* ------------------------------------------------------------------------------------------------
