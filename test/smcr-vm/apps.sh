@@ -203,8 +203,11 @@ EOF
   say "${t}_postgres_server=\"$(tr -d '"' < "/run/app/pg-$s.out" | tail -n 3 | tr '\n' ' ')\""
   printf '/usr/lib/postgresql/15/bin/psql -h %s -U postgres -At -c "%s" | md5sum\n' "$dst" "$PSQL_QUERY" > /run/app/psql.sh
   app "$t" psql "$c" sh /run/app/psql.sh
-  # SIGINT: the postmaster's fast shutdown (its backends go with it).
-  stop INT "$PG_PID"
+  # SIGINT to the postmaster, by the PID in its own postmaster.pid (su and the shells between may
+  # fork): its fast shutdown, backends included; the file goes as it ends.
+  stop INT "$(head -n 1 /pgdata/postmaster.pid 2> /dev/null)" "$PG_PID"
+  i=0
+  while [ -f /pgdata/postmaster.pid ] && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
 }
 
 apps sel sc ss
