@@ -208,6 +208,23 @@ describe.skipIf(why !== '')(
         ['--set', 'agent.allocateAllDevices=false', '--set', 'devices.allocation=all'],
         /agent\.allocateAllDevices \(ACK's name\) is false and devices\.allocation is all/,
       ],
+      // Ours given at its default value is still given (#102): the conflict is not hidden.
+      [
+        ['--set', 'agent.preferDriver=compat', '--set', 'webhook.clusterProfile.driverMode=default'],
+        /agent\.preferDriver \(ACK's name\) is compat and webhook\.clusterProfile\.driverMode is default/,
+      ],
+      [
+        ['--set', 'agent.allocateAllDevices=true', '--set', 'devices.allocation=numa'],
+        /agent\.allocateAllDevices \(ACK's name\) is true and devices\.allocation is numa/,
+      ],
+      [
+        ['--set', 'webhookFailurePolicy=Fail', '--set', 'webhook.failurePolicy=Ignore'],
+        /webhookFailurePolicy \(ACK's name\) is Fail and webhook\.failurePolicy is Ignore/,
+      ],
+      [
+        ['--set', 'webhookTimeoutSeconds=10', '--set', 'webhook.timeoutSeconds=5'],
+        /webhookTimeoutSeconds \(ACK's name\) is 10 and webhook\.timeoutSeconds is 5/,
+      ],
       [['--set', 'image.tag=bad:tag'], /at '\/image\/tag': 'bad:tag' does not match pattern/],
       [
         ['--set', 'image.digest=sha256:abc'],
@@ -222,6 +239,79 @@ describe.skipIf(why !== '')(
       expect(r.status).not.toBe(0);
       expect(r.stdout).toBe('');
       expect(r.stderr).toMatch(message);
+    });
+
+    it("ACK's whole values file is refused once, naming every key of its own and where it goes here (#102)", () => {
+      // The shape of ACK's chart's values.yaml (deploy/helm/values.yaml): its keys at their defaults.
+      const ack = {
+        controller: { replicaCount: 1, image: { repository: 'r/controller', tag: 'latest' } },
+        agent: {
+          image: { repository: 'r/agent', pullPolicy: 'Always', tag: 'latest' },
+          preferDriver: '',
+          allocateAllDevices: false,
+          imagePullSecrets: [],
+          nameOverride: '',
+          fullnameOverride: '',
+        },
+        serviceAccount: { create: true, annotations: {}, name: '' },
+        podAnnotations: {},
+        nodeSelector: {},
+        tolerations: [],
+        affinity: {},
+        webhookFailurePolicy: 'Ignore',
+        webhookTimeoutSeconds: 10,
+        config: { region: '', enableDevicePlugin: true, enableWebhook: true },
+        credentials: { type: '', accessKeyID: '', accessKeySecret: '' },
+      };
+      const dir = mkdtempSync(join(tmpdir(), 'ack-values-'));
+      try {
+        const withValues = (v: object) => {
+          const file = join(dir, 'values.yaml');
+          writeFileSync(file, yaml.dump(v));
+          return helmTemplate(['-f', file]);
+        };
+        const whole = withValues(ack);
+        expect(whole.status).not.toBe(0);
+        expect(whole.stderr).not.toMatch(/additional properties/);
+        for (const key of [
+          'affinity (here: nodeSelector',
+          'config (here: config.enableDevicePlugin is devices.path',
+          'controller (here: none',
+          'credentials (here: none',
+          'podAnnotations (here: none',
+          'serviceAccount (here: none',
+          'agent.image (here: image.*',
+          'agent.imagePullSecrets (here: imagePullSecrets',
+          'agent.nameOverride',
+          'agent.fullnameOverride',
+        ])
+          expect(whole.stderr).toContain(key);
+        // Trimmed to the keys the chart shares: its empty tolerations would keep the node
+        // DaemonSets off every tainted node, and are refused. (Its empty nodeSelector merges into
+        // ours and changes nothing; removing ours, with null, is refused.)
+        const { controller, serviceAccount, podAnnotations, affinity, config, credentials, ...kept } =
+          ack;
+        void [controller, serviceAccount, podAnnotations, affinity, config, credentials];
+        const trimmed = {
+          ...kept,
+          agent: { preferDriver: '', allocateAllDevices: false },
+        };
+        const r1 = withValues(trimmed);
+        expect(r1.status).not.toBe(0);
+        expect(r1.stderr).toMatch(/tolerations is empty: .*Leave tolerations out for the default/);
+        const r2 = helmTemplate(['--set', 'nodeSelector=null']);
+        expect(r2.status).not.toBe(0);
+        expect(r2.stderr).toMatch(/nodeSelector is empty: the node DaemonSets would run on every node/);
+        const { tolerations, ...shared } = trimmed;
+        void tolerations;
+        const r3 = withValues(shared);
+        expect(r3.stderr).toBe('');
+        // What is left is ACK's timeout, taken: everything else as our defaults.
+        expect(r3.stdout).toBe(rendered(['--set', 'webhook.timeoutSeconds=10']));
+        expect(r3.stdout).toMatch(/^\s+- operator: Exists$/m);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
 
     it('an image by tag or by digest, the same for every component', () => {
