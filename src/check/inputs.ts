@@ -9,7 +9,8 @@ import {
   statSync,
   type Stats,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { PROFILE_KIND } from '../cluster/profile.js';
 import type { ErrorCode } from '../errors.js';
 import { isObject } from '../util/json.js';
@@ -278,6 +279,32 @@ function parseError(name: string, err: unknown): InputError {
 }
 
 /**
+ * A chart's files are Helm templates, not manifests (#102): a parse error in one, or a document of
+ * the chart that is no object (Chart.yaml, values.yaml), says so and how to check what it renders.
+ * The chart is the nearest directory above the file holding a Chart.yaml; stdin has none, and is
+ * told by the `{{` of a template action.
+ */
+export function helmTemplateHint(file: string, text: string): string {
+  const chart = file === '-' ? undefined : chartRoot(file);
+  if (chart !== undefined)
+    return `; ${file} is part of the Helm chart ${chart}: check what it renders (helm template RELEASE ${chart} | erdma-smcr check -)`;
+  if (/\{\{-?\s*[.$a-zA-Z/]/.test(text))
+    return '; this looks like a Helm template ({{ … }}): check what it renders (helm template RELEASE CHART | erdma-smcr check -)';
+  return '';
+}
+
+function chartRoot(file: string): string | undefined {
+  let dir = dirname(file);
+  for (let i = 0; i < 8; i++) {
+    if (existsSync(join(dir, 'Chart.yaml'))) return dir;
+    const up = dirname(dir);
+    if (up === dir) break;
+    dir = up;
+  }
+  return undefined;
+}
+
+/**
  * Reads input files: regular ones each time they are asked for, a FIFO once (it can be read only
  * once, and the profile pass reads files twice), to its end, refused past MAX_INPUT_BYTES as
  * stdin is.
@@ -333,11 +360,20 @@ export function visitInputs(
     try {
       objects = parseManifests(text, name, notObjects);
     } catch (err) {
-      errors.push(parseError(name, err));
+      const e = parseError(name, err);
+      errors.push({ ...e, message: e.message + helmTemplateHint(p, text) });
       objects = documentsBefore(text, name, (err as Error).message, notObjects);
     }
     if (notObjectsSeen) notObjectsSeen.push(...notObjects);
-    else errors.push(...notObjects.map(notObjectError));
+    else {
+      const hint = notObjects.length > 0 ? helmTemplateHint(p, text) : '';
+      errors.push(
+        ...notObjects.map((n) => ({
+          ...notObjectError(n),
+          message: notObjectError(n).message + hint,
+        })),
+      );
+    }
     visit(objects, p);
   }
 }

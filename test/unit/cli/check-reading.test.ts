@@ -272,3 +272,30 @@ describe('SARIF output', () => {
     });
   });
 });
+
+describe('check on an unrendered Helm chart (#102)', () => {
+  it('names the chart and the command that renders it, for each template it cannot read', async () => {
+    // The chart of this repository, as a user would point check at theirs.
+    const chart = join(dirname(new URL(import.meta.url).pathname), '../../../charts/erdma-smcr');
+    const r = await check(chart);
+    const report = JSON.parse(r.stdout) as JsonReport;
+    expect(report.errors.length).toBeGreaterThan(5);
+    for (const e of report.errors)
+      expect(e.message).toMatch(
+        /invalid YAML.*is part of the Helm chart .*charts\/erdma-smcr: check what it renders \(helm template RELEASE .*charts\/erdma-smcr \| erdma-smcr check -\)/,
+      );
+  });
+
+  it('tells a template on stdin by its {{ }}, and says nothing of Helm for plain bad YAML', async () => {
+    const template =
+      '{{- if .Values.enabled }}\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}\n{{- end }}\n';
+    const r = await runCli(['check', '-o', 'json', '-'], { stdin: template });
+    expect((JSON.parse(r.stdout) as JsonReport).errors[0]!.message).toMatch(
+      /this looks like a Helm template \(\{\{ … \}\}\): check what it renders/,
+    );
+    const bad = await runCli(['check', '-o', 'json', '-'], { stdin: 'a: [1,\n' });
+    const msg = (JSON.parse(bad.stdout) as JsonReport).errors[0]!.message;
+    expect(msg).toMatch(/invalid YAML/);
+    expect(msg).not.toMatch(/Helm/);
+  });
+});
