@@ -9,4 +9,5 @@ export const annotationPlacement: Rule = {
   scope: 'smcr',
   when: "never: it warns when a key looks like one of ours but is misspelled (`smcr.erdma.io/connect-port`), or one of ours sits where the pod never gets it (a workload's own metadata, a CronJob's `spec.jobTemplate.metadata`, a label), or the SMC-R annotation on a workload contradicts its pod template's",
   fix: 'rename or move it as the warning says: the pod reads `metadata.annotations` of its own template',
+  example: 'examples/warned/annotation-placement.yaml',
 };

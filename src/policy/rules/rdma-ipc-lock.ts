@@ -8,4 +8,5 @@ export const rdmaIpcLock: Rule = {
   scope: 'rdma',
   when: 'never: it warns when no container that gets an RDMA device (`aliyun/erdma` without SMC-R, `rdma/hca`) can lock memory (`IPC_LOCK` among its added capabilities, or privileged)',
   fix: 'add the capability `IPC_LOCK` to the containers that use the device',
+  example: 'examples/warned/rdma-ipc-lock.yaml',
 };
