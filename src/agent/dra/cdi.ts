@@ -2,15 +2,14 @@
 // https://github.com/cncf-tags/container-device-interface/blob/main/SPEC.md): one file per claim
 // in the runtime's CDI directory (containerd 2 and CRI-O read /var/run/cdi by default), naming a
 // CDI device per allocated device, which the kubelet hands the runtime for the claim's containers.
-// What the container gets is ../devices/container.ts's: each device's own nodes on its CDI
-// device, and the env naming every device and PNETID of the claim once, in the spec's own edits
-// (the runtime applies them with any of the spec's devices; one ERDMA_DEVICES= per device would
-// leave the container told of one). Written whole to a temporary file and renamed.
+// What the container gets is ../devices/container.ts's: on each device's CDI device its own nodes
+// and the env naming the devices (and PNETIDs) of its request, so a container is told of the
+// devices its requests got (cdiSpec). Written whole to a temporary file and renamed.
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { posix } from 'node:path';
 import { writeAtomic } from '../../util/fs.js';
 import { containerEdits, envLines, type ContainerEdits } from '../devices/container.js';
-import type { PreparedClaim } from './checkpoint.js';
+import type { PreparedClaim, PreparedDevice } from './checkpoint.js';
 import { DRA_DRIVER } from './slice.js';
 
 /** The CDI kind of our devices (vendor/class). */
@@ -26,21 +25,45 @@ export function cdiIds(claimUid: string, device: string): string[] {
   return [`${CDI_KIND}=${cdiName(claimUid, device)}`];
 }
 
-/** The spec a prepared claim's containers are given, as the runtime reads it. */
+/**
+ * The spec a prepared claim's containers are given, as the runtime reads it. The kubelet gives a
+ * container that references one request of the claim the CDI devices of that request's devices
+ * only (all of them for a reference to the whole claim), so each device's own edits carry the env:
+ * the devices of its request (of each request it serves, when one device serves several). A
+ * container of one request is told of that request's devices, not of the claim's others (#102).
+ * The runtime keeps the last of one name: a container that references a whole claim of several
+ * requests is told of the last request's devices (docs/agent.md: reference each request).
+ */
 export function cdiSpec(p: PreparedClaim, deviceRoot: string): object {
-  const edits = (ds: PreparedClaim['devices']): ContainerEdits =>
+  const edits = (ds: readonly PreparedDevice[]): ContainerEdits =>
     containerEdits(
       ds.map((d) => ({ name: d.rdmaDevice, pnetId: d.pnetId, uverbs: d.uverbs })),
       deviceRoot,
     );
+  // One CDI device per name (a device shared by two requests of the claim is one name).
+  const byName = new Map<string, PreparedDevice[]>();
+  for (const d of p.devices) {
+    const name = cdiName(p.uid, d.deviceName);
+    byName.set(name, [...(byName.get(name) ?? []), d]);
+  }
   return {
     cdiVersion: CDI_VERSION,
     kind: CDI_KIND,
-    containerEdits: { env: envLines(edits(p.devices).env) },
-    devices: p.devices.map((d) => ({
-      name: cdiName(p.uid, d.deviceName),
-      containerEdits: { deviceNodes: edits([d]).deviceNodes },
-    })),
+    devices: [...byName].map(([name, ds]) => {
+      const requests = new Set(ds.flatMap((d) => d.requestNames));
+      const told = p.devices.filter(
+        (o, i, all) =>
+          o.requestNames.some((r) => requests.has(r)) &&
+          all.findIndex((x) => x.rdmaDevice === o.rdmaDevice) === i,
+      );
+      return {
+        name,
+        containerEdits: {
+          env: envLines(edits(told).env),
+          deviceNodes: edits([ds[0]!]).deviceNodes,
+        },
+      };
+    }),
   };
 }
 

@@ -294,6 +294,73 @@ describe.skipIf(why !== '')(
       );
     });
 
+    it('(d) two containers, each naming one request of one claim, are each told of their own device (#102)', async () => {
+      const request = (name: string, rdma: string) => ({
+        name,
+        exactly: {
+          deviceClassName: DRIVER,
+          selectors: [
+            { cel: { expression: `device.attributes["${DRIVER}"].rdmaDevice == "${rdma}"` } },
+          ],
+        },
+      });
+      await apply({
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'ResourceClaimTemplate',
+        metadata: { name: 'two-requests', namespace: 'apps' },
+        spec: {
+          spec: {
+            devices: { requests: [request('first', 'erdma_0'), request('second', 'erdma_2')] },
+          },
+        },
+      });
+      const container = (name: string, req: string) => ({
+        name,
+        image: APP,
+        imagePullPolicy: 'Never',
+        resources: { claims: [{ name: 'erdma', request: req }] },
+      });
+      await apply({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'per-container', namespace: 'apps' },
+        spec: {
+          terminationGracePeriodSeconds: 1,
+          resourceClaims: [{ name: 'erdma', resourceClaimTemplateName: 'two-requests' }],
+          containers: [container('a', 'first'), container('b', 'second')],
+        },
+      });
+      await running('per-container');
+      const told = async (c: string) =>
+        (
+          await kubectl(
+            'exec',
+            '-n',
+            'apps',
+            'per-container',
+            '-c',
+            c,
+            '--',
+            'sh',
+            '-c',
+            'echo "$ERDMA_DEVICES $ERDMA_PNETIDS"; ls /dev/infiniband | sort | tr "\\n" " "',
+          )
+        ).trim();
+      const a = await told('a');
+      const b = await told('b');
+      console.log(`(d) container a: ${a}\n(d) container b: ${b}`);
+      // Each its own device, its PNETID and its verbs node; not the other's (before #102 both
+      // were told "erdma_0,erdma_2").
+      const [aEnv, aNodes = ''] = a.split('\n');
+      const [bEnv = '', bNodes = ''] = b.split('\n');
+      expect(aEnv).toMatch(/^erdma_0 [0-9A-F]+$/);
+      expect(bEnv).toMatch(/^erdma_2 [0-9A-F]+$/);
+      expect(aEnv.split(' ')[1]).not.toBe(bEnv.split(' ')[1]);
+      // erdma_0's verbs node is a's alone (the fixture's erdma_2 has none: b gets rdma_cm only).
+      expect(aNodes.trim().split(' ')).toEqual(['rdma_cm', 'uverbs0']);
+      expect(bNodes.trim().split(' ')).toEqual(['rdma_cm']);
+    }, 120_000);
+
     it("a claim no device satisfies stays Pending with the scheduler's reason (the negative control)", async () => {
       await claimPod(
         'no-such-device',

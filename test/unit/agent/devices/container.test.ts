@@ -83,14 +83,17 @@ describe('containerEdits: what a container holding RDMA devices gets', () => {
       })),
     };
     const spec = cdiSpec(claim, '/host') as {
-      containerEdits: { env: string[] };
+      containerEdits?: { env: string[] };
       devices: {
         containerEdits: { env?: string[]; deviceNodes: { path: string; hostPath: string }[] };
       }[];
     };
-    // The env once, in the spec's own edits; each CDI device its own nodes and no env.
-    expect(spec.containerEdits.env).toEqual(envLines(viaPlugin.envs as never));
-    expect(spec.devices.map((d) => d.containerEdits.env)).toEqual([undefined, undefined]);
+    // One request: each CDI device tells of both (a container gets both); no spec-wide env.
+    expect(spec.containerEdits).toBeUndefined();
+    expect(spec.devices.map((d) => d.containerEdits.env)).toEqual([
+      envLines(viaPlugin.envs as never),
+      envLines(viaPlugin.envs as never),
+    ]);
     const cdiNodes = new Set(
       spec.devices.flatMap((d) =>
         d.containerEdits.deviceNodes.map((n) => `${n.path}=${n.hostPath}`),
@@ -99,5 +102,82 @@ describe('containerEdits: what a container holding RDMA devices gets', () => {
     const pluginNodes = new Set(viaPlugin.devices.map((d) => `${d.container_path}=${d.host_path}`));
     expect(cdiNodes).toEqual(pluginNodes);
     expect(pluginNodes.size).toBe(3);
+  });
+});
+
+describe("the DRA driver's CDI spec: a container is told of the devices its requests got (#102)", () => {
+  // The kubelet gives a container that names one request of a claim the CDI devices of that
+  // request's devices only (resources.claims[].request; the extended-resource claim names one
+  // request per container): what the runtime applies is each device's own edits.
+  const prepared = (
+    devices: { request: string; name: string; rdma: RdmaDevice }[],
+  ): PreparedClaim => ({
+    uid: 'u-2',
+    namespace: 'apps',
+    name: 'per-container',
+    devices: devices.map((d) => ({
+      requestNames: [d.request],
+      poolName: 'node-a',
+      deviceName: d.name,
+      rdmaDevice: d.rdma.name,
+      uverbs: d.rdma.uverbs,
+      pnetId: d.rdma.pnetId,
+      cdiDeviceIds: cdiIds('u-2', d.name),
+    })),
+  });
+  type Spec = {
+    containerEdits?: unknown;
+    devices: { name: string; containerEdits: { env: string[]; deviceNodes: { path: string }[] } }[];
+  };
+  /** What a runtime applies for these CDI names: each device's env in order, the last of a name kept. */
+  const envOf = (spec: Spec, names: string[]): Record<string, string> => {
+    const env: Record<string, string> = {};
+    for (const d of spec.devices.filter((x) => names.some((n) => n.endsWith(`=${x.name}`))))
+      for (const line of d.containerEdits.env) {
+        const [k, v] = line.split('=') as [string, string];
+        env[k] = v;
+      }
+    return env;
+  };
+  const third = device('erdma_4', '/dev/infiniband/uverbs4', '00163E10F8B4');
+
+  it('two requests, one device each: each container is told of its own', () => {
+    const spec = cdiSpec(
+      prepared([
+        { request: 'container-0-request-0', name: 'erdma-0', rdma: two[0]! },
+        { request: 'container-1-request-0', name: 'erdma-2', rdma: two[1]! },
+      ]),
+      '/',
+    ) as Spec;
+    expect(spec.containerEdits).toBeUndefined();
+    expect(envOf(spec, cdiIds('u-2', 'erdma-0'))).toEqual({
+      ERDMA_DEVICES: 'erdma_0',
+      ERDMA_PNETIDS: '00163E10F8B0',
+    });
+    expect(envOf(spec, cdiIds('u-2', 'erdma-2'))).toEqual({
+      ERDMA_DEVICES: 'erdma_2',
+      ERDMA_PNETIDS: '00163E10F8B2',
+    });
+    expect(spec.devices[0]!.containerEdits.deviceNodes.map((n) => n.path)).toEqual([
+      '/dev/infiniband/uverbs0',
+      '/dev/infiniband/rdma_cm',
+    ]);
+  });
+
+  it("a request of two devices tells its container of both, not of the other request's", () => {
+    const spec = cdiSpec(
+      prepared([
+        { request: 'pair', name: 'erdma-0', rdma: two[0]! },
+        { request: 'pair', name: 'erdma-2', rdma: two[1]! },
+        { request: 'single', name: 'erdma-4', rdma: third },
+      ]),
+      '/',
+    ) as Spec;
+    const pair = [...cdiIds('u-2', 'erdma-0'), ...cdiIds('u-2', 'erdma-2')];
+    expect(envOf(spec, pair)).toEqual({
+      ERDMA_DEVICES: 'erdma_0,erdma_2',
+      ERDMA_PNETIDS: '00163E10F8B0,00163E10F8B2',
+    });
+    expect(envOf(spec, cdiIds('u-2', 'erdma-4')).ERDMA_DEVICES).toBe('erdma_4');
   });
 });
