@@ -76,6 +76,16 @@ export const NODE_LABELS = {
   selection: `${OWN_PREFIX}selection`,
 } as const;
 
+/** Node annotations written by the node agent and read by the webhook. */
+export const NODE_ANNOTATIONS = {
+  /**
+   * The node's pod networks the Node object does not show (#100): the vSwitch CIDRs of its
+   * secondary ENIs as the ECS metadata service gives them (Terway's pods take their addresses
+   * there, and its nodes have no podCIDRs), comma-separated; absent where there are none.
+   */
+  podNetworks: `${OWN_PREFIX}pod-networks`,
+} as const;
+
 /**
  * Webhook-owned: set to "preload" on a pod given the preload library (nodes with AF_SMC only); our
  * CNI plugin then needs no tcp2smc knob for it.

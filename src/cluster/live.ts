@@ -1,6 +1,10 @@
-// The live cluster view: informers on the nodes and on the ConfigMap holding the cluster profile
-// (driver mode, IP families: the same ClusterProfile document `erdma-smcr check --profile` reads).
-// Ready after the first sync of both; a broken watch keeps the last good view and says so.
+// The live cluster view: informers on the nodes, on the ConfigMap holding the cluster profile
+// (driver mode, IP families: the same ClusterProfile document `erdma-smcr check --profile` reads)
+// and on the ServiceCIDR objects (networking.k8s.io/v1, GA in 1.33: the Service ranges the SMC
+// selection takes in, #100). Ready after the first sync of the nodes and the profile, and of the
+// ServiceCIDRs unless they cannot be listed (an API server without them, or RBAC from an older
+// install: said in the log, and the selection goes on without them); a broken watch keeps the last
+// good view and says so.
 //
 // Sized for large clusters: each Node is cut down on arrival to the facts the policy reads (name,
 // labels, kernel, OS image; strings shared through a pool), lists come in pages, and each watch
@@ -12,10 +16,20 @@ import type { Logger } from 'pino';
 import { NodeIndex } from '../policy/nodes.js';
 import type { ClusterView, NodeFacts } from '../policy/types.js';
 import { parseYamlFirst } from '../util/yaml.js';
+import { canonicalCidr } from '../policy/selection.js';
 import { parseProfile, viewFromProfile, type Profile } from './profile.js';
 import { WatchedSet, type SetChange } from './watch.js';
 import type { KubeClient } from './client.js';
 import { nodeFacts, sameFacts, StringPool, type ClusterViewSource } from './view.js';
+
+/** The ServiceCIDR collection (networking.k8s.io/v1). */
+const SERVICE_CIDRS = '/apis/networking.k8s.io/v1/servicecidrs';
+
+/** What the view reads of a ServiceCIDR: its ranges (one per IP family). */
+interface ServiceCIDR {
+  metadata?: { name?: string; resourceVersion?: string };
+  spec?: { cidrs?: string[] };
+}
 
 /** Key of the ConfigMap entry holding the ClusterProfile YAML. */
 export const PROFILE_KEY = 'profile.yaml';
@@ -43,6 +57,9 @@ const NODE_PAGE_SIZE = 100;
 export class LiveViewSource implements ClusterViewSource {
   private readonly nodes: WatchedSet<V1Node, NodeFacts>;
   private readonly maps: WatchedSet<V1ConfigMap>;
+  private readonly serviceCidrs: WatchedSet<ServiceCIDR, readonly string[]>;
+  /** The ServiceCIDRs could not be listed before the first sync: readiness does not wait on them. */
+  private serviceCidrsUnlisted = false;
   private readonly index = new NodeIndex();
   private readonly pool = new StringPool();
   private view: ClusterView;
@@ -70,6 +87,23 @@ export class LiveViewSource implements ClusterViewSource {
       onChange: () => this.rebuild(),
       onStale: (s) => this.setStale('configmap', s),
     });
+    this.serviceCidrs = new WatchedSet<ServiceCIDR, readonly string[]>(opts.client, {
+      logger: opts.logger,
+      ...backoff,
+      path: SERVICE_CIDRS,
+      transform: (s) => (s.spec?.cidrs ?? []).flatMap((c) => canonicalCidr(c) ?? []),
+      onChange: () => this.rebuild(),
+      onStale: (s) => {
+        if (s && !this.serviceCidrs.synced && !this.serviceCidrsUnlisted) {
+          this.serviceCidrsUnlisted = true;
+          opts.logger.warn(
+            { path: SERVICE_CIDRS },
+            'cannot list ServiceCIDRs (an API server before 1.33, or the webhook lacks list/watch on servicecidrs.networking.k8s.io): the SMC selection takes in the Service ranges once they can be listed, or as the cluster profile names them (serviceNetworks)',
+          );
+        }
+        this.setStale('servicecidrs', s);
+      },
+    });
   }
 
   /** The node's facts; the entry already known when they did not change (a status update). */
@@ -95,12 +129,20 @@ export class LiveViewSource implements ClusterViewSource {
 
   /** Starts both informers; resolves once both listed (true) or after `timeoutMs` (false, keeps trying). */
   async start(timeoutMs?: number): Promise<boolean> {
-    const [a, b] = await Promise.all([this.nodes.start(timeoutMs), this.maps.start(timeoutMs)]);
-    return a && b;
+    const [a, b, c] = await Promise.all([
+      this.nodes.start(timeoutMs),
+      this.maps.start(timeoutMs),
+      this.serviceCidrs.start(timeoutMs),
+    ]);
+    return a && b && (c || this.serviceCidrsUnlisted);
   }
 
   get synced(): boolean {
-    return this.nodes.synced && this.maps.synced;
+    return (
+      this.nodes.synced &&
+      this.maps.synced &&
+      (this.serviceCidrs.synced || this.serviceCidrsUnlisted)
+    );
   }
 
   /** Whether some watch is broken and the view is the last good one. */
@@ -144,13 +186,15 @@ export class LiveViewSource implements ClusterViewSource {
   private rebuild(): void {
     this.profile = this.profileFromConfigMap();
     // Nodes are known only once listed; before that node checks only warn.
+    const services = [...new Set([...this.serviceCidrs.values()].flat())].sort();
     this.view = viewFromProfile(
       { ...this.profile, nodes: undefined },
       this.nodes.synced ? this.index : undefined,
+      services,
     );
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.nodes.close(), this.maps.close()]);
+    await Promise.all([this.nodes.close(), this.maps.close(), this.serviceCidrs.close()]);
   }
 }

@@ -126,6 +126,8 @@ export function loadNodesFile(file: string): NodeFacts[] {
 export function viewFromProfile(
   profile: Profile,
   extraNodes?: readonly NodeFacts[] | NodeSet,
+  /** The Service ranges of the cluster's ServiceCIDR objects (live, or given to `check`). */
+  serviceNetworks: readonly string[] = [],
 ): ClusterView {
   const list = extraNodes ?? (profile.nodes !== undefined ? nodesOf(profile.nodes) : undefined);
   const nodes: NodeSet | undefined = Array.isArray(list)
@@ -138,6 +140,7 @@ export function viewFromProfile(
       ? { rdmaNonHostNetwork: profile.rdmaNonHostNetwork }
       : {}),
     ...networksOf(profile),
+    ...(serviceNetworks.length > 0 ? { serviceNetworks } : {}),
     nodesKnown: nodes !== undefined,
     nodes: nodes ?? EMPTY,
   });

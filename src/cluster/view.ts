@@ -1,6 +1,7 @@
 // The cluster view the policy reads: an interface, a static implementation, and Node → NodeFacts.
 import { isObject, stringMap } from '../util/json.js';
 import { canonicalCidr } from '../policy/selection.js';
+import { NODE_ANNOTATIONS } from '../constants.js';
 import type { ClusterView, NodeFacts } from '../policy/types.js';
 
 /** Anything that can hand the policy its current view of the cluster. */
@@ -56,21 +57,32 @@ export function nodeFacts(
       ? { kernelVersion: pool.get(info.kernelVersion) }
       : {}),
     ...(typeof info.osImage === 'string' ? { osImage: pool.get(info.osImage) } : {}),
-    ...podCIDRsOf(node.spec, pool),
+    ...podCIDRsOf(node.spec, node.metadata.annotations, pool),
   };
 }
 
-/** spec.podCIDRs (or the older spec.podCIDR): the IPv4 ones, canonical; nothing when none. */
+/**
+ * spec.podCIDRs (or the older spec.podCIDR) and the pod networks the agent read from the ECS
+ * metadata (NODE_ANNOTATIONS.podNetworks: Terway's vSwitches): the IPv4 ones, canonical, each
+ * once; nothing when none.
+ */
 function podCIDRsOf(
   spec: unknown,
+  annotations: unknown,
   pool: Pick<StringPool, 'get'>,
 ): { podCIDRs?: readonly string[] } {
-  if (!isObject(spec)) return {};
-  const raw = Array.isArray(spec.podCIDRs) ? spec.podCIDRs : [spec.podCIDR];
-  const cidrs = raw.flatMap((c) => {
-    const v4 = typeof c === 'string' ? canonicalCidr(c) : undefined;
-    return v4 === undefined ? [] : [pool.get(v4)];
-  });
+  const raw: unknown[] = [];
+  if (isObject(spec)) raw.push(...(Array.isArray(spec.podCIDRs) ? spec.podCIDRs : [spec.podCIDR]));
+  const published = isObject(annotations) ? annotations[NODE_ANNOTATIONS.podNetworks] : undefined;
+  if (typeof published === 'string') raw.push(...published.split(','));
+  const cidrs = [
+    ...new Set(
+      raw.flatMap((c) => {
+        const v4 = typeof c === 'string' ? canonicalCidr(c) : undefined;
+        return v4 === undefined ? [] : [v4];
+      }),
+    ),
+  ].map((c) => pool.get(c));
   return cidrs.length > 0 ? { podCIDRs: cidrs } : {};
 }
 

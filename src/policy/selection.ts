@@ -126,19 +126,51 @@ function widen(cidr: string, bits: number): string {
 }
 
 /**
- * The networks a pod's connections may use SMC in: what the cluster profile names (Terway's
- * vSwitch ranges, the Service CIDR) and every Node's podCIDRs, at most MAX_NETS of them. Too many
- * node ranges are widened to their /16s, then /8s; none at all gives PRIVATE_NETWORKS.
+ * The networks a pod's connections may use SMC in, as the cluster says them (#100): every Node's
+ * pod ranges (spec.podCIDRs, and the vSwitch CIDRs the agent publishes for Terway), the Service
+ * ranges of the ServiceCIDR objects, and what the cluster profile names; at most MAX_NETS of them.
+ * Too many node ranges are widened to their /16s, then /8s. Only when none of these says anything:
+ * PRIVATE_NETWORKS (never CLOUD_SERVICE_NETWORK). CLOUD_SERVICE_NETWORK is cut out of whatever a
+ * source says, so a widened range never takes in Alibaba Cloud's service endpoints either.
  */
 export function selectionNetworks(view: ClusterView): readonly string[] {
-  const named = view.podNetworks ?? [];
+  const named = [...(view.podNetworks ?? []), ...(view.serviceNetworks ?? [])];
   const fromNodes = view.nodes.podNetworks;
   if (named.length === 0 && fromNodes.length === 0) return PRIVATE_NETWORKS;
   for (const bits of [32, 16, 8]) {
-    const nets = [...new Set([...named, ...fromNodes.map((c) => widen(c, bits))])].sort();
+    const nets = [
+      ...new Set([...named, ...fromNodes.map((c) => widen(c, bits))].flatMap(withoutCloud)),
+    ].sort();
     if (nets.length <= MAX_NETS) return nets;
   }
   return PRIVATE_NETWORKS;
+}
+
+const toInt = (cidr: string): [number, number] => {
+  const [addr = '', len = '32'] = cidr.split('/');
+  return [addr.split('.').reduce((a, o) => a * 256 + Number(o), 0), Number(len)];
+};
+const fromInt = (base: number, bits: number): string =>
+  `${[24, 16, 8, 0].map((s) => Math.floor(base / 2 ** s) % 256).join('.')}/${bits}`;
+
+/** `cidr` less CLOUD_SERVICE_NETWORK: itself when apart, nothing inside it, its other halves around it. */
+export function withoutCloud(cidr: string): string[] {
+  const [cloud, cloudBits] = toInt(CLOUD_SERVICE_NETWORK);
+  const [base, bits] = toInt(cidr);
+  if (bits >= cloudBits)
+    return Math.floor(base / 2 ** (32 - cloudBits)) * 2 ** (32 - cloudBits) === cloud ? [] : [cidr];
+  const size = 2 ** (32 - bits);
+  if (cloud < base || cloud >= base + size) return [cidr];
+  // Split in halves down to the cloud range: keep each half that does not hold it.
+  const out: string[] = [];
+  let b = base;
+  for (let len = bits + 1; len <= cloudBits; len++) {
+    const half = 2 ** (32 - len);
+    const inUpper = cloud >= b + half;
+    out.push(fromInt(inUpper ? b : b + half, len));
+    if (inUpper) b += half;
+  }
+  return out.sort();
 }
 
 export interface ResolvedSelection {

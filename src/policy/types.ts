@@ -24,7 +24,10 @@ export interface NodeFacts {
   readonly labels: StringMap;
   readonly kernelVersion?: string;
   readonly osImage?: string;
-  /** The node's IPv4 pod ranges (spec.podCIDRs), canonical; absent when it has none. */
+  /**
+   * The node's IPv4 pod ranges, canonical: spec.podCIDRs, and the vSwitch CIDRs the agent
+   * publishes (NODE_ANNOTATIONS.podNetworks, Terway); absent when it has none.
+   */
   readonly podCIDRs?: readonly string[];
 }
 
@@ -60,6 +63,8 @@ export interface ClusterView {
    * Service CIDR); the Nodes' podCIDRs come from `nodes`. Together: where SMC may pay (selection.ts).
    */
   readonly podNetworks?: readonly string[];
+  /** The cluster's Service ranges from its ServiceCIDR objects (networking.k8s.io/v1), IPv4. */
+  readonly serviceNetworks?: readonly string[];
   readonly nodesKnown: boolean;
   readonly nodes: NodeSet;
 }

@@ -351,7 +351,7 @@ describe.skipIf(why !== '')(
       console.log(`(d) container a: ${a}\n(d) container b: ${b}`);
       // Each its own device, its PNETID and its verbs node; not the other's (before #102 both
       // were told "erdma_0,erdma_2").
-      const [aEnv, aNodes = ''] = a.split('\n');
+      const [aEnv = '', aNodes = ''] = a.split('\n');
       const [bEnv = '', bNodes = ''] = b.split('\n');
       expect(aEnv).toMatch(/^erdma_0 [0-9A-F]+$/);
       expect(bEnv).toMatch(/^erdma_2 [0-9A-F]+$/);
