@@ -17,6 +17,7 @@ import { ApiEventSink, NO_EVENTS, type EventSink } from './events.js';
 import { mirrorDeviceCounters, type AgentMetrics } from './metrics.js';
 import { CniInstaller, UNINSTALL_MARKER } from './network/cni-install.js';
 import { EniDuty, HostPnetDuty } from './network/duties.js';
+import { onEcs, PodNetworksDuty, POD_NETWORKS_MS } from './network/pod-networks.js';
 import type { Capability } from './node/capability.js';
 import type { RdmaDevice } from './devices/discovery.js';
 import { defaultModprobe } from './node/driver.js';
@@ -69,11 +70,13 @@ export class NodeAgent {
   private readonly cni: CniInstaller | undefined;
   private readonly podsDuty: PodsDuty | undefined;
   private readonly smcDuty: SmcDuty;
+  private readonly podNetworks: PodNetworksDuty | undefined;
   private readonly schedules: Schedule[] = [];
   private refreshSchedule: Schedule | undefined;
   private cniSchedule: Schedule | undefined;
   private podsSchedule: Schedule | undefined;
   private smcSchedule: Schedule | undefined;
+  private podNetworksSchedule: Schedule | undefined;
   private closed = false;
 
   constructor(private readonly opts: NodeAgentOptions) {
@@ -111,7 +114,35 @@ export class NodeAgent {
     this.podsDuty = this.a.podEvents ? this.newPodsDuty(missingNode) : undefined;
     // Sampled on its period when agent.smcSampleMs > 0; sampleSmc() reads at once either way.
     this.smcDuty = this.newSmcDuty();
-    this.duties = present([...this.refreshChain, this.cni, this.podsDuty, this.smcDuty]);
+    const publish =
+      this.a.podNetworks === 'on' || (this.a.podNetworks === 'auto' && onEcs(this.a.hostRoot));
+    this.podNetworks = publish && !missingNode ? this.podNetworksDuty() : undefined;
+    this.duties = present([
+      ...this.refreshChain,
+      this.cni,
+      this.podsDuty,
+      this.smcDuty,
+      this.podNetworks,
+    ]);
+  }
+
+  private podNetworksDuty(): PodNetworksDuty {
+    return new PodNetworksDuty({
+      metadata: {
+        baseUrl: this.a.metadataUrl,
+        timeoutMs: this.a.metadataTimeoutMs,
+        retries: this.a.metadataRetries,
+      },
+      labeler: new NodeLabeler(this.opts.client!, this.a.nodeName!, this.log),
+      logger: this.log,
+    });
+  }
+
+  /** One publication of the node's pod networks now (agent.podNetworks); what was published. */
+  async publishPodNetworks(): Promise<readonly string[] | undefined> {
+    if (!this.podNetworks) return undefined;
+    await (this.podNetworksSchedule?.now() ?? this.podNetworks.pass());
+    return this.podNetworks.published;
   }
 
   /** Why duties that speak to the API server about this node cannot (undefined when they can). */
@@ -280,6 +311,11 @@ export class NodeAgent {
     if (this.a.smcSampleMs > 0) {
       this.smcSchedule = this.schedule('smc', () => this.smcDuty.pass(), this.a.smcSampleMs);
       this.smcSchedule.startIn(0);
+    }
+    if (this.podNetworks) {
+      const duty = this.podNetworks;
+      this.podNetworksSchedule = this.schedule('pod-networks', () => duty.pass(), POD_NETWORKS_MS);
+      this.podNetworksSchedule.startIn(0);
     }
   }
 

@@ -29,8 +29,8 @@ export function resolveView(choice: ProfileChoice, inline?: InlineProfile): Clus
   let profile: Profile = DEFAULT_PROFILE;
   if (choice.profileFile) profile = loadProfileFile(choice.profileFile);
   else if (inline) profile = parseProfile(inline.object, inline.source);
-  const nodes = choice.nodesFile ? loadNodesFile(choice.nodesFile) : undefined;
-  return viewFromProfile(profile, nodes);
+  const file = choice.nodesFile ? loadNodesFile(choice.nodesFile) : undefined;
+  return viewFromProfile(profile, file?.nodes, file?.serviceNetworks);
 }
 
 /** The offline view from the configured profile and node list (cluster.profile, cluster.nodes). */

@@ -92,7 +92,7 @@ export function loadProfileFile(file: string): Profile {
 
 /** Reads a NodeList, a single Node, or a list of Nodes from a file. */
 /** The kinds a node list may hold: Nodes, in a NodeList or List (or none named, trimmed by hand). */
-const NODE_KINDS = new Set(['Node', 'NodeList', 'List']);
+const NODE_KINDS = new Set(['Node', 'NodeList', 'List', 'ServiceCIDR', 'ServiceCIDRList']);
 
 function refuseOtherKinds(doc: unknown, file: string): void {
   const kindOf = (v: unknown): string | undefined =>
@@ -106,17 +106,36 @@ function refuseOtherKinds(doc: unknown, file: string): void {
   if (kinds.length > 0)
     throw new AppError(
       'PROFILE_INVALID',
-      `${file}: holds ${[...new Set(kinds)].join(', ')}, not Nodes: --nodes takes what \`kubectl get nodes -o yaml\` prints (a NodeList)`,
+      `${file}: holds ${[...new Set(kinds)].join(', ')}, not Nodes: --nodes takes what \`kubectl get nodes,servicecidrs -o yaml\` prints (Nodes, and the ServiceCIDRs whose ranges the SMC selection takes in)`,
     );
 }
 
-export function loadNodesFile(file: string): NodeFacts[] {
+/** What a --nodes file says: its Nodes, and the ranges of its ServiceCIDRs (IPv4, canonical). */
+export interface NodesFile {
+  readonly nodes: NodeFacts[];
+  readonly serviceNetworks: string[];
+}
+
+export function loadNodesFile(file: string): NodesFile {
   const doc = readYamlFile(file);
   refuseOtherKinds(doc, file);
-  const nodes =
-    Array.isArray(doc) || (doc as { items?: unknown })?.items ? nodesOf(doc) : nodesOf([doc]);
+  const list: unknown[] = Array.isArray(doc)
+    ? doc
+    : (doc as { items?: unknown })?.items
+      ? ((doc as { items: unknown[] }).items ?? [])
+      : [doc];
+  const isKind = (v: unknown, k: string): boolean => (v as { kind?: unknown } | null)?.kind === k;
+  const nodes = nodesOf(list.filter((v) => !isKind(v, 'ServiceCIDR')));
   if (nodes.length === 0) throw new AppError('PROFILE_INVALID', `${file}: no Node objects found`);
-  return nodes;
+  const serviceNetworks = [
+    ...new Set(
+      list
+        .filter((v) => isKind(v, 'ServiceCIDR'))
+        .flatMap((v) => (v as { spec?: { cidrs?: unknown } }).spec?.cidrs ?? [])
+        .flatMap((c) => (typeof c === 'string' ? (canonicalCidr(c) ?? []) : [])),
+    ),
+  ].sort();
+  return { nodes, serviceNetworks };
 }
 
 /**

@@ -259,6 +259,12 @@ export const agentSchema = z.strictObject({
    * (or Terway) owns the ENIs; turn it on for self-managed clusters.
    */
   manageEni: z._default(z.boolean(), false),
+  /**
+   * Publish the vSwitch CIDRs of the node's secondary ENIs, from the ECS instance metadata, on the
+   * Node (annotation smcr.erdma.io/pod-networks): the SMC selection's pod networks on Terway
+   * clusters, whose Nodes have no podCIDRs (#100). auto: on ECS instances (the host's DMI vendor).
+   */
+  podNetworks: z._default(z.enum(['auto', 'on', 'off']), 'auto'),
   /** The ECS instance metadata service. */
   metadataUrl: z._default(z.url(), 'http://100.100.100.200'),
   /** Each metadata request's time limit, and how many times a failed one is tried again (with doubling back-off). */

@@ -2,6 +2,7 @@
 // namespace at 100.100.100.200:80 (nothing real can answer there on this machine). It answers
 // exactly the documented items the agent reads (ECS "Instance metadata" reference):
 //   GET /latest/meta-data/mac
+//   GET /latest/meta-data/network/interfaces/macs/ (every NIC's MAC, one per line, each with "/")
 //   GET /latest/meta-data/network/interfaces/macs/<mac>/{primary-ip-address,vswitch-cidr-block,gateway}
 //   PUT /latest/api/token (hardened mode; header X-aliyun-ecs-metadata-token-ttl-seconds)
 // and 404 for anything else, including unknown MACs. Plain text bodies, as the service sends.
@@ -24,6 +25,11 @@ function answer(req) {
   if (cfg.requireToken && req.headers['x-aliyun-ecs-metadata-token'] !== TOKEN)
     return [401, 'token required'];
   if (req.url === '/latest/meta-data/mac') return [200, cfg.primaryMac];
+  if (req.url === '/latest/meta-data/network/interfaces/macs/')
+    return [
+      200,
+      [...new Set([cfg.primaryMac, ...Object.keys(cfg.enis)])].map((m) => `${m}/`).join('\n'),
+    ];
   const m = /^\/latest\/meta-data\/network\/interfaces\/macs\/([0-9a-f:]{17})\/([a-z-]+)$/.exec(
     req.url ?? '',
   );

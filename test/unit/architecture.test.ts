@@ -26,7 +26,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   agent: ['cluster', 'policy', 'native', 'config', 'util', 'errors', 'constants'],
   certs: ['cluster', 'util', 'errors'],
   check: ['cluster', 'policy', 'config', 'util', 'errors', 'constants'],
-  cluster: ['policy', 'config', 'util', 'errors'],
+  cluster: ['policy', 'config', 'util', 'errors', 'constants'],
   policy: ['config', 'util', 'constants'],
   native: ['util', 'errors'],
   config: ['util', 'errors', 'constants'],

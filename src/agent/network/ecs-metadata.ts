@@ -2,7 +2,8 @@
 // per request and bounded retries, over node:http (not fetch: see httpRequest).
 //
 // Metadata items (ECS "Instance metadata" reference, alibabacloud.com/help/doc-detail/49122.htm,
-// version 2016-01-01 and latest): `mac` (the primary NIC's MAC), and per NIC under
+// version 2016-01-01 and latest): `mac` (the primary NIC's MAC), `network/interfaces/macs/` (the
+// MAC of every NIC, one per line, each ending in `/`), and per NIC under
 // `network/interfaces/macs/[mac]/`: `primary-ip-address`, `vswitch-cidr-block`, `gateway`. The
 // hardened mode's token (`PUT /latest/api/token` with `X-aliyun-ecs-metadata-token-ttl-seconds`,
 // then `X-aliyun-ecs-metadata-token` on each GET; ECS "Access mode of instance metadata") is used
@@ -163,5 +164,18 @@ export class MetadataClient {
     );
     if (address === undefined || cidr === undefined || gateway === undefined) return undefined;
     return { address, cidr, gateway };
+  }
+
+  /** Every NIC's MAC, lower case (the listing's entries end in `/`); none when the service says 404. */
+  async macs(): Promise<string[]> {
+    const text = await this.item('network/interfaces/macs/');
+    return [...(text ?? '').matchAll(/([0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5})\/?/g)].map((m) =>
+      m[1]!.toLowerCase(),
+    );
+  }
+
+  /** The vSwitch CIDR of one NIC; undefined when the service does not know the MAC. */
+  vswitchCidr(mac: string): Promise<string | undefined> {
+    return this.item(`network/interfaces/macs/${mac.toLowerCase()}/vswitch-cidr-block`);
   }
 }

@@ -210,7 +210,12 @@ describe.skipIf(why !== '')(
       ],
       // Ours given at its default value is still given (#102): the conflict is not hidden.
       [
-        ['--set', 'agent.preferDriver=compat', '--set', 'webhook.clusterProfile.driverMode=default'],
+        [
+          '--set',
+          'agent.preferDriver=compat',
+          '--set',
+          'webhook.clusterProfile.driverMode=default',
+        ],
         /agent\.preferDriver \(ACK's name\) is compat and webhook\.clusterProfile\.driverMode is default/,
       ],
       [
@@ -289,8 +294,15 @@ describe.skipIf(why !== '')(
         // Trimmed to the keys the chart shares: its empty tolerations would keep the node
         // DaemonSets off every tainted node, and are refused. (Its empty nodeSelector merges into
         // ours and changes nothing; removing ours, with null, is refused.)
-        const { controller, serviceAccount, podAnnotations, affinity, config, credentials, ...kept } =
-          ack;
+        const {
+          controller,
+          serviceAccount,
+          podAnnotations,
+          affinity,
+          config,
+          credentials,
+          ...kept
+        } = ack;
         void [controller, serviceAccount, podAnnotations, affinity, config, credentials];
         const trimmed = {
           ...kept,
@@ -301,7 +313,9 @@ describe.skipIf(why !== '')(
         expect(r1.stderr).toMatch(/tolerations is empty: .*Leave tolerations out for the default/);
         const r2 = helmTemplate(['--set', 'nodeSelector=null']);
         expect(r2.status).not.toBe(0);
-        expect(r2.stderr).toMatch(/nodeSelector is empty: the node DaemonSets would run on every node/);
+        expect(r2.stderr).toMatch(
+          /nodeSelector is empty: the node DaemonSets would run on every node/,
+        );
         const { tolerations, ...shared } = trimmed;
         void tolerations;
         const r3 = withValues(shared);

@@ -91,7 +91,7 @@ describe('check checks something, or fails', () => {
     ]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      'erdma-smcr: examples/valid/pod-basic.yaml: holds Pod, not Nodes: --nodes takes what `kubectl get nodes -o yaml` prints (a NodeList)\n',
+      'erdma-smcr: examples/valid/pod-basic.yaml: holds Pod, not Nodes: --nodes takes what `kubectl get nodes,servicecidrs -o yaml` prints (Nodes, and the ServiceCIDRs whose ranges the SMC selection takes in)\n',
     );
     expect(r.stdout).toBe('');
   });

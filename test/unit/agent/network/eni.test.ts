@@ -131,3 +131,23 @@ describe('a whole ENI plan', () => {
     ).toMatchObject({ conf: { mtu: 0 } });
   });
 });
+
+describe('agent.podNetworks auto: only on an ECS instance (#100)', () => {
+  it("asks the metadata service only where the host's DMI vendor says Alibaba Cloud", async () => {
+    const { onEcs } = await import('../../../../src/agent/network/pod-networks.js');
+    const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const root = mkdtempSync(join(tmpdir(), 'dmi-'));
+    try {
+      expect(onEcs(root)).toBe(false);
+      mkdirSync(join(root, 'sys/class/dmi/id'), { recursive: true });
+      writeFileSync(join(root, 'sys/class/dmi/id/sys_vendor'), 'QEMU\n');
+      expect(onEcs(root)).toBe(false);
+      writeFileSync(join(root, 'sys/class/dmi/id/sys_vendor'), 'Alibaba Cloud\n');
+      expect(onEcs(root)).toBe(true);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});

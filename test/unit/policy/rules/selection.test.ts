@@ -104,6 +104,25 @@ describe('rule selection', () => {
     expect(selectionNetworks(nodes(300))).toEqual(['10.100.0.0/16', '10.101.0.0/16']);
   });
 
+  it("takes the pod networks a Terway node's agent published, and the ServiceCIDRs, over the fallback (#100)", () => {
+    const terway = nodeFacts({
+      metadata: {
+        name: 'terway-a',
+        annotations: { 'smcr.erdma.io/pod-networks': '10.0.64.0/18, 10.0.128.9/18,not-a-cidr' },
+      },
+    })!;
+    expect(terway.podCIDRs).toEqual(['10.0.64.0/18', '10.0.128.0/18']);
+    const v = viewFromProfile({}, [terway], ['192.168.0.0/16']);
+    expect(selectionNetworks(v)).toEqual(['10.0.128.0/18', '10.0.64.0/18', '192.168.0.0/16']);
+    // A source that names a range holding Alibaba Cloud's service range has it cut out.
+    const wide = viewFromProfile({ podNetworks: ['100.64.0.0/10'] }, [terway]);
+    expect(selectionNetworks(wide)).not.toContain('100.64.0.0/10');
+    expect(selectionNetworks(wide)).toEqual(
+      expect.arrayContaining(['100.64.0.0/11', '100.101.0.0/16', '100.112.0.0/12']),
+    );
+    expect(selectionNetworks(wide).some((c) => c.startsWith('100.100.'))).toBe(false);
+  });
+
   it('warns a pod that names ports when a node it may use cannot keep to them', () => {
     const labels = (mechanism: string, selection: string): Record<string, string> => ({
       [NODE_LABELS.capable]: 'true',
