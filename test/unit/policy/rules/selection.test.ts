@@ -123,7 +123,7 @@ describe('rule selection', () => {
     expect(selectionNetworks(wide).some((c) => c.startsWith('100.100.'))).toBe(false);
   });
 
-  it('warns a pod that names ports when a node it may use cannot keep to them', () => {
+  it('warns every SMC-R pod, ports named or not, when a node it may land on cannot keep its selection (#100)', () => {
     const labels = (mechanism: string, selection: string): Record<string, string> => ({
       [NODE_LABELS.capable]: 'true',
       [NODE_LABELS.mechanism]: mechanism,
@@ -136,11 +136,32 @@ describe('rule selection', () => {
     const named = evaluate(annotated({ 'smcr.erdma.io/connect-ports': '6379' }), v, config);
     expect(named.allowed).toBe(true);
     expect(named.warnings.map((w) => w.message).join('\n')).toMatch(
-      /1 capable node\(s\) with mechanism tcp2smc cannot keep this pod's SMC selection/,
+      /1 capable node\(s\) this pod may land on, with mechanism tcp2smc, cannot keep its SMC selection: .*whatever smcr\.erdma\.io\/connect-ports/,
     );
-    // A pod that names none is not told: it asked for every connection, which tcp2smc gives.
+    // A pod that names none is told too: its default selection keeps the Internet on TCP, which
+    // tcp2smc does not (before #100 it was told nothing).
     const unnamed = evaluate(annotated({}), v, config);
-    expect(unnamed.warnings.map((w) => w.message).join('\n')).not.toMatch(/cannot keep/);
+    expect(unnamed.warnings.find((w) => w.rule === 'selection')?.message).toMatch(
+      /with mechanism tcp2smc, cannot keep its SMC selection: .*outside the cluster's networks too \(Internet servers/,
+    );
+    // Only the nodes it may land on: kept to the enforcing one by its nodeSelector, it is not told.
+    const kept = annotated({});
+    (kept.spec as Record<string, unknown>).nodeSelector = { 'kubernetes.io/hostname': 'upstream' };
+    const keptLabels = view([
+      node('alinux3', GOOD_KERNEL, {
+        ...labels('tcp2smc', 'none'),
+        'kubernetes.io/hostname': 'alinux3',
+      }),
+      node(
+        'upstream',
+        '6.12.117+deb13-amd64',
+        { ...labels('bpf', 'enforced'), 'kubernetes.io/hostname': 'upstream' },
+        'Debian 13',
+      ),
+    ]);
+    expect(evaluate(kept, keptLabels, config).warnings.map((w) => w.rule)).not.toContain(
+      'selection',
+    );
   });
 
   it('reads ports as the C side does (native/src/selection.c selection_port)', () => {
