@@ -53,9 +53,9 @@ static void no_mechanism(struct applied *a, const struct logger *lg, const char 
 }
 
 /*
- * How this pod's TCP becomes SMC (docs/support-matrix.md), decided inside its netns: Alibaba's
- * net.smc.tcp2smc knob where the kernel has it; else the webhook's preload library when it gave the
- * pod one; else, where the kernel has IPPROTO_SMC, the BPF program switched on for this netns (loaded
+ * How this pod's TCP becomes SMC (docs/support-matrix.md), decided inside its netns: the webhook's
+ * preload library when it gave the pod one; else Alibaba's net.smc.tcp2smc knob where the kernel has
+ * it; else, where the kernel has IPPROTO_SMC, the BPF program switched on for this netns (loaded
  * and pinned by us when the agent has not yet: a node that has just booted). A program that cannot
  * be pinned there is a passing state (bpffs not mounted yet, the lock held): the ADD fails with "try
  * again later", which the kubelet retries, rather than starting the pod on TCP for its lifetime.
@@ -135,18 +135,22 @@ int mechanism_choose(struct applied *a, struct settings *s, const struct netconf
 	if (text && strlen(text) < sizeof(a->select_text))
 		snprintf(a->select_text, sizeof(a->select_text), "%s", text);
 	free(text);
-	a->mechanism = "tcp2smc";
-	if (access("/proc/sys/net/smc/tcp2smc", F_OK) == 0) {
-		if (a->select_text[0])
-			selection_none(a, lg, "net.smc.tcp2smc converts every TCP socket of the netns");
-		return 0;
-	}
+	/*
+	 * The webhook's preload library first, even where the tcp2smc knob exists (#100): the knob
+	 * converts every TCP socket of the netns, the library keeps the pod's selection.
+	 */
 	if (cJSON_IsString(m) && !strcmp(m->valuestring, "preload")) {
 		settings_drop(s, "net.smc.tcp2smc");
 		a->mechanism = "preload";
 		/* The library reads the selection from ERDMA_SMCR_SELECT, set by the webhook beside it. */
 		if (a->select_text[0])
 			a->selection = "enforced";
+		return 0;
+	}
+	a->mechanism = "tcp2smc";
+	if (access("/proc/sys/net/smc/tcp2smc", F_OK) == 0) {
+		if (a->select_text[0])
+			selection_none(a, lg, "net.smc.tcp2smc converts every TCP socket of the netns");
 		return 0;
 	}
 	if (!ipproto_smc_works()) {

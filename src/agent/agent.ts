@@ -96,6 +96,7 @@ export class NodeAgent {
       hostRoot: this.a.hostRoot,
       devices: () => this.devices.current,
       eniProblem: () => eni?.problem(),
+      tcp2smcNodes: this.a.tcp2smcNodes,
       mechanisms: new Mechanisms({
         binary: this.binary,
         procRoot: this.a.procRoot,

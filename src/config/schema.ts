@@ -265,6 +265,14 @@ export const agentSchema = z.strictObject({
    * clusters, whose Nodes have no podCIDRs (#100). auto: on ECS instances (the host's DMI vendor).
    */
   podNetworks: z._default(z.enum(['auto', 'on', 'off']), 'auto'),
+  /**
+   * On nodes whose kernel turns TCP into SMC with Alibaba's tcp2smc knob (Alibaba Cloud Linux 3),
+   * which converts every TCP socket of a pod's netns and so cannot keep its SMC selection: give pods
+   * the preload library there instead (`preload`, the default, where AF_SMC works: label
+   * smcr.erdma.io/mechanism=preload; statically linked programs then stay on TCP), or keep the knob
+   * (`tcp2smc`). A pod annotated smcr.erdma.io/mechanism: tcp2smc keeps the knob either way (#100).
+   */
+  tcp2smcNodes: z._default(z.enum(['preload', 'tcp2smc']), 'preload'),
   /** The ECS instance metadata service. */
   metadataUrl: z._default(z.url(), 'http://100.100.100.200'),
   /** Each metadata request's time limit, and how many times a failed one is tried again (with doubling back-off). */

@@ -12,7 +12,7 @@ import type { PolicyConfig } from '../config/schema.js';
 import { annotationHints } from './hints.js';
 import { locatePod } from './locate.js';
 import { isObject, stringMap } from '../util/json.js';
-import { injectPreload, mechanismExpression, preloadPlan } from './mechanism.js';
+import { injectPreload, mechanismExpression, preloadPlan, wantsTcp2smc } from './mechanism.js';
 import { child, injectNodeAffinity, injectResource, setSettings, stripSettings } from './mutate.js';
 import { isCanonicalBool, parseGoBool } from './parse-bool.js';
 import { patchOfCopy } from './patch.js';
@@ -134,6 +134,13 @@ function mutatePod(
         rule: 'node-eligibility',
         message: `LD_PRELOAD of container(s) ${skipped.join(', ')} comes from valueFrom: the preload library was not added there`,
       });
+  } else if (wantsTcp2smc(ctx)) {
+    // Kept: the pod's own choice, which our CNI plugin reads (the knob where the node has it).
+    warnings.push({
+      rule: 'selection',
+      message:
+        'smcr.erdma.io/mechanism: tcp2smc: on nodes with the tcp2smc knob (Alibaba Cloud Linux 3) every TCP connection of this pod uses SMC, its Internet ones too: its SMC selection is not kept there. Remove the annotation to get the preload library, which keeps it (statically linked programs then stay on TCP)',
+    });
   } else if (ctx.annotations[MECHANISM_ANNOTATION] !== undefined) {
     delete child(child(clone, 'metadata'), 'annotations')[MECHANISM_ANNOTATION];
   }

@@ -20,9 +20,13 @@ function candidates(view: RuleContext['view'], nodeName: string | undefined): It
   return pinned ? [pinned] : [];
 }
 
+/** The pod asked for Alibaba's tcp2smc knob over the preload library (smcr.erdma.io/mechanism: tcp2smc). */
+export const wantsTcp2smc = (ctx: RuleContext): boolean =>
+  ctx.annotations[MECHANISM_ANNOTATION] === 'tcp2smc';
+
 export function preloadPlan(ctx: RuleContext): PreloadPlan {
   const { view, loc } = ctx;
-  if (!view.nodesKnown || view.nodes.preloadNodes === 0) return 'none';
+  if (!view.nodesKnown || view.nodes.preloadNodes === 0 || wantsTcp2smc(ctx)) return 'none';
   if (placementTooLarge(loc.spec, loc.prefix)) return 'none';
   const where = placement(loc.spec, loc.prefix);
   const budget = new Budget();

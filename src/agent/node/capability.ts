@@ -124,8 +124,14 @@ export function capability(
   host: HostFacts,
   devices: readonly RdmaDevice[],
   eniProblem?: string,
+  /**
+   * agent.tcp2smcNodes: `preload` (the default) gives pods the preload library where tcp2smc is the
+   * kernel's way and AF_SMC works too, so that their SMC selection is enforced (#100); `tcp2smc`
+   * keeps the knob, which converts every TCP socket of the pod's netns.
+   */
+  tcp2smcNodes: 'preload' | 'tcp2smc' = 'preload',
 ): Capability {
-  const smcd = probedFacts(host);
+  const probed = probedFacts(host);
   const modes = [...new Set(devices.map((d) => d.driverMode))];
   const driverMode = modes.includes('default') ? 'default' : (modes[0] ?? '');
   const no = (reason: string, detail: string): Capability => ({
@@ -134,9 +140,16 @@ export function capability(
     driverMode,
     reason,
     detail,
-    ...smcd,
+    ...probed,
   });
-  const chosen = chooseMechanism(host);
+  const first = chooseMechanism(host);
+  // tcp2smc cannot keep a selection; the preload library can wherever AF_SMC works.
+  const chosen =
+    first === 'tcp2smc' && tcp2smcNodes === 'preload' && host.mechanisms?.afSmc.ok
+      ? 'preload'
+      : first;
+  const smcd =
+    chosen === 'preload' && first !== 'preload' ? { ...probed, selection: true } : probed;
   if (typeof chosen !== 'string') return no(chosen.reason, chosen.detail);
   if (devices.length === 0)
     return no(
@@ -157,7 +170,7 @@ export function capability(
     mechanism: chosen,
     driverMode,
     reason: '',
-    detail: `SMC-R capable (${chosen})${smcd.smcdLoopback ? ', and SMC-D within the node (loopback-ism)' : ''}`,
+    detail: `SMC-R capable (${chosen}${chosen !== first ? ` in place of ${first as string}, which cannot keep a pod's SMC selection; statically linked programs stay on TCP` : ''})${smcd.smcdLoopback ? ', and SMC-D within the node (loopback-ism)' : ''}`,
     ...smcd,
   };
 }

@@ -45,6 +45,8 @@ export class CapabilityDuty implements Duty {
       readonly hostRoot: string;
       readonly devices: () => readonly RdmaDevice[];
       readonly eniProblem: () => string | undefined;
+      /** agent.tcp2smcNodes (capability()). */
+      readonly tcp2smcNodes?: 'preload' | 'tcp2smc';
       /** The mechanism probe (absent: only the tcp2smc knob is considered). */
       readonly mechanisms?: Mechanisms;
       readonly metrics: AgentMetrics;
@@ -63,6 +65,7 @@ export class CapabilityDuty implements Duty {
       { ...hostFacts(this.o.procRoot, this.o.hostRoot), ...(mechanisms ? { mechanisms } : {}) },
       devices,
       this.o.eniProblem(),
+      this.o.tcp2smcNodes,
     );
     if (
       this.current?.capable !== cap.capable ||

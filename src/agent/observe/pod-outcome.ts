@@ -108,6 +108,9 @@ function fromRecord(r: PluginRecord): PodOutcome {
 
 /** What the record says of the pod's SMC selection (#93), for the SMCREnabled message. */
 function selectionNote(r: PluginRecord): string {
+  // The library carries only what loads it (#100: the mechanism of tcp2smc nodes too, by default).
+  if (r.selection === 'enforced' && r.mechanism === 'preload')
+    return '; connections outside its SMC selection stay on TCP, and so do statically linked programs (Go, busybox), which never load the preload library';
   if (r.selection === 'enforced') return '; connections outside its SMC selection stay on TCP';
   if (r.selection === 'none') return `; ${selectionNotEnforced(r.selectionWhy)}`;
   return '';

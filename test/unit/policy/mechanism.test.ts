@@ -389,3 +389,45 @@ describe('the preload plan', () => {
     expect(r.patch).toEqual([]);
   });
 });
+
+describe('tcp2smc nodes where AF_SMC works: the preload library keeps the selection (#100)', () => {
+  // What the agent labels an Alibaba Cloud Linux 3 node with the knob and AF_SMC (capability.ts).
+  const alinux = view([
+    node(
+      'al3',
+      '5.10.134-18.al8.x86_64',
+      capable('preload'),
+      'Alibaba Cloud Linux 3 (Soaring Falcon)',
+    ),
+  ]);
+
+  it('gives an annotated pod the library and its selection there, by default', () => {
+    const r = evaluate(pod(), alinux, config);
+    const c = spec(r.mutated!).containers[0]!;
+    expect(c.env).toEqual(
+      expect.arrayContaining([
+        { name: 'LD_PRELOAD', value: LIB },
+        { name: SELECT_ENV, value: expect.stringMatching(/^nets=/) },
+      ]),
+    );
+    expect(
+      (r.mutated!.metadata as { annotations: Record<string, string> }).annotations[
+        MECHANISM_ANNOTATION
+      ],
+    ).toBe('preload');
+  });
+
+  it('keeps the knob for a pod that asks for it, and warns that its selection is not kept', () => {
+    const r = evaluate(pod({ annotations: { [MECHANISM_ANNOTATION]: 'tcp2smc' } }), alinux, config);
+    expect(r.allowed).toBe(true);
+    expect(spec(r.mutated!).containers[0]!.env).toBeUndefined();
+    expect(
+      (r.mutated!.metadata as { annotations: Record<string, string> }).annotations[
+        MECHANISM_ANNOTATION
+      ],
+    ).toBe('tcp2smc');
+    expect(r.warnings.map((w) => w.message).join('\n')).toMatch(
+      /smcr\.erdma\.io\/mechanism: tcp2smc: .*every TCP connection of this pod uses SMC, its Internet ones too/,
+    );
+  });
+});

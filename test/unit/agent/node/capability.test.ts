@@ -266,9 +266,14 @@ describe('node capability', () => {
       'preload',
     ],
     [
-      'Alibaba Cloud Linux 3 from 5.10.134-17 with the knob: tcp2smc, whatever else works',
-      { ...good, mechanisms: probe({ tcp2smc: yes, afSmc: yes }) },
+      'Alibaba Cloud Linux 3 from 5.10.134-17 with the knob and no AF_SMC probe: tcp2smc',
+      { ...good, mechanisms: probe({ tcp2smc: yes, ipprotoSmc: yes, bpf: yes }) },
       'tcp2smc',
+    ],
+    [
+      'Alibaba Cloud Linux 3 with the knob and AF_SMC: the preload library, which keeps a selection (#100)',
+      { ...good, mechanisms: probe({ tcp2smc: yes, afSmc: yes }) },
+      'preload',
     ],
     [
       "a tcp2smc knob on a kernel outside the seeds' rule is not the tcp2smc path",
@@ -279,6 +284,29 @@ describe('node capability', () => {
     const c = capability(facts, devices);
     expect(c).toMatchObject({ capable: true, mechanism, reason: '' });
     expect(capabilityLabels(c)['smcr.erdma.io/mechanism']).toBe(mechanism);
+  });
+
+  it('on a tcp2smc node with AF_SMC, labels preload and the selection enforced, saying what it costs; agent.tcp2smcNodes=tcp2smc keeps the knob (#100)', () => {
+    const facts = {
+      ...good,
+      mechanisms: probe({
+        tcp2smc: yes,
+        afSmc: yes,
+        selection: no('tcp2smc converts every TCP socket'),
+      }),
+    };
+    const c = capability(facts, devices);
+    expect(c).toMatchObject({ capable: true, mechanism: 'preload', selection: true });
+    expect(c.detail).toMatch(
+      /preload in place of tcp2smc, which cannot keep a pod's SMC selection; statically linked programs stay on TCP/,
+    );
+    expect(capabilityLabels(c)).toMatchObject({
+      'smcr.erdma.io/mechanism': 'preload',
+      'smcr.erdma.io/selection': 'enforced',
+    });
+    const kept = capability(facts, devices, undefined, 'tcp2smc');
+    expect(kept).toMatchObject({ mechanism: 'tcp2smc', selection: false });
+    expect(capabilityLabels(kept)['smcr.erdma.io/selection']).toBe('none');
   });
 
   it("a kernel with no mechanism is refused as before, with every probe's reason", () => {

@@ -288,3 +288,15 @@ describe('late-apply records', () => {
     }
   });
 });
+
+describe('the preload library in the SMCREnabled Event (#100)', () => {
+  it('says that statically linked programs stay on TCP', () => {
+    const m = judgeApplied(rec({ mechanism: 'preload', selection: 'enforced' })).message;
+    expect(m).toMatch(
+      /statically linked programs \(Go, busybox\), which never load the preload library/,
+    );
+    expect(judgeApplied(rec({ mechanism: 'bpf', selection: 'enforced' })).message).not.toMatch(
+      /statically/,
+    );
+  });
+});
