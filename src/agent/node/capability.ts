@@ -143,13 +143,9 @@ export function capability(
     ...probed,
   });
   const first = chooseMechanism(host);
-  // tcp2smc cannot keep a selection; the preload library can wherever AF_SMC works.
-  const chosen =
-    first === 'tcp2smc' && tcp2smcNodes === 'preload' && host.mechanisms?.afSmc.ok
-      ? 'preload'
-      : first;
-  const smcd =
-    chosen === 'preload' && first !== 'preload' ? { ...probed, selection: true } : probed;
+  const chosen = preferPreload(first, host, tcp2smcNodes);
+  // The library enforces the selection the knob could not.
+  const smcd = chosen !== first ? { ...probed, selection: true } : probed;
   if (typeof chosen !== 'string') return no(chosen.reason, chosen.detail);
   if (devices.length === 0)
     return no(
@@ -188,6 +184,17 @@ function chooseMechanism(host: HostFacts): Mechanism | { reason: string; detail:
   if (m?.ipprotoSmc.ok && m.bpf.ok) return 'bpf';
   if (m?.afSmc.ok) return 'preload';
   return whyNone(host, k);
+}
+
+/** tcp2smc cannot keep a selection; the preload library can wherever AF_SMC works (#100). */
+function preferPreload(
+  first: ReturnType<typeof chooseMechanism>,
+  host: HostFacts,
+  tcp2smcNodes: 'preload' | 'tcp2smc',
+): ReturnType<typeof chooseMechanism> {
+  return first === 'tcp2smc' && tcp2smcNodes === 'preload' && host.mechanisms?.afSmc.ok
+    ? 'preload'
+    : first;
 }
 
 type Eligibility = ReturnType<typeof kernelEligibility>;
