@@ -2,7 +2,7 @@
 // pod asks for, and whether it asks for SMC-R.
 import type { V1ObjectMeta, V1Pod, V1PodSpec, V1PodStatus } from '@kubernetes/client-node';
 import { OWN_PREFIX, SMCR_ANNOTATION } from '../constants.js';
-import { parseGoBool } from '../policy/parse-bool.js';
+import { smcrRequested } from '../policy/parse-bool.js';
 
 /**
  * What the agent keeps of each pod of its node: the fields its duties read (#43). It watches every
@@ -59,10 +59,7 @@ export function keptPod(pod: V1Pod): NodePod {
 }
 
 export function wantsSmcr(pod: NodePod): boolean {
-  return (
-    parseGoBool(pod.metadata?.annotations?.[SMCR_ANNOTATION] ?? '') === true &&
-    pod.spec?.hostNetwork !== true
-  );
+  return smcrRequested(pod.metadata?.annotations)?.on === true && pod.spec?.hostNetwork !== true;
 }
 
 /**

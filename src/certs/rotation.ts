@@ -166,16 +166,6 @@ function servingProblem(p: Parsed, policy: RotationPolicy, now: number): string 
   return undefined;
 }
 
-/** Side-effect-free: why this Secret needs new certificates or a rotation step, or undefined. */
-export function needsRegeneration(
-  secret: CertSecret | undefined,
-  policy: RotationPolicy,
-  now = Date.now(),
-): string | undefined {
-  const step = assess(secret, policy, now);
-  return step.action === 'none' ? undefined : step.reason;
-}
-
 /** The CA certificates a Secret says the API server must trust (for caBundle). */
 export function trustBundle(secret: CertSecret): string {
   return secret.data[SECRET_KEYS.bundle] ?? '';

@@ -14,7 +14,7 @@ import { locatePod } from './locate.js';
 import { isObject, stringMap } from '../util/json.js';
 import { injectPreload, mechanismExpression, preloadPlan, wantsTcp2smc } from './mechanism.js';
 import { child, injectNodeAffinity, injectResource, setSettings, stripSettings } from './mutate.js';
-import { isCanonicalBool, parseGoBool } from './parse-bool.js';
+import { isCanonicalBool, smcrRequested } from './parse-bool.js';
 import { patchOfCopy } from './patch.js';
 import { mayUseRdma, rdmaRules, type RdmaOutcome } from './rdma.js';
 import { nonStringAnnotations, notABoolean } from './rules/annotation-value.js';
@@ -73,13 +73,6 @@ function withPatch(
     patch,
     mutated: patch.length > 0 ? mutated : original,
   };
-}
-
-/** The string a map holds at `key` itself, if any (never an inherited property). */
-function ownString(map: unknown, key: string): string | undefined {
-  if (!isObject(map) || !Object.hasOwn(map, key)) return undefined;
-  const v = map[key];
-  return typeof v === 'string' ? v : undefined;
 }
 
 function evaluateOff(
@@ -177,17 +170,17 @@ export function evaluate(
   if (!isObject(obj)) return UNTOUCHED;
   const loc = locatePod(obj);
   if (!loc) return UNTOUCHED;
-  const raw = ownString(loc.metadata.annotations, SMCR_ANNOTATION);
+  const requested = smcrRequested(loc.metadata.annotations);
   const misplaced = annotationHints(obj, loc);
   const unquoted = nonStringAnnotations(loc);
   if (unquoted.length > 0) return verdictOf(unquoted, asWarnings(PLACEMENT_RULE, misplaced), false);
-  if (raw === undefined) return withoutAnnotation(loc, misplaced, view, config);
+  if (requested === undefined) return withoutAnnotation(loc, misplaced, view, config);
+  const { raw, on } = requested;
   const oversized = annotationsTooLarge(loc);
   if (oversized) return verdictOf([oversized], asWarnings(PLACEMENT_RULE, misplaced), false);
   const annotations = stringMap(loc.metadata.annotations);
 
   const mutate = options.mutate !== false && loc.isPod;
-  const on = parseGoBool(raw);
   if (on === undefined) {
     return verdictOf([notABoolean(loc.prefix, raw)], asWarnings(PLACEMENT_RULE, misplaced), false);
   }

@@ -10,7 +10,7 @@ import {
   TUNING_ANNOTATIONS,
 } from '../constants.js';
 import { isObject } from '../util/json.js';
-import { parseGoBool } from './parse-bool.js';
+import { parseGoBool, smcrRequested } from './parse-bool.js';
 import type { JsonObject, PodLocation } from './types.js';
 
 /** The annotations a user writes on a pod (webhook-owned keys are not among them). */
@@ -90,9 +90,7 @@ function misplaced(where: string, outer: unknown, inner: unknown, target: string
 function annotationAt(root: JsonObject, keys: readonly string[]): string | undefined {
   let node: unknown = root;
   for (const k of keys) node = isObject(node) ? node[k] : undefined;
-  return isObject(node) && typeof node[SMCR_ANNOTATION] === 'string'
-    ? (node[SMCR_ANNOTATION] as string)
-    : undefined;
+  return smcrRequested(node)?.raw;
 }
 
 /** Metadata above the pod template that the pod never gets, outermost first. */
@@ -112,21 +110,15 @@ function outerMetadata(loc: PodLocation): { path: string; keys: string[] }[] {
  * misspelled keys on the pod and on the metadata above it.
  */
 export function annotationHints(obj: JsonObject, loc: PodLocation): string[] {
-  const inTemplate = isObject(loc.metadata.annotations)
-    ? loc.metadata.annotations[SMCR_ANNOTATION]
-    : undefined;
-  const podValue = typeof inTemplate === 'string' ? inTemplate : undefined;
+  const inTemplate = smcrRequested(loc.metadata.annotations);
+  const podValue = inTemplate?.raw;
   const target = `${loc.prefix}metadata.annotations`;
   const out: string[] = [];
   for (const { path, keys } of outerMetadata(loc)) {
     const outer = annotationAt(obj, keys);
     if (outer !== undefined && podValue === undefined)
       out.push(`${SMCR_ANNOTATION} on ${path} does nothing; put it on ${target}`);
-    else if (
-      outer !== undefined &&
-      podValue !== undefined &&
-      parseGoBool(outer) !== parseGoBool(podValue)
-    )
+    else if (outer !== undefined && podValue !== undefined && parseGoBool(outer) !== inTemplate?.on)
       out.push(
         `${SMCR_ANNOTATION} is "${outer}" on ${path} but "${podValue}" on ${target}: the pod gets "${podValue}"`,
       );

@@ -117,8 +117,3 @@ export class NodeIndex implements NodeSet {
 const RESERVED_LABELS = [NODE_LABELS.erdmaReservedPorts, NODE_LABELS.smcReservedPorts] as const;
 
 const isPreload = (n: NodeFacts): boolean => n.labels[NODE_LABELS.mechanism] === 'preload';
-
-/** A node set of these nodes (tests, offline profiles). */
-export function nodeSet(nodes: Iterable<NodeFacts> = []): NodeSet {
-  return new NodeIndex(nodes);
-}

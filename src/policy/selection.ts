@@ -91,18 +91,6 @@ export function portItems(text: string): PortItem[] {
   });
 }
 
-/** Whether canonical port text selects `port`: as selection_port() in native/src/selection.c. */
-export function selectsPort(text: string, port: number): boolean {
-  const items = portItems(text);
-  let included = !items.some((i) => !i.exclude);
-  for (const i of items) {
-    if (port < i.low || port > i.high) continue;
-    if (i.exclude) return false;
-    included = true;
-  }
-  return included;
-}
-
 const CIDR = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/;
 
 /** The IPv4 CIDR in canonical form (host bits cleared), or undefined for anything else. */

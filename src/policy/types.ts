@@ -10,7 +10,6 @@ export type PatchOperation =
   | { readonly op: 'replace'; readonly path: string; readonly value: unknown };
 
 export type DriverMode = 'default' | 'compat' | 'ofed';
-export const DRIVER_MODES: readonly DriverMode[] = ['default', 'compat', 'ofed'];
 
 export type IPFamily = 'IPv4' | 'IPv6';
 

@@ -2,13 +2,13 @@
 // set up, so for pods only what can change is checked: our annotations. For workloads the new
 // template is checked fully, but violations already present in the old object only warn, so a
 // controller's routine update of an old object is never blocked by this webhook.
-import { SETTINGS_ANNOTATION, SMCR_ANNOTATION, TUNING_ANNOTATIONS } from '../constants.js';
+import { SETTINGS_ANNOTATION, TUNING_ANNOTATIONS } from '../constants.js';
 import type { PolicyConfig } from '../config/schema.js';
 import { evaluate } from './evaluate.js';
 import { child } from './mutate.js';
 import { locatePod } from './locate.js';
 import { stringMap } from '../util/json.js';
-import { parseGoBool } from './parse-bool.js';
+import { smcrRequested } from './parse-bool.js';
 import { patchOfCopy } from './patch.js';
 import { notABoolean } from './rules/annotation-value.js';
 import { tuningDenial } from './rules/tuning.js';
@@ -55,10 +55,10 @@ function podUpdate(
   const before = annotationsOf(old);
   const denials: Denial[] = [];
   const warnings: Warning[] = [];
-  const raw = now[SMCR_ANNOTATION];
-  if (raw !== before[SMCR_ANNOTATION]) {
-    if (raw !== undefined && parseGoBool(raw) === undefined) {
-      denials.push(notABoolean('', raw, true));
+  const requested = smcrRequested(now);
+  if (requested?.raw !== smcrRequested(before)?.raw) {
+    if (requested !== undefined && requested.on === undefined) {
+      denials.push(notABoolean('', requested.raw, true));
     } else
       warnings.push({
         rule: 'annotation-value',
@@ -81,7 +81,7 @@ function podUpdate(
           'SMC-R tuning is applied when a pod starts: the change applies once the pod is recreated',
       });
   }
-  const smcr = raw !== undefined && parseGoBool(raw) === true;
+  const smcr = requested?.on === true;
   const forged = now[SETTINGS_ANNOTATION] !== before[SETTINGS_ANNOTATION];
   const patch =
     mutate && forged && denials.length === 0

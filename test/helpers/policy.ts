@@ -2,7 +2,7 @@
 import { SMCR_ANNOTATION } from '../../src/constants.js';
 import { defaultConfig } from '../../src/config/load.js';
 import type { PolicyConfig } from '../../src/config/schema.js';
-import { nodeSet } from '../../src/policy/nodes.js';
+import { NodeIndex } from '../../src/policy/nodes.js';
 import type { ClusterView, JsonObject, NodeFacts } from '../../src/policy/types.js';
 
 export const config: PolicyConfig = defaultConfig().policy;
@@ -75,7 +75,7 @@ export function view(nodes?: NodeFacts[], extra: Partial<ClusterView> = {}): Clu
     driverMode: 'default',
     ipFamilies: ['IPv4'],
     nodesKnown: nodes !== undefined,
-    nodes: nodeSet(nodes),
+    nodes: new NodeIndex(nodes),
     ...extra,
   };
 }

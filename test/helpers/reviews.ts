@@ -9,7 +9,7 @@ import { WebhookMetrics } from '../../src/admission/metrics.js';
 import { StaticViewSource } from '../../src/cluster/view.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { ClusterView, JsonObject } from '../../src/policy/types.js';
-import { nodeSet } from '../../src/policy/nodes.js';
+import { NodeIndex } from '../../src/policy/nodes.js';
 
 export type FixtureName =
   | 'deployment-create-dryrun'
@@ -87,7 +87,7 @@ export function testApp(
   const config = loadConfig({ flags });
   const metrics = new WebhookMetrics({ defaultMetrics: false });
   const views = new StaticViewSource(
-    view ?? { driverMode: 'default', ipFamilies: ['IPv4'], nodesKnown: false, nodes: nodeSet() },
+    view ?? { driverMode: 'default', ipFamilies: ['IPv4'], nodesKnown: false, nodes: new NodeIndex() },
   );
   const app = buildApp({ config, views, metrics, logger, serveMetrics: true });
   return { app, metrics, config };

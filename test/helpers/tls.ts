@@ -11,7 +11,7 @@ import { ensureLocalCerts, type CertPaths } from '../../src/certs/local.js';
 import { FileCertificates } from '../../src/certs/source.js';
 import { StaticViewSource } from '../../src/cluster/view.js';
 import { loadConfig } from '../../src/config/load.js';
-import { nodeSet } from '../../src/policy/nodes.js';
+import { NodeIndex } from '../../src/policy/nodes.js';
 
 export const SNI = 'erdma-smcr-webhook.erdma-smcr.svc';
 
@@ -110,7 +110,7 @@ export async function startTestServer(flags: Record<string, unknown> = {}): Prom
     driverMode: 'default',
     ipFamilies: ['IPv4'],
     nodesKnown: false,
-    nodes: nodeSet(),
+    nodes: new NodeIndex(),
   });
   const server = await startServer({
     config,

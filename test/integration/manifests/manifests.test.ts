@@ -14,7 +14,7 @@ import { EXCLUDED_NAMESPACES, NODE_LABELS, SMCR_ANNOTATION } from '../../../src/
 import { PROFILE_KEY } from '../../../src/cluster/live.js';
 import { parseProfile } from '../../../src/cluster/profile.js';
 import { silentLogger } from '../../helpers/reviews.js';
-import { nodeSet } from '../../../src/policy/nodes.js';
+import { NodeIndex } from '../../../src/policy/nodes.js';
 import { requires, root } from '../../helpers/requires.js';
 import { kustomizeBuild } from '../../harness/kustomize.js';
 
@@ -166,7 +166,7 @@ describe.skipIf(why !== '')('manifests', () => {
     expect(svc.spec.ports[0].targetPort).toBe('https');
     const app = buildApp({
       config,
-      views: new StaticViewSource({ nodesKnown: false, nodes: nodeSet() }),
+      views: new StaticViewSource({ nodesKnown: false, nodes: new NodeIndex() }),
       metrics: new WebhookMetrics({ defaultMetrics: false }),
       logger: silentLogger,
       readiness: () => '',

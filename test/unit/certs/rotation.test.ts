@@ -7,12 +7,21 @@ import { advance } from '../../../src/certs/advance.js';
 import {
   assess,
   NEXT_CA_SINCE_ANNOTATION,
-  needsRegeneration,
   SECRET_KEYS,
   splitPem,
   type CertSecret,
   type RotationPolicy,
 } from '../../../src/certs/rotation.js';
+
+/** Why a Secret needs a step (its reason), or undefined when it needs none: assess()'s answer. */
+const why = (
+  secret: CertSecret | undefined,
+  p: RotationPolicy,
+  now: number,
+): string | undefined => {
+  const step = assess(secret, p, now);
+  return step.action === 'none' ? undefined : step.reason;
+};
 
 const S = 1000;
 const policy: RotationPolicy = {
@@ -60,7 +69,7 @@ describe('certificate Secret rotation', () => {
   });
 
   it('leaves a good Secret alone', () => {
-    expect(needsRegeneration(first, policy, T0 + 10 * S)).toBeUndefined();
+    expect(why(first, policy, T0 + 10 * S)).toBeUndefined();
   });
 
   it('names the reason a Secret needs regeneration', () => {
@@ -68,7 +77,7 @@ describe('certificate Secret rotation', () => {
       ...first,
       data: Object.fromEntries(Object.entries(first.data).filter(([key]) => key !== k)),
     });
-    expect(needsRegeneration(without(SECRET_KEYS.key), policy, T0)).toBe('missing keys: tls.key');
+    expect(why(without(SECRET_KEYS.key), policy, T0)).toBe('missing keys: tls.key');
     const notCA = {
       ...first,
       data: {
@@ -77,18 +86,18 @@ describe('certificate Secret rotation', () => {
         [SECRET_KEYS.caKey]: first.data[SECRET_KEYS.key] as string,
       },
     };
-    expect(needsRegeneration(notCA, policy, T0)).toBe('ca-signing.crt is not a CA certificate');
-    expect(
-      needsRegeneration(first, { ...policy, names: [...policy.names, 'extra.example'] }, T0),
-    ).toBe('the serving certificate lacks names: extra.example');
-    expect(needsRegeneration(first, policy, T0 + 201 * S)).toBe(
+    expect(why(notCA, policy, T0)).toBe('ca-signing.crt is not a CA certificate');
+    expect(why(first, { ...policy, names: [...policy.names, 'extra.example'] }, T0)).toBe(
+      'the serving certificate lacks names: extra.example',
+    );
+    expect(why(first, policy, T0 + 201 * S)).toBe(
       'the serving certificate has less than a third of its lifetime left',
     );
-    expect(needsRegeneration(first, policy, T0 + 601 * S)).toBe(
+    expect(why(first, policy, T0 + 601 * S)).toBe(
       'the CA has less than a third of its lifetime left',
     );
     const garbage = { ...first, data: { ...first.data, [SECRET_KEYS.cert]: 'not a certificate' } };
-    expect(needsRegeneration(garbage, policy, T0)).toMatch(/^unreadable certificate or key/);
+    expect(why(garbage, policy, T0)).toMatch(/^unreadable certificate or key/);
     const otherCa = generateCA('someone-else', {
       now: new Date(T0),
       validityMs: policy.caValidityMs,
@@ -101,7 +110,7 @@ describe('certificate Secret rotation', () => {
         [SECRET_KEYS.caKey]: otherCa.keyPem,
       },
     };
-    expect(needsRegeneration(foreign, policy, T0)).toBe('the signing CA is not in ca.crt');
+    expect(why(foreign, policy, T0)).toBe('the signing CA is not in ca.crt');
   });
 
   it('reissues the serving certificate from the same CA before it expires', () => {
@@ -141,7 +150,7 @@ describe('certificate Secret rotation', () => {
     expect(verifies(nextCa, s.data[SECRET_KEYS.cert] as string)).toBe(true);
     // Both CAs stay trusted while the old one lives; API servers may still hold old certificates.
     expect(bundleSubjects(s)).toHaveLength(2);
-    expect(needsRegeneration(s, policy, T0 + 700 * S)).toBeUndefined();
+    expect(why(s, policy, T0 + 700 * S)).toBeUndefined();
 
     r = step(s, T0 + 870 * S);
     expect(r.action).toBe('reissue');

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { evaluate } from '../../../../src/policy/evaluate.js';
 import type { ClusterView, JsonObject } from '../../../../src/policy/types.js';
 import { config, pod, unknownView, view } from '../../../helpers/policy.js';
-import { nodeSet } from '../../../../src/policy/nodes.js';
+import { NodeIndex } from '../../../../src/policy/nodes.js';
 
 function rulesOf(obj: JsonObject, v: ClusterView = unknownView): string[] {
   return evaluate(obj, v, config).denials.map((d) => d.rule);
@@ -20,6 +20,6 @@ describe('rule driver-mode', () => {
   );
 
   it('skips the check when the driver mode is unknown', () => {
-    expect(rulesOf(pod(), { nodesKnown: false, nodes: nodeSet() })).toEqual([]);
+    expect(rulesOf(pod(), { nodesKnown: false, nodes: new NodeIndex() })).toEqual([]);
   });
 });
