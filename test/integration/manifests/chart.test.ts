@@ -297,7 +297,7 @@ describe.skipIf(why !== '')('the chart and the kustomize manifests say one thing
   it.each([
     [
       ['--set', 'webhook.failurePolicy=Fial'],
-      "at '/webhook/failurePolicy': value must be one of 'Ignore', 'Fail'",
+      "at '/webhook/failurePolicy': value must be one of '', 'Ignore', 'Fail'",
     ],
     [['--set', 'webhok.timeoutSeconds=3'], "at '': additional properties 'webhok' not allowed"],
     [
@@ -337,6 +337,20 @@ const ACK_NAMES = [
   'preferDriver',
   'webhookFailurePolicy',
   'webhookTimeoutSeconds',
+  // ACK's keys with no place here, in the schema so that the templates can refuse them naming ours.
+  'affinity',
+  'agent.fullnameOverride',
+  'agent.image',
+  'agent.imagePullSecrets',
+  'agent.nameOverride',
+  'config',
+  'controller',
+  'credentials',
+  'fullnameOverride',
+  'nameOverride',
+  'podAnnotations',
+  'resources',
+  'serviceAccount',
 ];
 
 /** Values whose keys are the user's (or commented out in values.yaml): not walked. */

@@ -437,7 +437,7 @@ describe.skipIf(why !== '')('manifests', () => {
     );
     expect(written).toEqual([]);
     const read = [...rules('ClusterRole'), ...rules('Role')].flatMap((r) => r.resources);
-    expect(read.sort()).toEqual(['configmaps', 'nodes']);
+    expect(read.sort()).toEqual(['configmaps', 'nodes', 'servicecidrs']);
     // The base keeps them: there the webhook bootstraps its Secret and the caBundle itself.
     expect(
       find(base, 'Role', 'erdma-smcr-webhook').rules.map(
