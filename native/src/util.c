@@ -15,14 +15,6 @@ int cni_fail(struct cni_error *e, int code, const char *fmt, ...)
 	return code;
 }
 
-void cni_details(struct cni_error *e, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(e->details, sizeof(e->details), fmt, ap);
-	va_end(ap);
-}
-
 /* Writes s with control bytes escaped (\xNN): a value from the runtime or a pod (a container ID,
  * an annotation) that holds a newline must not start a log line of its own. */
 static void put_escaped(FILE *f, const char *s)

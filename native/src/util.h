@@ -30,7 +30,6 @@ struct cni_error {
 };
 
 int cni_fail(struct cni_error *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void cni_details(struct cni_error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A logger writing to stderr and, when set, appending to a log file. */
 struct logger {
