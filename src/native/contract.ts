@@ -1,6 +1,6 @@
 // What crosses the boundary to the native binary, in both directions: the JSON each tool
 // subcommand prints (native/src/main.c), the state record the CNI plugin writes per sandbox
-// (native/src/cni.c state_doc), and the plugin's sysctl allow-list (native/src/settings.c).
+// (native/src/pod_record.c pod_record), and the plugin's sysctl allow-list (native/src/settings.c).
 // test/integration/native/contract.test.ts holds the C side to these shapes.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -166,7 +166,7 @@ export interface SysctlTable {
 // ---- the plugin's state record ----
 
 /**
- * The record exactly as the plugin writes it (state_doc): every field, and no other. The reader
+ * The record exactly as the plugin writes it (native/src/pod_record.c pod_record): every field, and no other. The reader
  * below is lenient (a record from an older or newer plugin is read for what it has); the contract
  * test parses the plugin's real output with this strict schema.
  */
@@ -191,7 +191,7 @@ export const pluginRecordSchema = z.strictObject({
     select: z.optional(z.string()),
   });
 
-/** What the CNI plugin wrote for one sandbox (native/src/cni.c state_doc). */
+/** What the CNI plugin wrote for one sandbox (native/src/pod_record.c pod_record). */
 export interface PluginRecord {
   readonly podUid: string;
   readonly podNamespace: string;
