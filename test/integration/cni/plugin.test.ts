@@ -200,6 +200,78 @@ describe('erdma-smcr chained after bridge + host-local', () => {
     expect(ours(pod, 'DEL', ourConf(pod, { [SMCR]: 'true' }, { bpfDir })).status).toBe(0);
   });
 
+  // #100: on a node with Alibaba's tcp2smc knob (Alibaba Cloud Linux 3), a pod the webhook gave the
+  // preload library runs under the library, whose selection holds, not under the knob, which makes
+  // every TCP socket of the netns SMC. No kernel here has the knob (it is Alibaba's), so the plugin
+  // runs in a mount namespace of its own whose /proc/sys is a directory we made, holding
+  // net/smc/tcp2smc: a stand-in, said as such; what the plugin decides and writes is real.
+  it('takes the preload library over the tcp2smc knob where both are there, the knob otherwise (#100)', () => {
+    const fake = mkdtempSync(join(tmpdir(), 'fake-proc-sys-'));
+    try {
+      for (const d of [
+        'net/smc',
+        'net/ipv6/conf/all',
+        'net/ipv6/conf/default',
+        'net/ipv6/conf/eth0',
+      ])
+        execFileSync('mkdir', ['-p', join(fake, d)]);
+      const knob = join(fake, 'net/smc/tcp2smc');
+      writeFileSync(knob, '0\n');
+      for (const d of ['all', 'default', 'eth0'])
+        writeFileSync(join(fake, `net/ipv6/conf/${d}/disable_ipv6`), '0\n');
+      const wrap = [
+        'unshare',
+        '-m',
+        '--propagation',
+        'private',
+        'sh',
+        '-c',
+        `mount --bind ${fake} /proc/sys && exec "$@"`,
+        'sh',
+      ];
+      const select = JSON.stringify({
+        version: 1,
+        select: 'nets=10.0.0.0/8;connect=6379;listen=*',
+      });
+      const pod = bridgePod();
+      const preload = ours(
+        pod,
+        'ADD',
+        ourConf(pod, {
+          [SMCR]: 'true',
+          'smcr.erdma.io/mechanism': 'preload',
+          'smcr.erdma.io/settings': select,
+        }),
+        { wrap },
+      );
+      expect(preload.status, preload.stdout + preload.stderr).toBe(0);
+      const rec = JSON.parse(readFileSync(statePath(pod), 'utf8'));
+      expect(rec).toMatchObject({ mechanism: 'preload', selection: 'enforced' });
+      expect(readFileSync(knob, 'utf8')).toBe('0\n');
+      expect(ours(pod, 'DEL', ourConf(pod, { [SMCR]: 'true' }), { wrap }).status).toBe(0);
+      // The same pod without the library (it asked for tcp2smc, or the webhook was down): the knob,
+      // and the record says its selection is not enforced.
+      const pod2 = bridgePod();
+      const knobbed = ours(
+        pod2,
+        'ADD',
+        ourConf(pod2, {
+          [SMCR]: 'true',
+          'smcr.erdma.io/mechanism': 'tcp2smc',
+          'smcr.erdma.io/settings': select,
+        }),
+        { wrap },
+      );
+      expect(knobbed.status, knobbed.stdout + knobbed.stderr).toBe(0);
+      const rec2 = JSON.parse(readFileSync(statePath(pod2), 'utf8'));
+      expect(rec2).toMatchObject({ mechanism: 'tcp2smc', selection: 'none' });
+      expect(readFileSync(knob, 'utf8').trim()).toBe('1');
+      expect(ours(pod2, 'DEL', ourConf(pod2, { [SMCR]: 'true' }), { wrap }).status).toBe(0);
+    } finally {
+      rmSync(fake, { recursive: true, force: true });
+    }
+  });
+
   it('applies allow-listed settings from the webhook annotation and ignores the rest', () => {
     const pod = bridgePod();
     const settings = JSON.stringify({
