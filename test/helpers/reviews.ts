@@ -87,7 +87,12 @@ export function testApp(
   const config = loadConfig({ flags });
   const metrics = new WebhookMetrics({ defaultMetrics: false });
   const views = new StaticViewSource(
-    view ?? { driverMode: 'default', ipFamilies: ['IPv4'], nodesKnown: false, nodes: new NodeIndex() },
+    view ?? {
+      driverMode: 'default',
+      ipFamilies: ['IPv4'],
+      nodesKnown: false,
+      nodes: new NodeIndex(),
+    },
   );
   const app = buildApp({ config, views, metrics, logger, serveMetrics: true });
   return { app, metrics, config };
