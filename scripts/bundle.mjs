@@ -16,7 +16,7 @@ import { rollup } from 'rollup';
 /**
  * @grpc/grpc-js requires @grpc/proto-loader, and with it protobufjs's .proto parser, only to serve
  * channelz and ORCA, which the device plugin does not. The bundle leaves them out: a require of it
- * fails, saying so. The device plugin reads its own API without them (src/agent/deviceplugin/api.ts).
+ * fails, saying so. The device plugin reads its own API without them (src/deviceplugin/api.ts).
  */
 const leaveOutProtoLoader = {
   name: 'leave-out-proto-loader',

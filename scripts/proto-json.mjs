@@ -1,7 +1,7 @@
 // Writes each proto/**/api.json: the JSON descriptor of the api.proto beside it, which the device
-// plugin and the DRA driver load with protobufjs's light build (src/agent/kubelet/grpc-api.ts), so that no
+// plugin and the DRA driver load with protobufjs's light build (src/kubelet/grpc-api.ts), so that no
 // process parses .proto text at start. Field names stay as the .proto spells them. Run it after
-// changing an api.proto; test/unit/agent/kubelet/grpc-api.test.ts fails while the two differ.
+// changing an api.proto; test/unit/kubelet/grpc-api.test.ts fails while the two differ.
 // Usage: node scripts/proto-json.mjs
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -7,9 +7,8 @@ import { join } from 'node:path';
 /** A path of the host's filesystem: a configured directory (`/etc/cni/net.d`) or any other. */
 export const inHost = (hostRoot: string, ...path: string[]): string => join(hostRoot, ...path);
 
-/** /sys/class/CLASS[/...]: `infiniband`, `infiniband_verbs`, `net`. */
-export const sysClass = (hostRoot: string, cls: string, ...rest: string[]): string =>
-  join(hostRoot, 'sys', 'class', cls, ...rest);
+/** /sys/class/CLASS[/...]: the device model's (src/devices/discovery.ts), for the agent's readers too. */
+export { sysClass } from '../devices/discovery.js';
 
 /** /sys/module/NAME[/...]: present when the module is loaded (or built in with parameters). */
 export const sysModule = (hostRoot: string, name: string, ...rest: string[]): string =>

@@ -1,8 +1,6 @@
 // The agent's Prometheus metrics: one registry, every gauge and counter its duties update. Label
 // sets are bounded (per pod only for SMC-R pods of this node; reasons from a fixed table).
 import { Counter, Gauge, Registry, collectDaemonDefaultMetrics } from '../util/prom.js';
-import type { AgentConfig } from '../config/schema.js';
-import { listenFailure, startProbeServer, type ProbeServer, type Probes } from '../util/probes.js';
 
 export class AgentMetrics {
   readonly registry = new Registry();
@@ -87,75 +85,6 @@ export class AgentMetrics {
   }
 }
 
-/**
- * The device plugin process's metrics (`erdma-smcr device-plugin`): its own, never the agent's,
- * whose gauges would read 0 there (node not capable, CNI not chained) and fire the agent's alerts
- * on every node.
- */
-export class DevicePluginMetrics {
-  readonly registry = new Registry();
-
-  constructor(plugins: () => readonly { resourceName: string; isRegistered: boolean }[]) {
-    collectDaemonDefaultMetrics(this.registry);
-    new Gauge({
-      name: 'erdma_smcr_device_plugin_registered',
-      help: '1 when the device plugin for each resource is registered with the kubelet.',
-      labelNames: ['resource'] as const,
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        for (const p of plugins()) this.set({ resource: p.resourceName }, p.isRegistered ? 1 : 0);
-      },
-    });
-  }
-}
-
-/** The DRA driver's /metrics: registration, prepared claims, slice writes. */
-export class DraPluginMetrics {
-  readonly registry = new Registry();
-
-  constructor(
-    state: () => {
-      registered: boolean;
-      prepared: number;
-      sliceWrites: number;
-      sliceProblem: boolean;
-    },
-  ) {
-    collectDaemonDefaultMetrics(this.registry);
-    const gauge = (name: string, help: string, value: () => number): void => {
-      new Gauge({
-        name,
-        help,
-        registers: [this.registry],
-        collect() {
-          this.set(value());
-        },
-      });
-    };
-    gauge(
-      'erdma_smcr_dra_registered',
-      '1 when the DRA driver is registered with the kubelet.',
-      () => (state().registered ? 1 : 0),
-    );
-    gauge(
-      'erdma_smcr_dra_prepared_claims',
-      'ResourceClaims prepared on this node (its checkpoint).',
-      () => state().prepared,
-    );
-    gauge(
-      'erdma_smcr_dra_slice_writes',
-      'ResourceSlice creates and updates by this process (it writes only when something changed).',
-      () => state().sliceWrites,
-    );
-    gauge(
-      'erdma_smcr_dra_slice_failing',
-      '1 while the last attempt to publish the ResourceSlice failed.',
-      () => (state().sliceProblem ? 1 : 0),
-    );
-  }
-}
-
 /** One RDMA device port's traffic counters, as observe/counters.ts reads them from sysfs. */
 export interface PortCounters {
   readonly device: string;
@@ -214,23 +143,4 @@ export function mirrorDeviceCounters(registry: Registry, read: () => PortCounter
     'Packets each RDMA device port dropped (the sum of its *drop_cnt counters).',
     (c, d) => (d === 'tx' ? c.txDrops : c.rxDrops),
   );
-}
-
-/**
- * A node daemon's probes and /metrics on agent.metricsHost:metricsPort, or none when metrics are
- * off. A port it cannot listen on is one line naming the setting (the agent's and the device
- * plugin's share it).
- */
-export async function startDaemonProbes(
-  a: AgentConfig,
-  probes: Probes,
-): Promise<ProbeServer | undefined> {
-  if (!a.metricsEnabled) return undefined;
-  return startProbeServer(a.metricsHost, a.metricsPort, probes).catch((err: unknown) => {
-    throw listenFailure(
-      err,
-      `${a.metricsHost}:${a.metricsPort}`,
-      'agent.metricsPort (ERDMA_SMCR_AGENT_METRICS_PORT)',
-    );
-  });
 }

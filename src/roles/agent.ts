@@ -11,8 +11,9 @@ import { createLogger } from '../util/log.js';
 import type { ProbeServer } from '../util/probes.js';
 import { NodeAgent } from '../agent/agent.js';
 import { devicePlugins } from './device-plugin.js';
-import { AgentMetrics, startDaemonProbes } from '../agent/metrics.js';
-import { discover, DiscoveryCache, discoveryOptions } from '../agent/devices/discovery.js';
+import { AgentMetrics } from '../agent/metrics.js';
+import { startDaemonProbes } from './probes.js';
+import { discover, DiscoveryCache, discoveryOptions } from '../devices/discovery.js';
 import { startFailure } from './startup.js';
 import { inHost } from '../agent/host.js';
 

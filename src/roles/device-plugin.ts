@@ -8,12 +8,13 @@ import { runUntilSignal } from '../util/signals.js';
 import type { AgentConfig, Config } from '../config/schema.js';
 import { createLogger } from '../util/log.js';
 import type { ProbeServer } from '../util/probes.js';
-import { servedResources } from '../agent/devices/resources.js';
-import type { ErdmaDevicePlugin } from '../agent/deviceplugin/plugin.js';
-import { DevicePluginMetrics, startDaemonProbes } from '../agent/metrics.js';
-import { discover, DiscoveryCache, discoveryOptions } from '../agent/devices/discovery.js';
+import { servedResources } from '../devices/resources.js';
+import type { ErdmaDevicePlugin } from '../deviceplugin/plugin.js';
+import { DevicePluginMetrics } from '../deviceplugin/metrics.js';
+import { startDaemonProbes } from './probes.js';
+import { discover, DiscoveryCache, discoveryOptions } from '../devices/discovery.js';
 import { startFailure } from './startup.js';
-import { writeHeldBack } from '../agent/kubelet/held-back.js';
+import { writeHeldBack } from '../kubelet/held-back.js';
 import { inHost } from '../agent/host.js';
 
 /**
@@ -27,8 +28,8 @@ export async function devicePlugins(
   logger: Logger,
 ): Promise<ErdmaDevicePlugin[]> {
   const [{ ErdmaDevicePlugin }, { grpcLogsTo }] = await Promise.all([
-    import('../agent/deviceplugin/plugin.js'),
-    import('../agent/kubelet/serve.js'),
+    import('../deviceplugin/plugin.js'),
+    import('../kubelet/serve.js'),
   ]);
   grpcLogsTo(logger);
   const stateFile = inHost(a.hostRoot, a.devicePluginStateFile);

@@ -1,6 +1,6 @@
 // The DRA driver process behind `erdma-smcr dra-plugin` (#86), in a DaemonSet of its own as the
 // device plugin has (manifests/overlays/dra): the kubelet plugin (registration and the DRAPlugin
-// service, ../agent/dra/plugin.ts), the node's ResourceSlice kept true (../agent/dra/publisher.ts,
+// service, ../dra/plugin.ts), the node's ResourceSlice kept true (../dra/publisher.ts,
 // with a watch on the slice so that one the kubelet wiped comes back at once), and its probes.
 import { posix } from 'node:path';
 import type { Config } from '../config/schema.js';
@@ -9,9 +9,10 @@ import type { CliIO } from '../util/io.js';
 import { createLogger } from '../util/log.js';
 import { runUntilSignal } from '../util/signals.js';
 import type { ProbeServer } from '../util/probes.js';
-import { DraPluginMetrics, startDaemonProbes } from '../agent/metrics.js';
-import { discover, DiscoveryCache, discoveryOptions } from '../agent/devices/discovery.js';
-import type { SliceSpec } from '../agent/dra/slice.js';
+import { DraPluginMetrics } from '../dra/metrics.js';
+import { startDaemonProbes } from './probes.js';
+import { discover, DiscoveryCache, discoveryOptions } from '../devices/discovery.js';
+import type { SliceSpec } from '../dra/slice.js';
 import { startFailure } from './startup.js';
 
 export async function runDraPlugin(config: Readonly<Config>, io: CliIO): Promise<void> {
@@ -35,12 +36,12 @@ export async function runDraPlugin(config: Readonly<Config>, io: CliIO): Promise
   ] = await Promise.all([
     import('../cluster/kubeconfig.js'),
     import('../cluster/watch.js'),
-    import('../agent/dra/plugin.js'),
-    import('../agent/dra/publisher.js'),
-    import('../agent/dra/cdi.js'),
-    import('../agent/dra/checkpoint.js'),
-    import('../agent/dra/slice.js'),
-    import('../agent/kubelet/serve.js'),
+    import('../dra/plugin.js'),
+    import('../dra/publisher.js'),
+    import('../dra/cdi.js'),
+    import('../dra/checkpoint.js'),
+    import('../dra/slice.js'),
+    import('../kubelet/serve.js'),
   ]);
   grpc.grpcLogsTo(logger);
   const client = await loadKubeClient(config.cluster.kubeconfig, io.env);

@@ -6,7 +6,7 @@ import pino from 'pino';
 import { MetadataClient } from '../../src/agent/network/ecs-metadata.js';
 import { reconcileEnis } from '../../src/agent/network/eni.js';
 import { NativeBinary } from '../../src/native/binary.js';
-import type { RdmaDevice } from '../../src/agent/devices/discovery.js';
+import type { RdmaDevice } from '../../src/devices/discovery.js';
 
 const a = JSON.parse(process.argv[2] ?? '{}') as {
   devices: { name: string; mac: string }[];

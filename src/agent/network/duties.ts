@@ -4,7 +4,7 @@
 import type { Clock, Duty, Problem } from '../duty.js';
 import { Told, type EventSink } from '../events.js';
 import type { AgentMetrics } from '../metrics.js';
-import type { RdmaDevice } from '../devices/discovery.js';
+import type { RdmaDevice } from '../../devices/discovery.js';
 import { MetadataClient, type MetadataOptions } from './ecs-metadata.js';
 import { eniProblem, reconcileEnis, type EniPassOptions, type EniResult } from './eni.js';
 import { ensureHostPnet, type HostPnetOptions } from './host-pnet.js';

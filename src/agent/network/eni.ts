@@ -9,7 +9,7 @@
 import type { Logger } from 'pino';
 import type { NativeBinary } from '../../native/binary.js';
 import type { NetConfigure, NetLink, NetRoute, NetState } from '../../native/contract.js';
-import type { RdmaDevice } from '../devices/discovery.js';
+import type { RdmaDevice } from '../../devices/discovery.js';
 import type { EniMeta, MetadataClient } from './ecs-metadata.js';
 
 /** Metric the platform gives eRDMA ENI routes, below NICs in the same CIDR (platform docs). */

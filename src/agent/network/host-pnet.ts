@@ -6,7 +6,7 @@ import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import type { NativeBinary } from '../../native/binary.js';
 import { writeAtomic } from '../../util/fs.js';
-import type { RdmaDevice } from '../devices/discovery.js';
+import type { RdmaDevice } from '../../devices/discovery.js';
 
 export interface HostPnetOptions {
   readonly binary: NativeBinary;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { NODE_LABELS } from '../../constants.js';
 import { kernelEligibility } from '../../policy/kernel.js';
 import type { Mechanism, MechanismProbe } from '../../native/contract.js';
-import type { RdmaDevice } from '../devices/discovery.js';
+import type { RdmaDevice } from '../../devices/discovery.js';
 import { portRange, readReservedPorts, type ReservedPorts } from './reserved-ports.js';
 import {
   kernelModulesDir,

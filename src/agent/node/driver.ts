@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import type { DriverMode } from '../../policy/types.js';
-import { read } from '../devices/discovery.js';
+import { read } from '../../devices/discovery.js';
 import { pciDevices, procOf, smcSysctl, sysModule } from '../host.js';
 
 const run = promisify(execFile);

@@ -7,12 +7,12 @@ import type { Clock, Duty, Problem } from '../duty.js';
 import { Told, type EventSink } from '../events.js';
 import type { AgentMetrics } from '../metrics.js';
 import { capability, capabilityLabels, hostFacts, type Capability } from './capability.js';
-import type { RdmaDevice } from '../devices/discovery.js';
+import type { RdmaDevice } from '../../devices/discovery.js';
 import { reconcileDriver, type DriverPassOptions } from './driver.js';
 import type { NodeLabeler } from './labels.js';
 import type { Mechanisms } from './mechanisms.js';
 import { NODE_LABELS } from '../../constants.js';
-import type { HeldBack } from '../kubelet/held-back.js';
+import type { HeldBack } from '../../kubelet/held-back.js';
 
 /** The devices duty: reads the node's devices once per refresh, for the duties after it. */
 export class DevicesDuty implements Duty {

@@ -49,7 +49,7 @@ export function devicesCommand({ program, io, configFor, setCode }: CommandConte
         const config = await configFor({ 'agent.hostRoot': opts.hostRoot });
         requireHostRoot(config.agent.hostRoot);
         const { discover, discoveryOptions, formatDevices } =
-          await import('../../agent/devices/discovery.js');
+          await import('../../devices/discovery.js');
         const devices = discover(discoveryOptions(config.agent));
         if (!opts.watch) {
           io.out(json ? `${JSON.stringify(devices, null, 2)}\n` : formatDevices(devices));

@@ -27,7 +27,7 @@ import { objectsOf, RBAC_KINDS } from '../../helpers/manifest-objects.js';
 import { NodeAgent } from '../../../src/agent/agent.js';
 import { realClock, type Clock } from '../../../src/agent/duty.js';
 import { AgentMetrics } from '../../../src/agent/metrics.js';
-import { discover } from '../../../src/agent/devices/discovery.js';
+import { discover } from '../../../src/devices/discovery.js';
 import type { KubeClient } from '../../../src/cluster/client.js';
 import { loadKubeClient } from '../../../src/cluster/kubeconfig.js';
 import { loadConfig } from '../../../src/config/load.js';

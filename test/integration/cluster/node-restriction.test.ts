@@ -31,7 +31,7 @@ const POLICY = 'manifests/components/node-restriction/policy.yaml';
 const CAPABLE = 'smcr.erdma.io/capable';
 const SLICES = '/apis/resource.k8s.io/v1/resourceslices';
 const DRIVER = 'erdma.smcr.erdma.io';
-/** A ResourceSlice as our DRA driver writes it (src/agent/dra/slice.ts), with no device. */
+/** A ResourceSlice as our DRA driver writes it (src/dra/slice.ts), with no device. */
 const slice = (name: string, node: string, driver = DRIVER): object => ({
   apiVersion: 'resource.k8s.io/v1',
   kind: 'ResourceSlice',

@@ -14,7 +14,7 @@ import { Schedule, type Clock } from '../../../src/agent/duty.js';
 import { Told, type EventSink, type EventText } from '../../../src/agent/events.js';
 import { AgentMetrics } from '../../../src/agent/metrics.js';
 import type { PodSource } from '../../../src/agent/pod-duty.js';
-import { discover } from '../../../src/agent/devices/discovery.js';
+import { discover } from '../../../src/devices/discovery.js';
 import { SmcDuty } from '../../../src/agent/observe/smc-sampling.js';
 import { formatStatus } from '../../../src/cli/output/smc-status.js';
 import type { NativeBinary } from '../../../src/native/binary.js';

@@ -3,7 +3,8 @@
 // ErdmaSmcrCniNotChained for every device plugin pod (found by the in-cluster Prometheus test).
 import { describe, expect, it } from 'vitest';
 import { WebhookMetrics } from '../../../src/admission/metrics.js';
-import { AgentMetrics, DevicePluginMetrics } from '../../../src/agent/metrics.js';
+import { AgentMetrics } from '../../../src/agent/metrics.js';
+import { DevicePluginMetrics } from '../../../src/deviceplugin/metrics.js';
 import { DAEMON_EVENT_LOOP_SAMPLE_MS } from '../../../src/util/prom.js';
 
 describe('the device plugin process metrics', () => {

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import yaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { capability, capabilityLabels } from '../../../src/agent/node/capability.js';
-import { discover } from '../../../src/agent/devices/discovery.js';
+import { discover } from '../../../src/devices/discovery.js';
 import {
   evaluate,
   podWebhookCalled,

@@ -11,7 +11,7 @@ import {
   smcBuilt,
   type HostFacts,
 } from '../../../../src/agent/node/capability.js';
-import { discover } from '../../../../src/agent/devices/discovery.js';
+import { discover } from '../../../../src/devices/discovery.js';
 import { readReservedPorts } from '../../../../src/agent/node/reserved-ports.js';
 import type { MechanismProbe, Probe } from '../../../../src/native/contract.js';
 
