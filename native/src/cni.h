@@ -5,15 +5,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
-
-struct cni_env {
-	const char *command;
-	const char *container_id;
-	const char *netns;
-	const char *ifname;
-	const char *args;
-	const char *path;
-};
+#include "cni_env.h"
 
 /* Runs one CNI command; writes the result or error JSON to out, logs to err. Returns exit code. */
 int cni_run(const struct cni_env *env, const char *input, FILE *out, FILE *err);

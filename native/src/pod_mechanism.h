@@ -6,7 +6,7 @@
 
 #include "cJSON.h"
 #include "applied.h"
-#include "cni.h"
+#include "cni_env.h"
 #include "conf.h"
 
 /* Inside the pod netns: sets a->mechanism (and drops knobs it does not need from s). 0 or the CNI

@@ -6,7 +6,7 @@
 
 #include "applied.h"
 #include "cJSON.h"
-#include "cni.h"
+#include "cni_env.h"
 #include "conf.h"
 
 /* Applies the pod's settings, mechanism and pnet entry inside its netns; on failure undoes what it

@@ -5,7 +5,7 @@
 
 #include "cJSON.h"
 #include "applied.h"
-#include "cni.h"
+#include "cni_env.h"
 #include "conf.h"
 
 /* The record for the pod named by env's CNI_ARGS, with `outcome` (pending, applied, partial). */

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include "bpf_refused.h"
 
 /* Where the agent pins the program's link and map (bpffs), unless configured otherwise. */
 #define SMCBPF_DEFAULT_DIR "/sys/fs/bpf/erdma-smcr"
@@ -15,9 +16,6 @@
  * `replace` 0, a program already pinned is kept as it is (the plugin's ADD after a reboot); with 1
  * it is replaced (a new agent). 0, SMCBPF_REFUSED or -errno; `why` says what failed. */
 int smcbpf_load(const char *dir, int replace, char *why, size_t size);
-/* What smcbpf_load returns when the kernel cannot run the program (no BTF, no fmod_ret on
- * update_socket_protocol): lasting, unlike a pin or lock that fails. */
-#define SMCBPF_REFUSED 1
 /* Removes the pins: the program detaches once no process holds it. 0 or -errno. */
 int smcbpf_unload(const char *dir);
 /* Loads and attaches the program without pinning, then drops it: whether this kernel can run it. */

@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "smcbpf.h"
+#include "bpf_refused.h"
 #include "netns.h"
 #include "smc_select.skel.h"
 
