@@ -1,11 +1,11 @@
 /* erdma-smcr: a chained CNI plugin. The container runtime runs it with CNI_COMMAND and the other
  * CNI_* variables set and the network configuration on stdin (cni.c does the work); with an
- * argument, it is one of the node agent's tools instead (agent_commands.c). */
+ * argument, it is one of the node agent's tools instead (node_tools.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cni.h"
-#include "agent_commands.h"
+#include "node_tools.h"
 #include "util.h"
 
 /* The largest network configuration read from stdin. */
@@ -18,7 +18,7 @@ int main(int argc, char **argv)
 	size_t len = 0;
 	int rc;
 	if (argc > 1)
-		return tools_main(argc, argv);
+		return node_tools_main(argc, argv);
 	env.command = getenv("CNI_COMMAND");
 	env.container_id = getenv("CNI_CONTAINERID");
 	env.netns = getenv("CNI_NETNS");

@@ -6,7 +6,7 @@
 import { AppError } from '../../errors.js';
 import type { CommandContext } from '../config.js';
 
-/** Each tool of the node binary, with what it does (native/src/agent_commands.c, mechanisms.c). */
+/** Each tool of the node binary, with what it does (native/src/node_tools.c, mechanisms.c). */
 export const NODE_TOOLS: Readonly<Record<string, string>> = {
   mechanisms: 'which ways of making a TCP socket SMC work on this node, and loopback-ism (JSON)',
   pnet: "the SMC pnet table (list, add, del, flush), of this or a pod's network namespace",

@@ -1,7 +1,7 @@
 /* The node agent's tools in the plugin binary: `pnet` and `ueid` (SMC generic netlink), `smc`
  * (smc_diag), `net` (rtnetlink) and `sysctls` (the allow-list), each as JSON or text, inside a
  * network namespace when asked (netns_run). No smc-tools or iproute2 on the node is needed. */
-#include "agent_commands.h"
+#include "node_tools.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -549,7 +549,7 @@ static int preload_install_cmd(int argc, char **argv)
 	return 0;
 }
 
-int tools_main(int argc, char **argv)
+int node_tools_main(int argc, char **argv)
 {
 	if (wants_help(argc, argv)) {
 		usage_to(stdout);
