@@ -223,7 +223,9 @@ export async function benchCheck(): Promise<BenchRow[]> {
     writeCorpus(dir, OBJECTS);
     const config = defaultConfig().policy;
     const parse = best(3, () => readInputs([dir], () => ''));
-    const full = best(3, () => checkPaths([dir], () => '', {}, config, { patch: true }));
+    const full = best(3, () =>
+      checkPaths([dir], { stdin: () => '', choice: {}, config, keep: { patch: true } }),
+    );
     const isProfile = (o: { object: { kind?: unknown } }) => o.object.kind === PROFILE_KIND;
     const objects = parse.value.objects.filter((o) => !isProfile(o));
     const view = resolveView({}, parse.value.objects.find(isProfile));

@@ -139,16 +139,15 @@ export function checkCommand({ program, io, setCode }: CommandContext): void {
       });
       let report;
       try {
-        report = checkPaths(
-          paths,
-          () => io.stdin(),
+        report = checkPaths(paths, {
+          stdin: () => io.stdin(),
           choice,
-          config.policy,
-          { ...keep, skipWarnings },
-          (r) => writer.result(r),
-          excludes(opts.exclude),
-          opts.notObjects,
-        );
+          config: config.policy,
+          keep: { ...keep, skipWarnings },
+          onResult: (r) => writer.result(r),
+          exclude: excludes(opts.exclude),
+          notObjects: opts.notObjects,
+        });
         writer.end(report);
       } finally {
         out.flush();
