@@ -9,8 +9,8 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { posix } from 'node:path';
 import { writeAtomic } from '../util/fs.js';
 import { containerEdits, envLines, type ContainerEdits } from '../devices/container.js';
-import type { PreparedClaim, PreparedDevice } from './checkpoint.js';
-import { DRA_DRIVER } from './slice.js';
+import type { PreparedClaim, PreparedDevice } from './claim.js';
+import { DRA_DRIVER } from './claim.js';
 
 /** The CDI kind of our devices (vendor/class). */
 export const CDI_KIND = `${DRA_DRIVER}/erdma`;

@@ -6,27 +6,7 @@
 import { mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { posix } from 'node:path';
 import { writeAtomic } from '../util/fs.js';
-
-/** One allocated device of a claim, as the API's allocation result names it. */
-export interface PreparedDevice {
-  readonly requestNames: readonly string[];
-  readonly poolName: string;
-  readonly deviceName: string;
-  /** The RDMA device it is (erdma_0), its verbs node, its PNETID. */
-  readonly rdmaDevice: string;
-  readonly uverbs: string;
-  readonly pnetId: string;
-  readonly cdiDeviceIds: readonly string[];
-  /** The allocation's share (a device several claims share, allowMultipleAllocations). */
-  readonly shareId?: string;
-}
-
-export interface PreparedClaim {
-  readonly uid: string;
-  readonly namespace: string;
-  readonly name: string;
-  readonly devices: readonly PreparedDevice[];
-}
+import type { PreparedClaim } from './claim.js';
 
 /** The format this driver writes; it reads it and every earlier one. */
 export const CHECKPOINT_VERSION = 1;

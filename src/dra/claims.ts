@@ -9,8 +9,10 @@ import type { Logger } from 'pino';
 import type { KubeClient } from '../cluster/client.js';
 import type { RdmaDevice } from '../devices/discovery.js';
 import { cdiIds, type CdiSpecs } from './cdi.js';
-import type { Checkpoint, PreparedClaim, PreparedDevice } from './checkpoint.js';
-import { deviceName, DRA_DRIVER } from './slice.js';
+import type { Checkpoint } from './checkpoint.js';
+import type { PreparedClaim, PreparedDevice } from './claim.js';
+import { deviceName } from './slice.js';
+import { DRA_DRIVER } from './claim.js';
 
 /** A claim as the kubelet names it. */
 export interface ClaimRef {

@@ -11,8 +11,8 @@
 import type { KubeClient } from '../cluster/client.js';
 import type { RdmaDevice } from '../devices/discovery.js';
 import { claimPath } from './claims.js';
-import type { PreparedClaim } from './checkpoint.js';
-import { DRA_DRIVER } from './slice.js';
+import type { PreparedClaim } from './claim.js';
+import { DRA_DRIVER } from './claim.js';
 
 export interface DeviceCondition {
   readonly type: 'Ready';

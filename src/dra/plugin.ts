@@ -12,10 +12,10 @@ import { grpcServices } from '../kubelet/grpc-api.js';
 import { PluginRegistration } from '../kubelet/plugin-registration.js';
 import { grpcError, serveUnix, stopServing, type Unary } from '../kubelet/serve.js';
 import { ClaimState, type ClaimRef, type ClaimStateOptions } from './claims.js';
-import type { PreparedClaim } from './checkpoint.js';
+import type { PreparedClaim } from './claim.js';
 import { applyDeviceStatuses, deviceStatuses, statusKey } from './device-status.js';
 import { HEALTH_SERVICES, HealthStreams } from './health.js';
-import { DRA_DRIVER } from './slice.js';
+import { DRA_DRIVER } from './claim.js';
 
 /** The services our registration offers, newest first (k8s.io/kubelet/pkg/apis/dra*\/types.go). */
 export const DRA_SERVICES = ['v1.DRAPlugin', 'v1beta1.DRAPlugin', ...HEALTH_SERVICES] as const;

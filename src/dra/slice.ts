@@ -7,9 +7,7 @@
 // `device.attributes["erdma.smcr.erdma.io"].smcMechanism`. Pure: ./publisher.ts writes it.
 import { NODE_LABELS } from '../constants.js';
 import type { RdmaDevice } from '../devices/discovery.js';
-
-/** Our DRA driver's name: the domain of its attributes, its CDI vendor, its kubelet plugin dir. */
-export const DRA_DRIVER = 'erdma.smcr.erdma.io';
+import { DRA_DRIVER } from './claim.js';
 
 /** The capacity each pod's allocation takes one of: as many pods share a device as it has slots. */
 export const SLOTS_CAPACITY = 'slots';

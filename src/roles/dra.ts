@@ -13,6 +13,7 @@ import { DraPluginMetrics } from '../dra/metrics.js';
 import { startDaemonProbes } from './probes.js';
 import { discover, DiscoveryCache, discoveryOptions } from '../devices/discovery.js';
 import type { SliceSpec } from '../dra/slice.js';
+import { DRA_DRIVER } from '../dra/claim.js';
 import { startFailure } from './startup.js';
 
 export async function runDraPlugin(config: Readonly<Config>, io: CliIO): Promise<void> {
@@ -61,7 +62,7 @@ export async function runDraPlugin(config: Readonly<Config>, io: CliIO): Promise
     client,
     discover: discoverNow,
     specs: new CdiSpecs(a.cdiDir, a.deviceRoot),
-    checkpoint: new Checkpoint(posix.join(a.kubeletDir, 'plugins', slice.DRA_DRIVER)),
+    checkpoint: new Checkpoint(posix.join(a.kubeletDir, 'plugins', DRA_DRIVER)),
     mechanism: () => slice.nodeMechanism(publisher.lastNode),
     logger,
     onRegistered: () => {
@@ -119,7 +120,7 @@ export async function runDraPlugin(config: Readonly<Config>, io: CliIO): Promise
     throw startFailure('DRA driver', err);
   }
   io.out(
-    `erdma-smcr dra-plugin: driver ${slice.DRA_DRIVER} on ${nodeName}, socket ${plugin.draSocket}${probes ? `, probes on http://${a.metricsHost}:${probes.port}` : ''}\n`,
+    `erdma-smcr dra-plugin: driver ${DRA_DRIVER} on ${nodeName}, socket ${plugin.draSocket}${probes ? `, probes on http://${a.metricsHost}:${probes.port}` : ''}\n`,
   );
   await runUntilSignal(logger, 'stopping the DRA driver', async () => {
     clearInterval(timer);

@@ -7,7 +7,7 @@ import { grant } from '../../../src/deviceplugin/allocation.js';
 import { containerEdits, deviceEnv, envLines } from '../../../src/devices/container.js';
 import type { RdmaDevice } from '../../../src/devices/discovery.js';
 import { cdiIds, cdiSpec } from '../../../src/dra/cdi.js';
-import type { PreparedClaim } from '../../../src/dra/checkpoint.js';
+import type { PreparedClaim } from '../../../src/dra/claim.js';
 
 const device = (name: string, uverbs: string, pnetId: string): RdmaDevice =>
   ({ name, uverbs, pnetId }) as RdmaDevice;

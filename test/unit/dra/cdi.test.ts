@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CDI_KIND, CdiSpecs, cdiIds } from '../../../src/dra/cdi.js';
-import type { PreparedClaim } from '../../../src/dra/checkpoint.js';
+import type { PreparedClaim } from '../../../src/dra/claim.js';
 import { preparedClaim } from './fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cdi-'));

@@ -14,7 +14,8 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { Checkpoint, type PreparedClaim } from '../../../src/dra/checkpoint.js';
+import { Checkpoint } from '../../../src/dra/checkpoint.js';
+import type { PreparedClaim } from '../../../src/dra/claim.js';
 
 const root = mkdtempSync(join(tmpdir(), 'dra-checkpoint-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

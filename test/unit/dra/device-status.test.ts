@@ -4,7 +4,7 @@
 // heartbeat, not on every scan.
 import { describe, expect, it } from 'vitest';
 import type { RdmaDevice } from '../../../src/devices/discovery.js';
-import type { PreparedClaim } from '../../../src/dra/checkpoint.js';
+import type { PreparedClaim } from '../../../src/dra/claim.js';
 import { deviceStatuses, statusKey } from '../../../src/dra/device-status.js';
 import { HEALTH_TIMEOUT_S, HealthStreams } from '../../../src/dra/health.js';
 import { erdmaDevice, preparedClaim } from './fixtures.js';

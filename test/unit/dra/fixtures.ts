@@ -1,7 +1,7 @@
 // What the DRA driver's unit tests are given: an eRDMA device as discovery reads it, and a claim
 // for it as the driver prepared it (one device, request "erdma", pool node-a).
 import type { RdmaDevice } from '../../../src/devices/discovery.js';
-import type { PreparedClaim, PreparedDevice } from '../../../src/dra/checkpoint.js';
+import type { PreparedClaim, PreparedDevice } from '../../../src/dra/claim.js';
 
 /** erdma_0 on eth1, its port 1 in `state` (healthy when ACTIVE). */
 export const erdmaDevice = (state: string, pnetId: string): RdmaDevice =>
