@@ -84,7 +84,7 @@ export async function helmRunbooks(c: InCluster, conflistBefore: string): Promis
   expect(bad.status).not.toBe(0);
   console.log(`helm install --set webhook.failurePolicy=Fial:\n${bad.stderr.trim()}`);
   expect(bad.stderr).toContain(
-    "at '/webhook/failurePolicy': value must be one of 'Ignore', 'Fail'",
+    "at '/webhook/failurePolicy': value must be one of '', 'Ignore', 'Fail'",
   );
   expect((await c.cp.kubectl(['get', 'namespace', 'erdma-smcr'])).status).not.toBe(0);
   expect(ok('list', '--all-namespaces', '-q').trim()).toBe('');
