@@ -13,7 +13,7 @@ import { PluginRegistration } from '../kubelet/plugin-registration.js';
 import { grpcError, serveUnix, stopServing, type Unary } from '../kubelet/serve.js';
 import { ClaimState, type ClaimRef, type ClaimStateOptions } from './claims.js';
 import type { PreparedClaim } from './claim.js';
-import { applyDeviceStatuses, deviceStatuses, statusKey } from './device-status.js';
+import { ClaimStatusWriter } from './status-writer.js';
 import { HEALTH_SERVICES, HealthStreams } from './health.js';
 import { DRA_DRIVER } from './claim.js';
 
@@ -21,12 +21,7 @@ import { DRA_DRIVER } from './claim.js';
 export const DRA_SERVICES = ['v1.DRAPlugin', 'v1beta1.DRAPlugin', ...HEALTH_SERVICES] as const;
 /** The most claims one call may name (the kubelet sends a pod's claims: a handful). */
 const MAX_CLAIMS = 128;
-/**
- * How long a claim's device status that could not be written waits before the next try (the
- * driver scans every second: RBAC missing, or a claim already gone, must not cost a write and a
- * log line a second). A changed status is tried at once.
- */
-export const STATUS_RETRY_MS = 60_000;
+export { STATUS_RETRY_MS } from './status-writer.js';
 
 /** The claim state's options (./claims.ts), and the protocol's own. */
 export interface DraPluginOptions extends ClaimStateOptions {
@@ -44,20 +39,20 @@ export class DraPlugin {
   private readonly registration: PluginRegistration;
   private readonly state: ClaimState;
   readonly health: HealthStreams;
-  /** Each prepared claim's device status as last applied (by UID). */
-  private readonly statusWritten = new Map<string, string>();
-  /** A claim's status that failed: which, when, and why (logged once per reason). */
-  private readonly statusFailed = new Map<string, { key: string; at: number; why: string }>();
+  private readonly status: ClaimStatusWriter;
   registered = false;
   registrationError: string | undefined;
   /** The last device status write that failed, or undefined. */
-  statusProblem: string | undefined;
+  get statusProblem(): string | undefined {
+    return this.status.problem;
+  }
   /** Calls served, by method, for the tests and the metrics. */
   readonly calls = { prepare: 0, unprepare: 0, apiReads: 0, statusWrites: 0 };
 
   constructor(private readonly o: DraPluginOptions) {
     this.draSocket = posix.join(o.kubeletDir, 'plugins', DRA_DRIVER, 'dra.sock');
     this.state = new ClaimState(o);
+    this.status = new ClaimStatusWriter({ ...o, onWritten: () => (this.calls.statusWrites += 1) });
     this.health = new HealthStreams(o.nodeName, o.now);
     this.registration = new PluginRegistration(
       o.kubeletDir,
@@ -84,46 +79,12 @@ export class DraPlugin {
   }
 
   /**
-   * Writes the claim's device status when it differs from what was last written; a failure is
-   * kept in `statusProblem` and logged, never the pod's failure (the status is for people).
-   */
-  private async writeStatus(claim: PreparedClaim, devices: readonly RdmaDevice[]): Promise<void> {
-    const statuses = deviceStatuses(
-      claim,
-      new Map(devices.map((d) => [d.name, d])),
-      this.o.mechanism?.() ?? 'unknown',
-      new Date((this.o.now ?? Date.now)()),
-    );
-    const k = statusKey(statuses);
-    if (this.statusWritten.get(claim.uid) === k) return;
-    const now = (this.o.now ?? Date.now)();
-    const failed = this.statusFailed.get(claim.uid);
-    if (failed?.key === k && now - failed.at < STATUS_RETRY_MS) return;
-    try {
-      await applyDeviceStatuses(this.o.client, claim, statuses);
-      this.statusWritten.set(claim.uid, k);
-      this.statusFailed.delete(claim.uid);
-      this.calls.statusWrites += 1;
-      this.statusProblem = undefined;
-    } catch (err) {
-      const why = err instanceof Error ? err.message : String(err);
-      this.statusProblem = `cannot write the device status of ResourceClaim ${claim.namespace}/${claim.name}: ${why}`;
-      if (failed?.why !== why)
-        this.o.logger.warn(
-          { claim: `${claim.namespace}/${claim.name}`, retryMs: STATUS_RETRY_MS },
-          this.statusProblem,
-        );
-      this.statusFailed.set(claim.uid, { key: k, at: now, why });
-    }
-  }
-
-  /**
    * The node's devices as the driver's last scan found them: their health to the kubelet, and to
    * the status of the claims that hold them when it changed (or was never written).
    */
   async observe(devices: readonly RdmaDevice[]): Promise<void> {
     this.health.observe(devices);
-    for (const claim of this.state.prepared()) await this.writeStatus(claim, devices);
+    for (const claim of this.state.prepared()) await this.status.write(claim, devices);
   }
 
   private handlers(v1: boolean): grpc.UntypedServiceImplementation {
@@ -170,7 +131,7 @@ export class DraPlugin {
             cb(null, { claims: out });
             // After the answer: the kubelet does not wait on the status, which is for people.
             const devices = this.o.discover();
-            for (const p of done) void this.writeStatus(p, devices);
+            for (const p of done) void this.status.write(p, devices);
           },
           (err: Error) => cb(grpcError(grpc.status.INTERNAL, err.message)),
         );
@@ -184,8 +145,7 @@ export class DraPlugin {
           for (const c of claims) {
             try {
               this.state.unprepare(c);
-              this.statusWritten.delete(c.uid);
-              this.statusFailed.delete(c.uid);
+              this.status.forget(c.uid);
               out[c.uid] = { error: '' };
             } catch (err) {
               out[c.uid] = {
