@@ -21,7 +21,6 @@ import { DRA_DRIVER } from './claim.js';
 export const DRA_SERVICES = ['v1.DRAPlugin', 'v1beta1.DRAPlugin', ...HEALTH_SERVICES] as const;
 /** The most claims one call may name (the kubelet sends a pod's claims: a handful). */
 const MAX_CLAIMS = 128;
-export { STATUS_RETRY_MS } from './status-writer.js';
 
 /** The claim state's options (./claims.ts), and the protocol's own. */
 export interface DraPluginOptions extends ClaimStateOptions {

@@ -12,7 +12,8 @@ import type { KubeClient } from '../../../src/cluster/client.js';
 import type { RdmaDevice } from '../../../src/devices/discovery.js';
 import { CdiSpecs } from '../../../src/dra/cdi.js';
 import { Checkpoint } from '../../../src/dra/checkpoint.js';
-import { DraPlugin, STATUS_RETRY_MS } from '../../../src/dra/plugin.js';
+import { DraPlugin } from '../../../src/dra/plugin.js';
+import { STATUS_RETRY_MS } from '../../../src/dra/status-writer.js';
 import { erdmaDevice, preparedClaim } from './fixtures.js';
 
 const root = mkdtempSync(join(tmpdir(), 'dra-status-'));
