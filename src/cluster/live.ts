@@ -94,12 +94,16 @@ export class LiveViewSource implements ClusterViewSource {
       transform: (s) => (s.spec?.cidrs ?? []).flatMap((c) => canonicalCidr(c) ?? []),
       onChange: () => this.rebuild(),
       onStale: (s) => {
-        if (s && !this.serviceCidrs.synced && !this.serviceCidrsUnlisted) {
+        // Never listed (an API server before 1.33, or RBAC from an older install): said once, and
+        // not a stale view, which would page someone for good; a watch that breaks later is.
+        if (s && !this.serviceCidrs.synced) {
+          if (!this.serviceCidrsUnlisted)
+            opts.logger.warn(
+              { path: SERVICE_CIDRS },
+              'cannot list ServiceCIDRs (an API server before 1.33, or the webhook lacks list/watch on servicecidrs.networking.k8s.io): the SMC selection takes in the Service ranges once they can be listed, or as the cluster profile names them (serviceNetworks)',
+            );
           this.serviceCidrsUnlisted = true;
-          opts.logger.warn(
-            { path: SERVICE_CIDRS },
-            'cannot list ServiceCIDRs (an API server before 1.33, or the webhook lacks list/watch on servicecidrs.networking.k8s.io): the SMC selection takes in the Service ranges once they can be listed, or as the cluster profile names them (serviceNetworks)',
-          );
+          return;
         }
         this.setStale('servicecidrs', s);
       },

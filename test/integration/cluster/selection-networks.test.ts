@@ -13,6 +13,9 @@ import { NodeLabeler } from '../../../src/agent/node/labels.js';
 import { MetadataClient } from '../../../src/agent/network/ecs-metadata.js';
 import { PodNetworksDuty, secondaryVswitchCidrs } from '../../../src/agent/network/pod-networks.js';
 import { loadKubeClient } from '../../../src/cluster/kubeconfig.js';
+import { LiveViewSource } from '../../../src/cluster/live.js';
+import { DEFAULT_PROFILE } from '../../../src/cluster/profile.js';
+import { selectionNetworks } from '../../../src/policy/selection.js';
 import {
   ensureBinaries,
   SERVICE_CIDR,
@@ -177,4 +180,65 @@ describe.skipIf(why !== '')('the SMC selection takes the networks the cluster sa
       nets((await selection()).env).includes('192.168.240.0/20') ? undefined : true,
     );
   }, 120_000);
+
+  it('an install whose RBAC cannot list ServiceCIDRs is ready, not stale, and selects without them', async () => {
+    // What an install from before #100 runs as: nodes and its ConfigMap, no servicecidrs.
+    await kubectl(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: [
+          {
+            apiVersion: 'v1',
+            kind: 'ServiceAccount',
+            metadata: { name: 'old-webhook', namespace: 'erdma-smcr' },
+          },
+          {
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'ClusterRole',
+            metadata: { name: 'old-webhook' },
+            rules: [
+              {
+                apiGroups: [''],
+                resources: ['nodes', 'configmaps'],
+                verbs: ['get', 'list', 'watch'],
+              },
+            ],
+          },
+          {
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'ClusterRoleBinding',
+            metadata: { name: 'old-webhook' },
+            roleRef: {
+              apiGroup: 'rbac.authorization.k8s.io',
+              kind: 'ClusterRole',
+              name: 'old-webhook',
+            },
+            subjects: [{ kind: 'ServiceAccount', name: 'old-webhook', namespace: 'erdma-smcr' }],
+          },
+        ],
+      }),
+    );
+    const client = await loadKubeClient(await cp.kubeconfigFor('erdma-smcr', 'old-webhook'), {});
+    const view = new LiveViewSource({
+      client,
+      namespace: 'erdma-smcr',
+      configMap: 'erdma-smcr-cluster-profile',
+      baseProfile: DEFAULT_PROFILE,
+      logger: pino({ level: 'silent' }),
+      backoffMs: { initial: 100, max: 500 },
+    });
+    try {
+      expect(await view.start(10_000)).toBe(true);
+      expect(view.synced).toBe(true);
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(view.isStale).toBe(false);
+      const nets = selectionNetworks(view.current());
+      expect(nets).toContain('10.0.64.0/18');
+      expect(nets).not.toContain(SERVICE_CIDR);
+    } finally {
+      await view.close();
+    }
+  });
 });
