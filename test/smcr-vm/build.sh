@@ -232,13 +232,14 @@ ln -s /usr/bin/kmod "$root/usr/sbin/modprobe"
 # The agent's modules as built (ES modules importing only Node's own and each other).
 mkdir -p "$root/agent"
 echo '{"type":"module"}' > "$root/agent/package.json"
-# Each keeps its place under dist/agent, so their relative imports hold: /agent/node/driver.js
-# imports ../devices/discovery.js and ../host.js; programs.js imports ../../constants.js (/constants.js).
-for m in node/driver devices/discovery observe/counters observe/programs host; do
-  src="$repo/dist/agent/$m.js"
+# Each keeps its place under dist/ (the VM's / stands for it), so their relative imports hold:
+# /agent/node/driver.js imports ../../devices/discovery.js (/devices/discovery.js) and ../host.js;
+# programs.js imports ../../constants.js (/constants.js).
+for m in agent/node/driver devices/discovery agent/observe/counters agent/observe/programs agent/host; do
+  src="$repo/dist/$m.js"
   [ -f "$src" ] || { log "$src is missing: run npm run build first"; exit 1; }
-  mkdir -p "$root/agent/$(dirname "$m")"
-  cp "$src" "$root/agent/$m.js"
+  mkdir -p "$root/$(dirname "$m")"
+  cp "$src" "$root/$m.js"
 done
 cp "$here/driver-pass.mjs" "$root/agent/driver-pass.mjs"
 cp "$here/counters.mjs" "$root/agent/counters-read.mjs"
