@@ -54,10 +54,27 @@ envs() { # select-text
   return 0
 }
 
+# smcr_tcp2smc_standin=1 (#100): Alibaba's tcp2smc knob stands in while the pods are added, as on
+# an Alibaba Cloud Linux 3 node the agent labels preload (its knob converts every TCP socket; AF_SMC
+# works too): a directory with this kernel's net.smc values and a tcp2smc of 0, mounted over
+# /proc/sys/net/smc. Our plugin must take the library the pods were given and leave the knob alone.
+standin=""
+if grep -q smcr_tcp2smc_standin=1 /proc/cmdline && [ -d /proc/sys/net/smc ]; then
+  standin=/run/standin-smc
+  mkdir -p "$standin"
+  for f in /proc/sys/net/smc/*; do cat "$f" > "$standin/${f##*/}" 2>/dev/null; done
+  echo 0 > "$standin/tcp2smc"
+  mount -o bind "$standin" /proc/sys/net/smc || fail "mount the stand-in knob"
+  say "standin_knob_before=$(cat /proc/sys/net/smc/tcp2smc)"
+fi
 pod_add a "$(annotations "$SEL_A")"
 pod_add b "$(annotations "$SEL_B")"
 pod_add u "$(annotations "")"
 pod_add p '{}'
+if [ -n "$standin" ]; then
+  say "standin_knob=$(cat /proc/sys/net/smc/tcp2smc)"
+  umount /proc/sys/net/smc || fail "unmount the stand-in knob"
+fi
 for x in a b u; do say "state_$x=$(cat /run/erdma-smcr/state/${x}_eth0.json 2>/dev/null)"; done
 say "bpf_status=$(erdma-smcr bpf status 2>&1 | tr -d '\n')"
 ENV_A=$(envs "$SEL_A")

@@ -68,7 +68,9 @@ const KERNELS = [
     smcMode: 'SMCR',
     service: false,
     nodeEnforces: false,
-    append: 'smcr_select_mech=preload',
+    // And Alibaba's tcp2smc knob standing in while the pods are added (#100): the node the agent
+    // labels preload on Alibaba Cloud Linux 3, where the knob is there too.
+    append: 'smcr_select_mech=preload smcr_tcp2smc_standin=1',
   },
 ] as const;
 
@@ -179,6 +181,16 @@ describe.skipIf(skip).each(KERNELS)(
         ),
       ).toBe(true);
     });
+
+    if (append.includes('smcr_tcp2smc_standin=1'))
+      it('with the tcp2smc knob there (a stand-in: no Debian kernel has it), the pods given the library run under it and the knob stays 0 (#100)', () => {
+        const knob = (key: string): string | undefined => vm.find((r) => key in r)[key];
+        expect(knob('standin_knob_before')).toBe('0');
+        expect(knob('standin_knob')).toBe('0');
+        for (const x of ['a', 'b', 'u'])
+          expect(vm.json(`state_${x}`), x).toMatchObject({ mechanism: 'preload' });
+        expect(vm.json('state_a')).toMatchObject({ selection: 'enforced' });
+      });
 
     if (enforced) {
       it('the pod with a selection reaches that server: its SYN to an address outside the cluster carries no SMC option', () => {
